@@ -1,0 +1,192 @@
+"""memory-config.yaml: every setting, its default and its type (seed 000 §9.3 + ours).
+
+The schema below is the single source of truth: loading validates against it (unknown
+keys and wrong types are errors naming the key path and line), ``memory config show``
+prints the merged result, and the skeleton's memory-config.yaml is tested to match it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memrepo import yamlsafe
+from memrepo.errors import ConfigError
+
+CONFIG_FILE = "memory-config.yaml"
+
+
+@dataclass(frozen=True)
+class Setting:
+    default: Any
+    kind: type | tuple[type, ...]
+    help: str
+    choices: tuple[Any, ...] | None = None
+
+
+def _num(default: float, help: str) -> Setting:
+    return Setting(default, (int, float), help)
+
+
+SCHEMA: dict[str, dict[str, Setting]] = {
+    "context_compiler": {
+        "token_budget": Setting(8192, int, "target size of a compiled prompt, in tokens"),
+        "identity_budget_kb": _num(17, "identity files (SOUL, USER, AGENTS, TOOLS)"),
+        "memory_budget_kb": _num(3, "knowledge/memory/MEMORY.md"),
+        "journal_budget_kb": _num(4, "today's and yesterday's journal"),
+        "topic_budget_kb": _num(6, "activated topics and their subscriptions"),
+    },
+    "search": {
+        "bm25_weight": _num(0.4, "weight of full-text (BM25) scores in hybrid search"),
+        "vector_weight": _num(0.6, "weight of vector similarity in hybrid search"),
+        "embedding_model": Setting("text-embedding-3-small", str, "embedding model name"),
+        "embedding_dimensions": Setting(1536, int, "embedding vector size"),
+    },
+    "watchers": {
+        "similarity_threshold": _num(0.15, "tier-2 similarity needed to consider a topic"),
+        "gate_model": Setting("haiku", str, "model for the yes/no activation gate"),
+        "gate_max_tokens": Setting(1, int, "tokens the gate may answer with"),
+    },
+    "lifecycle": {
+        "commit_interval_minutes": Setting(30, int, "batching of knowledge commits"),
+        "journal_retention_days": Setting(90, int, "journals older than this are archived"),
+        "memory_line_cap": Setting(200, int, "target size of MEMORY.md in lines"),
+        "extraction_trigger": Setting(
+            "on_session_end", str, "when extraction runs", ("on_session_end", "hourly", "manual")
+        ),
+        "condensation_schedule": Setting("0 23 * * *", str, "cron: daily condensation"),
+        "pruning_schedule": Setting("0 0 * * 0", str, "cron: weekly pruning"),
+    },
+    "git": {
+        "auto_commit": Setting(True, bool, "commit knowledge changes on the interval"),
+        "auto_push": Setting(True, bool, "push after committing when a remote exists"),
+        "auto_tag_daily": Setting(True, bool, "tag memory/daily/DATE when something changed"),
+        "commit_message_model": Setting("haiku", str, "model that writes commit messages"),
+    },
+    "validation": {
+        "memory_warn_lines": Setting(180, int, "MEMORY.md: warn above this many lines"),
+        "memory_error_lines": Setting(220, int, "MEMORY.md: refuse the commit above this"),
+        "memory_max_kb": _num(25, "MEMORY.md: refuse the commit above this size"),
+        "max_file_kb": _num(1024, "largest text file allowed outside attachments/"),
+        "secrets_allowlist": Setting(
+            [], list, "regexes; a flagged value matching one is a known false positive"
+        ),
+    },
+}
+
+
+def defaults() -> dict[str, dict[str, Any]]:
+    return {sec: {k: copy.deepcopy(s.default) for k, s in keys.items()} for sec, keys in SCHEMA.items()}
+
+
+class Config(dict):
+    """The effective configuration: nested dicts, every key present."""
+
+    def get_path(self, dotted: str) -> Any:
+        section, key = dotted.split(".", 1)
+        return self[section][key]
+
+
+def _type_name(kind: type | tuple[type, ...]) -> str:
+    names = {int: "integer", float: "number", str: "string", bool: "true/false", list: "list"}
+    if isinstance(kind, tuple):
+        return "number" if float in kind else " or ".join(names[k] for k in kind)
+    return names.get(kind, kind.__name__)
+
+
+def validate(data: Any, text: str = "", source: str = CONFIG_FILE) -> Config:
+    """Merge ``data`` over the defaults, refusing unknown keys and wrong types."""
+    cfg = Config(defaults())
+    if data is None:
+        return cfg
+    if not isinstance(data, dict):
+        raise ConfigError("the config must be a mapping of sections", source, 1)
+    for section, values in data.items():
+        if section not in SCHEMA:
+            raise ConfigError(
+                f"unknown key '{section}' (known sections: {', '.join(SCHEMA)})",
+                source,
+                yamlsafe.key_line(text, (str(section),)),
+            )
+        if values is None:
+            continue
+        if not isinstance(values, dict):
+            raise ConfigError(
+                f"'{section}' must be a mapping of settings",
+                source,
+                yamlsafe.key_line(text, (section,)),
+            )
+        for key, value in values.items():
+            path = f"{section}.{key}"
+            line = yamlsafe.key_line(text, (section, str(key)))
+            setting = SCHEMA[section].get(key)
+            if setting is None:
+                raise ConfigError(
+                    f"unknown key '{path}' (known: {', '.join(SCHEMA[section])})", source, line
+                )
+            kinds = setting.kind if isinstance(setting.kind, tuple) else (setting.kind,)
+            ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
+            if ok and setting.kind is list:
+                ok = all(isinstance(v, str) for v in value)
+            if not ok:
+                raise ConfigError(
+                    f"'{path}' must be a {_type_name(setting.kind)}"
+                    + (" of strings" if setting.kind is list else "")
+                    + f", got {type(value).__name__} {value!r}",
+                    source,
+                    line,
+                )
+            if setting.choices and value not in setting.choices:
+                raise ConfigError(
+                    f"'{path}' must be one of {', '.join(map(str, setting.choices))}, got {value!r}",
+                    source,
+                    line,
+                )
+            cfg[section][key] = value
+    return cfg
+
+
+def load_config(root: str | Path | None) -> Config:
+    """The effective config of the repo at ``root`` (defaults when it has no config file)."""
+    if root is None:
+        return Config(defaults())
+    path = Path(root) / CONFIG_FILE
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Config(defaults())
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError("not UTF-8 text", CONFIG_FILE) from None
+    try:
+        data = yamlsafe.load(text)
+    except yamlsafe.YAMLProblem as exc:
+        raise ConfigError(exc.message, CONFIG_FILE, exc.line) from None
+    return validate(data, text)
+
+
+def _yaml_scalar(value: Any) -> str:
+    if isinstance(value, str):
+        return value if re.fullmatch(r"[A-Za-z_][\w.-]*", value) else json.dumps(value)
+    return json.dumps(value)
+
+
+def render_default_config() -> str:
+    """memory-config.yaml as ``memory init`` writes it: every setting, its default, its meaning."""
+    out = [
+        "# memory-config.yaml: every memrepo setting with its default (seed 000 §9.3).",
+        "# Edit a value to change it; unknown keys and wrong types are refused.",
+        "# `memory config show` prints the effective configuration.",
+    ]
+    for section, keys in SCHEMA.items():
+        out.append("")
+        out.append(f"{section}:")
+        for key, s in keys.items():
+            hint = s.help + (f" ({' | '.join(s.choices)})" if s.choices else "")
+            out.append(f"  {key}: {_yaml_scalar(s.default)}  # {hint}")
+    return "\n".join(out) + "\n"

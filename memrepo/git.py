@@ -1,0 +1,126 @@
+"""Git plumbing: the real ``git`` binary, so users' config, hooks and LFS behave as they expect."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from memrepo.errors import GitError
+
+
+def git(
+    args: Sequence[str],
+    cwd: str | Path,
+    *,
+    input: bytes | str | None = None,
+    check: bool = True,
+    env: dict[str, str] | None = None,
+) -> str:
+    """Run ``git ARGS`` in ``cwd`` and return stdout; raise GitError with git's own message."""
+    return git_bytes(args, cwd, input=input, check=check, env=env).decode("utf-8", "replace")
+
+
+def git_bytes(
+    args: Sequence[str],
+    cwd: str | Path,
+    *,
+    input: bytes | str | None = None,
+    check: bool = True,
+    env: dict[str, str] | None = None,
+) -> bytes:
+    if isinstance(input, str):
+        input = input.encode("utf-8")
+    full_env = None
+    if env:
+        full_env = {**os.environ, **env}
+    try:
+        proc = subprocess.run(
+            ["git", *args], cwd=cwd, input=input, capture_output=True, env=full_env
+        )
+    except FileNotFoundError as exc:
+        raise GitError("git is not installed or not on PATH") from exc
+    if check and proc.returncode != 0:
+        msg = proc.stderr.decode("utf-8", "replace").strip() or proc.stdout.decode(
+            "utf-8", "replace"
+        ).strip()
+        raise GitError(f"git {' '.join(args[:2])} failed: {msg}")
+    return proc.stdout
+
+
+def toplevel(path: str | Path) -> Path | None:
+    """The work-tree root containing ``path``, or None when it is not inside a git repo."""
+    try:
+        out = git(["rev-parse", "--show-toplevel"], path)
+    except GitError:
+        return None
+    return Path(out.strip())
+
+
+def git_dir(root: str | Path) -> Path:
+    """The repository's git directory (``.git`` or a worktree's gitdir), absolute."""
+    out = git(["rev-parse", "--absolute-git-dir"], root).strip()
+    return Path(out)
+
+
+def hooks_dir(root: str | Path) -> Path:
+    """Where git looks for hooks (honours core.hooksPath)."""
+    out = git(["rev-parse", "--git-path", "hooks"], root).strip()
+    p = Path(out)
+    return p if p.is_absolute() else Path(root) / p
+
+
+def head(root: str | Path) -> str | None:
+    """The commit HEAD points at, or None on an unborn branch."""
+    try:
+        return git(["rev-parse", "--verify", "-q", "HEAD"], root).strip() or None
+    except GitError:
+        return None
+
+
+def read_blobs(root: str | Path, revs: Iterable[str]) -> dict[str, bytes | None]:
+    """Read many objects (``HEAD:path``, ``:path``...) in one ``git cat-file --batch`` call.
+
+    Missing objects map to None. One process whatever the number of files, so hooks
+    pay for what the commit touches, not for the repo.
+    """
+    revs = list(revs)
+    if not revs:
+        return {}
+    out = git_bytes(["cat-file", "--batch"], root, input="".join(r + "\n" for r in revs))
+    result: dict[str, bytes | None] = {}
+    pos = 0
+    for rev in revs:
+        nl = out.index(b"\n", pos)
+        header = out[pos:nl].decode("utf-8", "replace")
+        pos = nl + 1
+        if header.endswith(" missing") or header.endswith(" ambiguous"):
+            result[rev] = None
+            continue
+        size = int(header.rsplit(" ", 1)[1])
+        result[rev] = out[pos : pos + size]
+        pos += size + 1
+    return result
+
+
+def staged_status(root: str | Path, *pathspecs: str) -> list[tuple[str, str, str | None]]:
+    """Staged changes against HEAD as (status letter, path, new path for renames)."""
+    if head(root) is None:
+        return []
+    out = git(
+        ["diff", "--cached", "--name-status", "-M", "-z", "--no-ext-diff", "HEAD", "--", *pathspecs],
+        root,
+    )
+    fields = out.split("\0")
+    rows: list[tuple[str, str, str | None]] = []
+    i = 0
+    while i < len(fields) - 1:
+        status = fields[i]
+        if status[:1] in ("R", "C"):
+            rows.append((status[0], fields[i + 1], fields[i + 2]))
+            i += 3
+        else:
+            rows.append((status[:1], fields[i + 1], None))
+            i += 2
+    return rows

@@ -1,0 +1,22 @@
+"""The search index of a memory repo: ``memory.db`` at the repo root (gitignored).
+
+Files are the truth and the index is a cache of them at one commit: it records that
+commit, so ``memory doctor`` can prove it matches HEAD and any index can be rebuilt.
+Modules, one concept each:
+
+- :mod:`~memrepo.index.db` — the connection helper (WAL, busy timeout, vector mode)
+- :mod:`~memrepo.index.schema` — tables and the meta row (schema version, embedder, commit)
+- :mod:`~memrepo.index.docmeta` / :mod:`~memrepo.index.chunking` — what a file becomes
+- :mod:`~memrepo.index.gitsource` — the only way the indexer reads files (git objects)
+- :mod:`~memrepo.index.indexer` — incremental update and atomic rebuild
+- :mod:`~memrepo.index.embedders` / :mod:`~memrepo.index.vectors` — optional vectors
+- :mod:`~memrepo.index.query` / :mod:`~memrepo.index.search` / :mod:`~memrepo.index.fallback`
+- :mod:`~memrepo.index.signals` — reinforce / demote / hit events from ``raw/signals/``
+- :mod:`~memrepo.index.hook` — what the post-* git hooks call; never raises
+
+Nothing here imports numpy at module level: the hook path must stay light.
+"""
+
+from __future__ import annotations
+
+DB_NAME = "memory.db"

@@ -1,0 +1,239 @@
+"""Laying down a memory repo (``memory init``) and checking it is still whole (doctor).
+
+Every step is idempotent: an existing file is never overwritten, a line already present
+is never added twice, and each step says what it found or did, so a second run changes
+nothing and reports why.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import string
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from memrepo import git, yamlsafe
+from memrepo.atomic import atomic_write
+from memrepo.config import CONFIG_FILE, render_default_config
+from memrepo.errors import MemrepoError
+from memrepo.formats import LAYOUT_DIRS
+from memrepo.resources import skeleton_dir, templates_dir
+
+#: template (under templates/knowledge/) -> where init writes it.
+KNOWLEDGE_TEMPLATES = {
+    "SOUL.md": "knowledge/identity/SOUL.md",
+    "USER.md": "knowledge/identity/USER.md",
+    "AGENTS.md": "knowledge/identity/AGENTS.md",
+    "TOOLS.md": "knowledge/identity/TOOLS.md",
+    "MEMORY.md": "knowledge/memory/MEMORY.md",
+    "projects_active.md": "knowledge/projects/_active.md",
+    "people_index.md": "knowledge/people/_index.md",
+}
+#: Files whose lines init merges into an existing copy instead of skipping it.
+MERGED_LINE_FILES = (".gitignore", ".gitattributes")
+PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
+HOOK_TYPES = ("pre-commit", "post-commit", "post-merge", "post-checkout", "post-rewrite")
+HOOK_ID_PREFIX = "memrepo-"
+INIT_MESSAGE = "maintenance: initialize memory repo"
+RESTORE_MESSAGE = "maintenance: restore memory repo layout"
+#: Directories git cannot track while empty get this placeholder (not scratch/: ignored).
+KEEP_FILE = ".gitkeep"
+
+
+@dataclass
+class Action:
+    """One step of init: ``status`` is created, updated, found or installed."""
+
+    status: str
+    path: str
+    detail: str = ""
+
+
+def render_template(name: str, today: dt.date) -> str:
+    text = (templates_dir() / "knowledge" / name).read_text(encoding="utf-8")
+    return string.Template(text).substitute(date=today.isoformat())
+
+
+def skeleton_files() -> dict[str, bytes]:
+    """repo-skeleton/ as {destination path: content}; ``dot-x`` is written as ``.x``."""
+    base = skeleton_dir()
+    files: dict[str, bytes] = {}
+    for path in sorted(base.rglob("*")):
+        rel = path.relative_to(base)
+        if path.is_dir() or "__pycache__" in rel.parts or rel.name == "__init__.py":
+            continue
+        parts = [p.replace("dot-", ".", 1) if p.startswith("dot-") else p for p in rel.parts]
+        files["/".join(parts)] = path.read_bytes()
+    return files
+
+
+def planned_files(today: dt.date) -> dict[str, bytes]:
+    """Everything init writes, by repo-relative path."""
+    files = skeleton_files()
+    files[CONFIG_FILE] = render_default_config().encode()
+    for name, dest in KNOWLEDGE_TEMPLATES.items():
+        files[dest] = render_template(name, today).encode()
+    return files
+
+
+def ensure_git_repo(root: Path) -> Action | None:
+    """``git init`` when ``root`` is not in a repo; refuse a subdirectory of another repo."""
+    top = git.toplevel(root)
+    if top is not None:
+        if top.resolve() != root.resolve():
+            raise MemrepoError(
+                f"{root} is inside the git repo {top}; a memory repo needs its own repository "
+                f"root: run 'memory init {top}' or choose a directory outside it"
+            )
+        return None
+    branch = git.git(["config", "--get", "init.defaultBranch"], root, check=False).strip()
+    git.git(["init", "-q", f"--initial-branch={branch or 'main'}"], root)
+    return Action("created", ".git", f"git repository (branch {branch or 'main'})")
+
+
+def _merge_lines(existing: str, wanted: str) -> str | None:
+    """``existing`` plus the lines of ``wanted`` it lacks (comments included), or None."""
+    have = {line.strip() for line in existing.splitlines()}
+    missing = [ln for ln in wanted.splitlines() if ln.strip() and ln.strip() not in have]
+    if not any(ln for ln in missing if not ln.lstrip().startswith("#")):
+        return None
+    sep = "" if existing.endswith("\n") or not existing else "\n"
+    return existing + sep + "\n" + "\n".join(missing) + "\n"
+
+
+def _merge_pre_commit_config(existing: str, ours: str) -> str | None:
+    """Add our local hooks to someone else's pre-commit config (None if already there)."""
+    try:
+        data = yamlsafe.load(existing) or {}
+    except yamlsafe.YAMLProblem as exc:
+        raise MemrepoError(exc.message, PRE_COMMIT_CONFIG, exc.line) from None
+    if not isinstance(data, dict):
+        raise MemrepoError("is not a mapping; fix it or move it away", PRE_COMMIT_CONFIG)
+    repos = data.setdefault("repos", [])
+    ids = {h.get("id") for r in repos if isinstance(r, dict) for h in r.get("hooks", [])}
+    mine = yamlsafe.load(ours)
+    missing = [
+        h for r in mine["repos"] for h in r["hooks"] if h["id"] not in ids
+    ]
+    if not missing:
+        return None
+    repos.append({"repo": "local", "hooks": missing})
+    types = data.get("default_install_hook_types") or ["pre-commit"]
+    data["default_install_hook_types"] = list(dict.fromkeys([*types, *HOOK_TYPES]))
+    data.setdefault("minimum_pre_commit_version", mine["minimum_pre_commit_version"])
+    return yamlsafe.dump(data)
+
+
+def lay_down(root: Path, today: dt.date | None = None) -> list[Action]:
+    """Create what is missing; merge our lines into .gitignore and .gitattributes."""
+    today = today or dt.date.today()
+    actions: list[Action] = []
+    files = planned_files(today)
+    for rel, content in files.items():
+        path = root / rel
+        if path.exists() or path.is_symlink():
+            text = path.read_text(encoding="utf-8", errors="replace")
+            merged = None
+            if rel in MERGED_LINE_FILES:
+                merged = _merge_lines(text, content.decode())
+            elif rel == PRE_COMMIT_CONFIG:
+                merged = _merge_pre_commit_config(text, content.decode())
+            if merged is not None:
+                atomic_write(path, merged)
+                actions.append(Action("updated", rel, "added memrepo entries"))
+            else:
+                actions.append(Action("found", rel))
+            continue
+        atomic_write(path, content)
+        actions.append(Action("created", rel))
+    for rel in LAYOUT_DIRS:
+        d = root / rel
+        existed = d.is_dir()
+        d.mkdir(parents=True, exist_ok=True)
+        if rel != "scratch" and not any(d.iterdir()):
+            (d / KEEP_FILE).write_bytes(b"")
+            actions.append(Action("created", f"{rel}/{KEEP_FILE}"))
+        elif not existed:
+            actions.append(Action("created", f"{rel}/"))
+    return actions
+
+
+def _pre_commit_cmd(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
+
+
+def hooks_status(root: Path) -> dict[str, str]:
+    """For each hook type: ok, missing, or foreign (a hook not written by pre-commit)."""
+    hooks = git.hooks_dir(root)
+    status = {}
+    for kind in HOOK_TYPES:
+        path = hooks / kind
+        if not path.is_file():
+            status[kind] = "missing"
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if "pre-commit" not in text or "hook-impl" not in text:
+            status[kind] = "foreign"
+        elif not os.access(path, os.X_OK):
+            status[kind] = "not executable"
+        else:
+            status[kind] = "ok"
+    return status
+
+
+def install_hooks(root: Path) -> Action:
+    """Install the git hooks through pre-commit, for every stage memrepo uses."""
+    before = hooks_status(root)
+    if all(v == "ok" for v in before.values()):
+        return Action("found", "git hooks", ", ".join(HOOK_TYPES))
+    args = ["install", "--config", PRE_COMMIT_CONFIG]
+    for kind in HOOK_TYPES:
+        args += ["--hook-type", kind]
+    proc = _pre_commit_cmd(root, *args)
+    if proc.returncode != 0:
+        msg = (proc.stderr or proc.stdout).strip()
+        raise MemrepoError(f"pre-commit could not install the git hooks: {msg}")
+    missing = [k for k, v in before.items() if v != "ok"]
+    return Action("installed", "git hooks", ", ".join(missing))
+
+
+def memory_on_path() -> str | None:
+    """The ``memory`` the hooks will run (they find it on PATH), if any."""
+    return shutil.which("memory")
+
+
+def _env_with_memory_on_path() -> dict[str, str]:
+    """PATH with this interpreter's scripts dir first, so init's own commit finds ``memory``."""
+    scripts = str(Path(sys.executable).parent)
+    return {"PATH": scripts + os.pathsep + os.environ.get("PATH", "")}
+
+
+def commit(root: Path, actions: list[Action]) -> str | None:
+    """Commit the files init created or updated (and nothing else); return the short sha."""
+    # On an unborn branch (a first run whose commit failed, say) commit the whole layout.
+    wanted = ("created", "updated", "found") if git.head(root) is None else ("created", "updated")
+    paths = [
+        a.path.rstrip("/")
+        for a in actions
+        if a.status in wanted and a.path not in (".git", "git hooks")
+        and not a.path.startswith("scratch") and (root / a.path).exists()
+    ]
+    if not paths:
+        return None
+    env = _env_with_memory_on_path()
+    git.git(["add", "--", *paths], root, env=env)
+    staged = git.git(["diff", "--cached", "--name-only", "--", *paths], root).strip()
+    if not staged and git.head(root) is not None:
+        return None
+    message = INIT_MESSAGE if git.head(root) is None else RESTORE_MESSAGE
+    git.git(["commit", "-q", "-m", message, "--", *paths], root, env=env)
+    return git.git(["rev-parse", "--short", "HEAD"], root).strip()

@@ -1,0 +1,241 @@
+"""The topic file schema (seed 000 §2.2, §4.4): one definition for the validator and the watchers.
+
+Topic regexes run against every message an agent sees, so a pattern that can backtrack
+catastrophically would hang the agent: patterns are compiled with the ``regex`` package
+(which supports match timeouts) and refused here if they have nested unbounded repeats or
+take too long on adversarial probe inputs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import regex
+
+try:  # Python >= 3.11
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_parse  # type: ignore[no-redef]
+
+ACTIVATIONS = ("auto", "gated", "manual")
+PRIORITIES = ("low", "medium", "high", "critical")
+SCOPES = ("input", "output", "both")
+
+#: Trigger type -> (required keys, optional keys).
+TRIGGER_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "pattern": (("match",), ("scope", "hint", "correction_hint", "name")),
+    "keyword": (("keywords",), ("scope", "hint", "correction_hint", "name")),
+    "glob": (("match",), ("scope", "name")),
+    "mention": (("names",), ("scope", "name")),
+    "url": ((), ("match", "scope", "name")),
+    "webhook": (("source",), ("event", "name")),
+    "cron": (("schedule",), ("name",)),
+}
+TOPIC_KEYS = frozenset(
+    {
+        "type", "name", "description", "triggers", "subscriptions", "activation", "priority",
+        "max_context_kb", "similarity_threshold", "keywords", "updated", "created", "tags",
+    }
+)  # fmt: skip
+
+REGEX_PROBE_TIMEOUT = 0.05  # seconds per probe: a linear pattern takes microseconds
+_PROBE_LEN = 4096
+
+
+@dataclass(frozen=True)
+class Problem:
+    message: str
+    key: str  # top-level frontmatter key the problem is under (for the line number)
+
+
+def compile_pattern(pattern: str) -> regex.Pattern[str]:
+    """How watchers compile a trigger pattern (case-insensitive)."""
+    return regex.compile(pattern, regex.IGNORECASE | regex.V0)
+
+
+def _has_nested_repeat(pattern: str) -> bool:
+    """True when an unbounded repeat contains another unbounded repeat: (a+)+, (a*b?)*..."""
+    try:
+        tree = sre_parse.parse(pattern)
+    except Exception:  # syntax only `regex` knows: rely on the runtime probe
+        return False
+    repeats = {sre_parse.MAX_REPEAT, sre_parse.MIN_REPEAT}
+    repeats |= {getattr(sre_parse, "POSSESSIVE_REPEAT", sre_parse.MAX_REPEAT)}
+    maxrep = sre_parse.MAXREPEAT
+
+    def walk(items: Any, inside_unbounded: bool) -> bool:
+        for op, av in items:
+            if op in repeats:
+                lo, hi, sub = av
+                unbounded = hi == maxrep or hi > 64
+                if unbounded and inside_unbounded:
+                    return True
+                if walk(sub, inside_unbounded or unbounded):
+                    return True
+            elif op == sre_parse.SUBPATTERN:
+                if walk(av[-1], inside_unbounded):
+                    return True
+            elif op == sre_parse.BRANCH:
+                if any(walk(b, inside_unbounded) for b in av[1]):
+                    return True
+            elif op in (sre_parse.ASSERT, sre_parse.ASSERT_NOT):
+                if walk(av[1], inside_unbounded):
+                    return True
+        return False
+
+    return walk(tree, False)
+
+
+def _probes(pattern: str) -> list[str]:
+    chars = {c for c in pattern if c.isalnum()} or {"a"}
+    probes = [c * _PROBE_LEN + "!" for c in sorted(chars)[:8]]
+    probes += ["a" * _PROBE_LEN + "!", " " * _PROBE_LEN + "!", "ab" * (_PROBE_LEN // 2) + "!"]
+    return probes
+
+
+def regex_problem(pattern: Any) -> str | None:
+    """Why ``pattern`` cannot be a trigger, or None when it is safe."""
+    if not isinstance(pattern, str) or not pattern:
+        return "must be a non-empty string"
+    try:
+        compiled = compile_pattern(pattern)
+    except regex.error as exc:
+        return f"does not compile: {exc}"
+    if _has_nested_repeat(pattern):
+        return "has a nested repeat such as (a+)+ that can backtrack catastrophically"
+    for probe in _probes(pattern):
+        try:
+            compiled.search(probe, timeout=REGEX_PROBE_TIMEOUT)
+        except TimeoutError:
+            return "takes too long on a long input (catastrophic backtracking)"
+    return None
+
+
+_CRON_FIELD = re.compile(r"^(\*|\d+(-\d+)?)(/\d+)?(,(\*|\d+(-\d+)?)(/\d+)?)*$")
+_CRON_NAMES = re.compile(r"^[A-Za-z]{3}(-[A-Za-z]{3})?(,[A-Za-z]{3}(-[A-Za-z]{3})?)*$")
+_CRON_RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
+
+
+def cron_problem(expr: Any) -> str | None:
+    """A five-field cron expression (or @daily style macro) check."""
+    if not isinstance(expr, str):
+        return "must be a string"
+    if expr.strip() in ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@hourly"):
+        return None
+    fields = expr.split()
+    if len(fields) != 5:
+        return f"must have 5 fields (minute hour day month weekday), got {len(fields)}"
+    for value, (lo, hi), name in zip(
+        fields, _CRON_RANGES, ("minute", "hour", "day", "month", "weekday")
+    ):
+        if name in ("month", "weekday") and _CRON_NAMES.match(value):
+            continue
+        if not _CRON_FIELD.match(value):
+            return f"{name} field {value!r} is not valid cron syntax"
+        for num in re.findall(r"\d+", re.sub(r"/\d+", "", value)):
+            if not lo <= int(num) <= hi:
+                return f"{name} field {value!r} is out of range {lo}-{hi}"
+    return None
+
+
+def subscription_problem(root: Path, rel: Any) -> str | None:
+    """A subscription must name an existing file inside the repo, with no way out of it."""
+    if not isinstance(rel, str) or not rel.strip():
+        return "must be a repo-relative path string"
+    if rel.startswith(("/", "~", "\\")) or re.match(r"^[A-Za-z]:", rel):
+        return f"{rel!r} is an absolute path; use a path relative to the repo root"
+    if ".." in Path(rel).parts:
+        return f"{rel!r} contains '..'; subscriptions must stay inside the repo"
+    base = root.resolve()
+    target = base / rel
+    try:
+        resolved = target.resolve()
+    except (OSError, RuntimeError):
+        return f"{rel!r} cannot be resolved (symlink loop?)"
+    if resolved != base and base not in resolved.parents:
+        return f"{rel!r} points outside the repo (symlink to {resolved})"
+    if not resolved.is_file():
+        return f"{rel!r} does not exist"
+    return None
+
+
+def _string_list(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, str) and v for v in value)
+
+
+def trigger_problems(index: int, trig: Any) -> list[str]:
+    where = f"triggers[{index}]"
+    if not isinstance(trig, dict):
+        return [f"{where} must be a mapping with a 'type'"]
+    kind = trig.get("type")
+    if kind not in TRIGGER_KEYS:
+        return [f"{where}.type must be one of {', '.join(TRIGGER_KEYS)}, got {kind!r}"]
+    required, optional = TRIGGER_KEYS[kind]
+    out = [f"{where} ({kind}) needs '{k}'" for k in required if k not in trig]
+    extra = set(trig) - {"type", *required, *optional}
+    if extra:
+        out.append(f"{where} ({kind}) has unknown key(s): {', '.join(sorted(map(str, extra)))}")
+    if "scope" in trig and trig["scope"] not in SCOPES:
+        out.append(f"{where}.scope must be one of {', '.join(SCOPES)}, got {trig['scope']!r}")
+    if kind in ("pattern", "url") and "match" in trig:
+        why = regex_problem(trig["match"])
+        if why:
+            out.append(f"{where}.match regex {why}")
+    if kind == "glob" and "match" in trig:
+        globs = trig["match"] if isinstance(trig["match"], list) else [trig["match"]]
+        if not _string_list(globs):
+            out.append(f"{where}.match must be a glob string or a list of them")
+    if kind == "keyword" and "keywords" in trig and not _string_list(trig["keywords"]):
+        out.append(f"{where}.keywords must be a non-empty list of strings")
+    if kind == "mention" and "names" in trig and not _string_list(trig["names"]):
+        out.append(f"{where}.names must be a non-empty list of strings")
+    if kind == "webhook":
+        for k in ("source", "event"):
+            if k in trig and not (isinstance(trig[k], str) and trig[k]):
+                out.append(f"{where}.{k} must be a non-empty string")
+    if kind == "cron" and "schedule" in trig:
+        why = cron_problem(trig["schedule"])
+        if why:
+            out.append(f"{where}.schedule {why}")
+    return out
+
+
+def topic_problems(meta: dict[str, Any], root: Path) -> list[Problem]:
+    """Every way a topic's frontmatter breaks the schema."""
+    out: list[Problem] = []
+    unknown = set(meta) - TOPIC_KEYS
+    for key in sorted(map(str, unknown)):
+        out.append(Problem(f"unknown topic key '{key}'", key))
+    triggers = meta.get("triggers")
+    if "triggers" not in meta:
+        out.append(Problem("topic needs 'triggers' (a list; [] for a manual-only topic)", "type"))
+    elif not isinstance(triggers, list):
+        out.append(Problem("'triggers' must be a list of trigger mappings", "triggers"))
+    else:
+        for i, trig in enumerate(triggers):
+            out.extend(Problem(msg, "triggers") for msg in trigger_problems(i, trig))
+    subs = meta.get("subscriptions", [])
+    if not isinstance(subs, list):
+        out.append(Problem("'subscriptions' must be a list of repo-relative paths", "subscriptions"))
+    else:
+        for i, rel in enumerate(subs):
+            why = subscription_problem(root, rel)
+            if why:
+                out.append(Problem(f"subscriptions[{i}] {why}", "subscriptions"))
+    if "activation" in meta and meta["activation"] not in ACTIVATIONS:
+        out.append(
+            Problem(f"'activation' must be one of {', '.join(ACTIVATIONS)}, got {meta['activation']!r}", "activation")
+        )
+    if "priority" in meta and meta["priority"] not in PRIORITIES:
+        out.append(
+            Problem(f"'priority' must be one of {', '.join(PRIORITIES)}, got {meta['priority']!r}", "priority")
+        )
+    for key, lo, hi in (("max_context_kb", 0, 1024), ("similarity_threshold", 0, 1)):
+        if key in meta:
+            v = meta[key]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
+                out.append(Problem(f"'{key}' must be a number between {lo} and {hi}, got {v!r}", key))
+    return out

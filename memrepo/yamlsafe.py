@@ -1,0 +1,125 @@
+"""A strict YAML loader for memory files and the config.
+
+PyYAML's SafeLoader silently keeps the last of duplicate keys and expands aliases, so a
+"billion laughs" frontmatter can blow up whatever walks it. Memory files are small and
+hand-editable; neither feature has a legitimate use there, so both are errors that name
+the line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+try:  # the C parser is several times faster; the checks below run on its events either way
+    from yaml import CSafeLoader as _BaseLoader
+except ImportError:  # pragma: no cover - depends on how PyYAML was built
+    from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
+
+MAX_YAML_CHARS = 64 * 1024
+
+
+class YAMLProblem(Exception):
+    """A YAML text that cannot be accepted; ``line`` is 1-based within that text."""
+
+    def __init__(self, message: str, line: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+
+class StrictLoader(_BaseLoader):  # type: ignore[misc,valid-type]
+    """SafeLoader that refuses aliases and duplicate mapping keys."""
+
+    def construct_document(self, node: Any) -> Any:  # type: ignore[override]
+        _refuse_aliases(node)
+        return super().construct_document(node)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:  # type: ignore[override]
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                hash(key)
+            except TypeError:
+                raise YAMLProblem("mapping keys must be plain values", key_node.start_mark.line + 1)
+            if key in seen:
+                raise YAMLProblem(
+                    f"duplicate key {key!r} (first on line {seen[key]})",
+                    key_node.start_mark.line + 1,
+                )
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
+def _refuse_aliases(root: Any) -> None:
+    """An alias makes the composed graph share a node; find the first shared one.
+
+    Done on nodes rather than parser events so it works with the C parser too, and
+    the walk stops at the first repeat, so an alias bomb costs linear time.
+    """
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            raise YAMLProblem(
+                "YAML anchors and aliases (&name / *name) are not allowed in memory files",
+                node.start_mark.line + 1,
+            )
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                stack.extend((k, v))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+
+
+StrictLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, StrictLoader.construct_mapping
+)
+
+
+def load(text: str) -> Any:
+    """Parse one YAML document strictly; raise YAMLProblem with a 1-based line."""
+    if len(text) > MAX_YAML_CHARS:
+        raise YAMLProblem(f"YAML block is larger than {MAX_YAML_CHARS // 1024} KB", 1)
+    try:
+        return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - StrictLoader is a SafeLoader
+    except YAMLProblem:
+        raise
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise YAMLProblem(f"invalid YAML: {problem}", line) from None
+    except yaml.YAMLError as exc:
+        raise YAMLProblem(f"invalid YAML: {exc}") from None
+    except RecursionError:
+        raise YAMLProblem("YAML nesting is too deep") from None
+
+
+def key_line(text: str, keypath: tuple[str, ...]) -> int | None:
+    """The 1-based line where ``keypath`` (e.g. ("search", "bm25_weight")) is written."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+    line = None
+    for key in keypath:
+        if not isinstance(node, yaml.MappingNode):
+            return line
+        for k, v in node.value:
+            if getattr(k, "value", None) == key:
+                line = k.start_mark.line + 1
+                node = v
+                break
+        else:
+            return line
+    return line
+
+
+def dump(data: Any) -> str:
+    """Serialise in file order, block style, unicode kept: what a person would write."""
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True)

@@ -1,0 +1,69 @@
+"""The ``memory`` command: a Click group whose subcommands are imported only when used.
+
+Hooks call ``memory`` on every commit, so startup must not import every script (and
+their dependencies) just to run one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from memrepo import __version__
+from memrepo.errors import MemrepoError
+
+#: name -> "module:attribute" of the click command; the porcelain first, plumbing after.
+COMMANDS: dict[str, str] = {
+    "init": "memrepo.scripts.init:init",
+    "config": "memrepo.scripts.config_cmd:config",
+    "doctor": "memrepo.scripts.doctor:doctor",
+    "hook": "memrepo.scripts.hook:hook",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*super().list_commands(ctx), *COMMANDS]
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in COMMANDS:
+            module, attr = COMMANDS[name].split(":")
+            return getattr(importlib.import_module(module), attr)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--repo",
+    "repo",
+    type=click.Path(file_okay=False),
+    envvar="MEMORY_REPO",
+    help="The memory repo (default: $MEMORY_REPO, else the nearest one above the cwd).",
+)
+@click.version_option(__version__, prog_name="memory")
+@click.pass_context
+def cli(ctx: click.Context, repo: str | None) -> None:
+    """memrepo: a git repository as the long-term memory of an AI agent."""
+    ctx.obj = {"repo": repo}
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Entry point: MemrepoError becomes a one-line message and exit status 1."""
+    try:
+        return cli.main(args=argv, prog_name="memory", standalone_mode=False)
+    except MemrepoError as exc:
+        click.echo(f"memory: {exc}", err=True)
+        return 1
+    except click.exceptions.Abort:
+        click.echo("Aborted!", err=True)
+        return 1
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+
+
+def run() -> None:
+    sys.exit(main())

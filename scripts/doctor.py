@@ -1,0 +1,141 @@
+"""``memory doctor``: is this memory repo healthy, and what to do when it is not."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+import subprocess
+from dataclasses import asdict
+
+import click
+
+from memrepo import git, scaffold
+from memrepo.errors import MemrepoError
+from memrepo.formats import LAYOUT_DIRS
+from memrepo.health import PROVIDERS, Check
+from memrepo.repo import MemoryRepo, discover
+
+
+def _config_check(repo: MemoryRepo) -> Check:
+    try:
+        repo.config  # noqa: B018 - loading validates
+    except MemrepoError as exc:
+        return Check("config", False, str(exc), "fix memory-config.yaml (see `memory config show`)")
+    return Check("config", True, "memory-config.yaml is valid")
+
+
+def _layout_check(repo: MemoryRepo) -> Check:
+    missing = [d for d in LAYOUT_DIRS if not (repo.root / d).is_dir()]
+    missing += [p for p in scaffold.KNOWLEDGE_TEMPLATES.values() if not (repo.root / p).is_file()]
+    if missing:
+        return Check("layout", False, "missing: " + ", ".join(missing), "memory doctor --fix")
+    return Check("layout", True, "directories and core files present")
+
+
+def _hooks_check(repo: MemoryRepo) -> Check:
+    if git.toplevel(repo.root) is None:
+        return Check("git hooks", False, "not a git repository", "memory init")
+    status = scaffold.hooks_status(repo.root)
+    bad = {k: v for k, v in status.items() if v != "ok"}
+    if bad:
+        detail = ", ".join(f"{k}: {v}" for k, v in bad.items())
+        return Check("git hooks", False, detail, "memory doctor --fix")
+    cfg = repo.root / scaffold.PRE_COMMIT_CONFIG
+    text = cfg.read_text(encoding="utf-8") if cfg.is_file() else ""
+    if "memory hook pre-commit" not in text:
+        return Check(
+            "git hooks", False, f"{scaffold.PRE_COMMIT_CONFIG} lacks the memrepo hooks",
+            "memory doctor --fix",
+        )
+    return Check("git hooks", True, "installed through pre-commit: " + ", ".join(status))
+
+
+def _memory_on_path_check() -> Check:
+    exe = scaffold.memory_on_path()
+    if exe is None:
+        return Check(
+            "memory on PATH", False, "the hooks call `memory`, which is not on PATH",
+            "activate the environment memrepo is installed in, or add its bin/ to PATH",
+        )
+    proc = subprocess.run([exe, "--version"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return Check("memory on PATH", False, f"{exe} does not run: {proc.stderr.strip()}")
+    return Check("memory on PATH", True, f"{exe} ({proc.stdout.strip()})")
+
+
+def _lfs_check(repo: MemoryRepo) -> Check:
+    proc = (
+        subprocess.run(["git", "lfs", "version"], capture_output=True, text=True, cwd=repo.root)
+        if shutil.which("git")
+        else None
+    )
+    if proc is None or proc.returncode != 0:
+        return Check(
+            "git lfs", False,
+            "git-lfs is not installed: attachments/ will be stored as ordinary git blobs",
+            "install git-lfs, then `git lfs install`", warning=True,
+        )
+    return Check("git lfs", True, proc.stdout.strip())
+
+
+def foundation_checks(repo: MemoryRepo) -> list[Check]:
+    return [
+        _config_check(repo),
+        _layout_check(repo),
+        _hooks_check(repo),
+        _memory_on_path_check(),
+        _lfs_check(repo),
+    ]
+
+
+def run_checks(repo: MemoryRepo) -> list[Check]:
+    """Every provider's checks; a provider that crashes is itself a failed check."""
+    checks: list[Check] = []
+    for spec in PROVIDERS:
+        module, attr = spec.split(":")
+        try:
+            checks += getattr(importlib.import_module(module), attr)(repo)
+        except ImportError:
+            continue  # an optional part that is not installed
+        except Exception as exc:  # a broken check must not hide the others
+            checks.append(Check(spec, False, f"check crashed: {exc!r}"))
+    return checks
+
+
+def fix(repo: MemoryRepo) -> list[str]:
+    """Re-run the idempotent parts of init: missing files and directories, the hooks."""
+    done = [f"{a.status} {a.path}" for a in scaffold.lay_down(repo.root) if a.status != "found"]
+    action = scaffold.install_hooks(repo.root)
+    if action.status != "found":
+        done.append(f"{action.status} {action.path} ({action.detail})")
+    return done
+
+
+@click.command()
+@click.option("--fix", "do_fix", is_flag=True, help="Repair what can be repaired, then check.")
+@click.option("--json", "as_json", is_flag=True, help="Report as JSON.")
+@click.pass_context
+def doctor(ctx: click.Context, do_fix: bool, as_json: bool) -> int:
+    """Check the memory repo: config, layout, hooks, `memory` on PATH, git LFS (and the index).
+
+    Exit status 0 when healthy (warnings allowed), 1 otherwise.
+    """
+    repo = discover(ctx.obj.get("repo") if ctx.obj else None)
+    fixed = fix(repo) if do_fix else []
+    checks = run_checks(repo)
+    healthy = all(c.ok or c.warning for c in checks)
+    if as_json:
+        click.echo(json.dumps(
+            {"root": str(repo.root), "healthy": healthy, "fixed": fixed,
+             "checks": [asdict(c) for c in checks]}, indent=2))
+        return 0 if healthy else 1
+    for line in fixed:
+        click.echo(f"fixed: {line}")
+    for c in checks:
+        mark = "ok  " if c.ok else ("warn" if c.warning else "FAIL")
+        click.echo(f"[{mark}] {c.name}: {c.detail}")
+        if not c.ok and c.fix:
+            click.echo(f"       fix: {c.fix}")
+    click.echo("healthy" if healthy else "unhealthy")
+    return 0 if healthy else 1

@@ -1,0 +1,66 @@
+"""``memory init [PATH]``: scaffold a memory repo, install its hooks, make the first commit."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import click
+
+from memrepo import scaffold
+
+
+@click.command()
+@click.argument("path", default=".", type=click.Path(file_okay=False))
+@click.option("--no-hooks", is_flag=True, help="Lay down the files but install no git hooks.")
+@click.option("--no-commit", is_flag=True, help="Leave the new files uncommitted.")
+@click.option("--json", "as_json", is_flag=True, help="Report the steps as JSON.")
+def init(path: str, no_hooks: bool, no_commit: bool, as_json: bool) -> int:
+    """Scaffold a memory repo at PATH (default: the current directory).
+
+    Runs `git init` when PATH is not a repository, lays down the layout, identity files,
+    MEMORY.md, an example topic, memory-config.yaml, .gitignore, .gitattributes and the
+    pre-commit config, installs the git hooks and commits. Safe to run again: existing
+    files are never overwritten, and a second run changes nothing.
+    """
+    root = Path(path).expanduser().resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    actions: list[scaffold.Action] = []
+    created_repo = scaffold.ensure_git_repo(root)
+    if created_repo:
+        actions.append(created_repo)
+    actions += scaffold.lay_down(root)
+    if not no_hooks:
+        actions.append(scaffold.install_hooks(root))
+    sha = None if no_commit else scaffold.commit(root, actions)
+    on_path = scaffold.memory_on_path()
+    if as_json:
+        report = {
+            "root": str(root),
+            "actions": [asdict(a) for a in actions],
+            "commit": sha,
+            "memory_on_path": on_path,
+        }
+        click.echo(json.dumps(report, indent=2))
+        return 0
+    changed = [a for a in actions if a.status != "found"]
+    found = [a for a in actions if a.status == "found"]
+    for a in changed:
+        click.echo(f"{a.status:<9} {a.path}" + (f"  ({a.detail})" if a.detail else ""))
+    if found:
+        click.echo(f"found     {len(found)} existing item(s), left as they were: "
+                   + ", ".join(a.path for a in found))
+    if sha:
+        click.echo(f"committed {sha}")
+    if not changed:
+        click.echo(f"{root} is already a memory repo; nothing changed.")
+    else:
+        click.echo(f"memory repo ready at {root}")
+    if not no_hooks and on_path is None:
+        click.echo(
+            "warning: `memory` is not on PATH, so git hooks will fail; activate the "
+            "environment memrepo is installed in (see `memory doctor`).",
+            err=True,
+        )
+    return 0

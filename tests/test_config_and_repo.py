@@ -1,0 +1,90 @@
+"""memory-config.yaml validation, `memory config`, and finding the repo."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_memory
+
+from memrepo.config import SCHEMA, defaults, load_config, render_default_config
+from memrepo.errors import ConfigError, MemrepoError
+from memrepo.repo import discover
+
+
+def test_rendered_default_config_holds_every_setting(tmp_path: Path) -> None:
+    (tmp_path / "memory-config.yaml").write_text(render_default_config())
+    assert load_config(tmp_path) == defaults()
+    text = render_default_config()
+    for section, keys in SCHEMA.items():
+        for key in keys:
+            assert f"  {key}:" in text, f"{section}.{key}"
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "expected", "line"),
+    [
+        ("search:\n  bm25_wieght: 0.5\n", "unknown key 'search.bm25_wieght'", 2),
+        ("serch:\n  bm25_weight: 0.5\n", "unknown key 'serch'", 1),
+        ("search:\n  bm25_weight: high\n", "'search.bm25_weight' must be a number", 2),
+        ("git:\n  auto_push: 'yes'\n", "'git.auto_push' must be a true/false", 2),
+        ("context_compiler:\n  token_budget: true\n", "'context_compiler.token_budget' must be", 2),
+        ("lifecycle:\n  extraction_trigger: weekly\n", "must be one of on_session_end", 2),
+        ("validation:\n  secrets_allowlist: [1]\n", "list of strings", 2),
+        ("search:\n  bm25_weight: 1\nsearch: {}\n", "duplicate key 'search'", 3),
+        ("search: [\n", "invalid YAML", 2),
+    ],
+)
+def test_bad_config_names_key_path_and_line(
+    tmp_path: Path, yaml_text: str, expected: str, line: int
+) -> None:
+    (tmp_path / "memory-config.yaml").write_text(yaml_text)
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path)
+    assert expected in str(err.value)
+    assert str(err.value).startswith(f"memory-config.yaml:{line}:")
+
+
+def test_partial_config_is_merged_over_defaults(tmp_path: Path) -> None:
+    (tmp_path / "memory-config.yaml").write_text("search:\n  bm25_weight: 1\n")
+    cfg = load_config(tmp_path)
+    assert cfg["search"]["bm25_weight"] == 1
+    assert cfg["search"]["vector_weight"] == defaults()["search"]["vector_weight"]
+
+
+def test_config_show_and_errors_through_the_cli(memrepo_root: Path) -> None:
+    proc = run_memory(memrepo_root, "config", "show", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == defaults()
+    (memrepo_root / "memory-config.yaml").write_text("watchers:\n  gate_modle: haiku\n")
+    proc = run_memory(memrepo_root, "config", "show")
+    assert proc.returncode == 1
+    assert "memory-config.yaml:2: unknown key 'watchers.gate_modle'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_discover_prefers_flag_then_env_then_walks_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        (d / "knowledge" / "journal").mkdir(parents=True)
+        (d / "memory-config.yaml").write_text("")
+    assert discover(cwd=a / "knowledge" / "journal").root == a.resolve()
+    monkeypatch.setenv("MEMORY_REPO", str(b))
+    assert discover(cwd=a).root == b.resolve()
+    assert discover(str(a), cwd=tmp_path).root == a.resolve()
+    monkeypatch.delenv("MEMORY_REPO")
+    with pytest.raises(MemrepoError, match="no memory repo found"):
+        discover(cwd=tmp_path)
+    with pytest.raises(MemrepoError, match="is not a memory repo"):
+        discover(str(tmp_path))
+
+
+def test_repo_flag_on_the_cli(memrepo_root: Path, tmp_path: Path) -> None:
+    proc = run_memory(tmp_path, "--repo", str(memrepo_root), "config", "get", "lifecycle.memory_line_cap")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "200"
+    proc = run_memory(tmp_path, "config", "get", "lifecycle.memory_line_cap")
+    assert proc.returncode == 1 and "no memory repo found" in proc.stderr
