@@ -45,6 +45,23 @@ SCHEMA: dict[str, dict[str, Setting]] = {
         "vector_weight": _num(0.6, "weight of vector similarity in hybrid search"),
         "embedding_model": Setting("text-embedding-3-small", str, "embedding model name"),
         "embedding_dimensions": Setting(1536, int, "embedding vector size"),
+        "embedder": Setting(
+            "none",
+            str,
+            "local embedder for vector search: none (FTS5 alone), hash, wordllama",
+            ("none", "hash", "wordllama"),
+        ),
+        "fusion": Setting(
+            "weighted",
+            str,
+            "how BM25 and vectors combine: weighted sum or rrf",
+            ("weighted", "rrf"),
+        ),
+        "rrf_k": Setting(60, int, "k of reciprocal rank fusion: score = weight / (k + rank)"),
+        "per_file": Setting(1, int, "results shown per file (its best chunks)"),
+        "recency_per_day": _num(0.01, "recency: score / (1 + days x this); 0 turns it off"),
+        "superseded_factor": _num(0.5, "score multiplier for superseded (and archived) files"),
+        "record_hits": Setting(True, bool, "log search hits to raw/signals/ (not used in ranking)"),
     },
     "watchers": {
         "similarity_threshold": _num(0.15, "tier-2 similarity needed to consider a topic"),
@@ -66,6 +83,10 @@ SCHEMA: dict[str, dict[str, Setting]] = {
         "auto_push": Setting(True, bool, "push after committing when a remote exists"),
         "auto_tag_daily": Setting(True, bool, "tag memory/daily/DATE when something changed"),
         "commit_message_model": Setting("haiku", str, "model that writes commit messages"),
+        "remote": Setting("origin", str, "remote that memory sync fetches from and pushes to"),
+        "branch": Setting(
+            "", str, "branch memory sync keeps in step with the remote (empty: the current one)"
+        ),
     },
     "validation": {
         "memory_warn_lines": Setting(180, int, "MEMORY.md: warn above this many lines"),
@@ -80,7 +101,9 @@ SCHEMA: dict[str, dict[str, Setting]] = {
 
 
 def defaults() -> dict[str, dict[str, Any]]:
-    return {sec: {k: copy.deepcopy(s.default) for k, s in keys.items()} for sec, keys in SCHEMA.items()}
+    return {
+        sec: {k: copy.deepcopy(s.default) for k, s in keys.items()} for sec, keys in SCHEMA.items()
+    }
 
 
 class Config(dict):
@@ -140,9 +163,18 @@ def validate(data: Any, text: str = "", source: str = CONFIG_FILE) -> Config:
                     source,
                     line,
                 )
+            if setting.kind is list and key.endswith("allowlist"):
+                for pattern in value:
+                    try:
+                        re.compile(pattern)
+                    except re.error as exc:
+                        raise ConfigError(
+                            f"'{path}' entry {pattern!r} is not a valid regex: {exc}", source, line
+                        ) from None
             if setting.choices and value not in setting.choices:
                 raise ConfigError(
-                    f"'{path}' must be one of {', '.join(map(str, setting.choices))}, got {value!r}",
+                    f"'{path}' must be one of {', '.join(map(str, setting.choices))}, "
+                    f"got {value!r}",
                     source,
                     line,
                 )

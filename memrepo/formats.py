@@ -111,7 +111,9 @@ def expected_types(path: str) -> frozenset[str]:
         return frozenset({SPECIAL_TYPES[path]})
     if path.startswith("archive/"):
         rest = path[len("archive/") :]
-        mirrored = rest if rest.startswith(("knowledge/", "raw/", "topics/")) else f"knowledge/{rest}"
+        mirrored = (
+            rest if rest.startswith(("knowledge/", "raw/", "topics/")) else f"knowledge/{rest}"
+        )
         cat = category_of(mirrored)
         if mirrored in SPECIAL_TYPES:
             return frozenset({SPECIAL_TYPES[mirrored]})
@@ -177,9 +179,10 @@ def parse_document(text: str, path: str) -> Document:
         raise FormatError("frontmatter is not closed: no '---' line after the opening one", path, 1)
     fm_text = "\n".join(lines[1:end])
     try:
-        meta = _HANDLER.load(fm_text)
+        meta = yamlsafe.load(fm_text, line_offset=1)
     except yamlsafe.YAMLProblem as exc:
-        line = exc.line + 1 if exc.line else 1
+        # an error found at the end of the block is reported on its last line, not on '---'
+        line = min(exc.line, end) if exc.line else 1
         raise FormatError(exc.message, path, line) from None
     if meta is None:
         meta = {}
@@ -266,7 +269,8 @@ TRANSCRIPT_PATH = re.compile(
 )
 SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]*$", re.IGNORECASE)
 TURN_HEADER = re.compile(
-    r"^## (?P<hh>[01]\d|2[0-3]):(?P<mm>[0-5]\d) — (?P<role>user|agent|system)(?P<memory> \[memory\])?\s*$"
+    r"^## (?P<hh>[01]\d|2[0-3]):(?P<mm>[0-5]\d) — (?P<role>user|agent|system)"
+    r"(?P<memory> \[memory\])?\s*$"
 )
 #: Anything that looks like it meant to be a turn header (checked against TURN_HEADER).
 TURN_HEADER_LIKE = re.compile(r"^##\s+\d{1,2}:\d{2}\b")

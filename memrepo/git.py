@@ -42,9 +42,10 @@ def git_bytes(
     except FileNotFoundError as exc:
         raise GitError("git is not installed or not on PATH") from exc
     if check and proc.returncode != 0:
-        msg = proc.stderr.decode("utf-8", "replace").strip() or proc.stdout.decode(
-            "utf-8", "replace"
-        ).strip()
+        msg = (
+            proc.stderr.decode("utf-8", "replace").strip()
+            or proc.stdout.decode("utf-8", "replace").strip()
+        )
         raise GitError(f"git {' '.join(args[:2])} failed: {msg}")
     return proc.stdout
 
@@ -109,7 +110,17 @@ def staged_status(root: str | Path, *pathspecs: str) -> list[tuple[str, str, str
     if head(root) is None:
         return []
     out = git(
-        ["diff", "--cached", "--name-status", "-M", "-z", "--no-ext-diff", "HEAD", "--", *pathspecs],
+        [
+            "diff",
+            "--cached",
+            "--name-status",
+            "-M",
+            "-z",
+            "--no-ext-diff",
+            "HEAD",
+            "--",
+            *pathspecs,
+        ],
         root,
     )
     fields = out.split("\0")

@@ -26,4 +26,5 @@ CheckFn = Callable[["MemoryRepo"], list[Check]]
 #: "module:function" providers, imported lazily by the doctor (foundation first).
 PROVIDERS: list[str] = [
     "memrepo.scripts.doctor:foundation_checks",
+    "memrepo.scripts.capture:health_checks",
 ]

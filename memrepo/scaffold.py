@@ -116,9 +116,7 @@ def _merge_pre_commit_config(existing: str, ours: str) -> str | None:
     repos = data.setdefault("repos", [])
     ids = {h.get("id") for r in repos if isinstance(r, dict) for h in r.get("hooks", [])}
     mine = yamlsafe.load(ours)
-    missing = [
-        h for r in mine["repos"] for h in r["hooks"] if h["id"] not in ids
-    ]
+    missing = [h for r in mine["repos"] for h in r["hooks"] if h["id"] not in ids]
     if not missing:
         return None
     repos.append({"repo": "local", "hooks": missing})
@@ -224,8 +222,10 @@ def commit(root: Path, actions: list[Action]) -> str | None:
     paths = [
         a.path.rstrip("/")
         for a in actions
-        if a.status in wanted and a.path not in (".git", "git hooks")
-        and not a.path.startswith("scratch") and (root / a.path).exists()
+        if a.status in wanted
+        and a.path not in (".git", "git hooks")
+        and not a.path.startswith("scratch")
+        and (root / a.path).exists()
     ]
     if not paths:
         return None

@@ -45,7 +45,10 @@ RULES: tuple[Rule, ...] = (
     _r("github-token", r"\b(?P<s>gh[pousr]_[A-Za-z0-9]{36,255})\b"),
     _r("github-token", r"\b(?P<s>github_pat_[A-Za-z0-9_]{22,255})\b"),
     _r("gitlab-token", r"\b(?P<s>glpat-[A-Za-z0-9_-]{20,})"),
-    _r("slack-webhook", r"(?P<s>https://hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+)"),
+    _r(
+        "slack-webhook",
+        r"(?P<s>https://hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+)",
+    ),
     _r("slack-token", r"\b(?P<s>xox[abposr]-[A-Za-z0-9-]{10,})"),
     _r("anthropic-api-key", r"\b(?P<s>sk-ant-[A-Za-z0-9_-]{20,})"),
     _r("openai-api-key", r"\b(?P<s>sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,})"),
@@ -107,7 +110,9 @@ def find_secrets(text: str, allowlist: Iterable[str] = ()) -> list[Finding]:
             line_end = text.find("\n", m.start("s"))
             if ALLOW_MARKER in text[line_start : line_end if line_end >= 0 else len(text)]:
                 continue
-            hits.append(Finding(rule.kind, text.count("\n", 0, m.start("s")) + 1, m.start("s"), m.end("s")))
+            hits.append(
+                Finding(rule.kind, text.count("\n", 0, m.start("s")) + 1, m.start("s"), m.end("s"))
+            )
     hits.sort(key=lambda f: (f.start, -(f.end - f.start)))
     merged: list[Finding] = []
     for f in hits:

@@ -69,21 +69,20 @@ def _has_nested_repeat(pattern: str) -> bool:
     def walk(items: Any, inside_unbounded: bool) -> bool:
         for op, av in items:
             if op in repeats:
-                lo, hi, sub = av
+                _lo, hi, sub = av
                 unbounded = hi == maxrep or hi > 64
-                if unbounded and inside_unbounded:
-                    return True
-                if walk(sub, inside_unbounded or unbounded):
+                if (unbounded and inside_unbounded) or walk(sub, inside_unbounded or unbounded):
                     return True
             elif op == sre_parse.SUBPATTERN:
-                if walk(av[-1], inside_unbounded):
-                    return True
+                children = [av[-1]]
             elif op == sre_parse.BRANCH:
-                if any(walk(b, inside_unbounded) for b in av[1]):
-                    return True
+                children = list(av[1])
             elif op in (sre_parse.ASSERT, sre_parse.ASSERT_NOT):
-                if walk(av[1], inside_unbounded):
-                    return True
+                children = [av[1]]
+            else:
+                continue
+            if op not in repeats and any(walk(c, inside_unbounded) for c in children):
+                return True
         return False
 
     return walk(tree, False)
@@ -128,9 +127,8 @@ def cron_problem(expr: Any) -> str | None:
     fields = expr.split()
     if len(fields) != 5:
         return f"must have 5 fields (minute hour day month weekday), got {len(fields)}"
-    for value, (lo, hi), name in zip(
-        fields, _CRON_RANGES, ("minute", "hour", "day", "month", "weekday")
-    ):
+    names = ("minute", "hour", "day", "month", "weekday")
+    for value, (lo, hi), name in zip(fields, _CRON_RANGES, names, strict=True):
         if name in ("month", "weekday") and _CRON_NAMES.match(value):
             continue
         if not _CRON_FIELD.match(value):
@@ -219,7 +217,9 @@ def topic_problems(meta: dict[str, Any], root: Path) -> list[Problem]:
             out.extend(Problem(msg, "triggers") for msg in trigger_problems(i, trig))
     subs = meta.get("subscriptions", [])
     if not isinstance(subs, list):
-        out.append(Problem("'subscriptions' must be a list of repo-relative paths", "subscriptions"))
+        out.append(
+            Problem("'subscriptions' must be a list of repo-relative paths", "subscriptions")
+        )
     else:
         for i, rel in enumerate(subs):
             why = subscription_problem(root, rel)
@@ -227,15 +227,23 @@ def topic_problems(meta: dict[str, Any], root: Path) -> list[Problem]:
                 out.append(Problem(f"subscriptions[{i}] {why}", "subscriptions"))
     if "activation" in meta and meta["activation"] not in ACTIVATIONS:
         out.append(
-            Problem(f"'activation' must be one of {', '.join(ACTIVATIONS)}, got {meta['activation']!r}", "activation")
+            Problem(
+                f"'activation' must be one of {', '.join(ACTIVATIONS)}, got {meta['activation']!r}",
+                "activation",
+            )
         )
     if "priority" in meta and meta["priority"] not in PRIORITIES:
         out.append(
-            Problem(f"'priority' must be one of {', '.join(PRIORITIES)}, got {meta['priority']!r}", "priority")
+            Problem(
+                f"'priority' must be one of {', '.join(PRIORITIES)}, got {meta['priority']!r}",
+                "priority",
+            )
         )
     for key, lo, hi in (("max_context_kb", 0, 1024), ("similarity_threshold", 0, 1)):
         if key in meta:
             v = meta[key]
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
-                out.append(Problem(f"'{key}' must be a number between {lo} and {hi}, got {v!r}", key))
+                out.append(
+                    Problem(f"'{key}' must be a number between {lo} and {hi}, got {v!r}", key)
+                )
     return out

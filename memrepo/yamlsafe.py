@@ -8,6 +8,7 @@ the line.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -43,7 +44,9 @@ class StrictLoader(_BaseLoader):  # type: ignore[misc,valid-type]
             try:
                 hash(key)
             except TypeError:
-                raise YAMLProblem("mapping keys must be plain values", key_node.start_mark.line + 1)
+                raise YAMLProblem(
+                    "mapping keys must be plain values", key_node.start_mark.line + 1
+                ) from None
             if key in seen:
                 raise YAMLProblem(
                     f"duplicate key {key!r} (first on line {seen[key]})",
@@ -51,6 +54,15 @@ class StrictLoader(_BaseLoader):  # type: ignore[misc,valid-type]
                 )
             seen[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_timestamp(self, node: Any) -> Any:  # type: ignore[override]
+        """An impossible date (2026-02-30) is a YAML problem with its line, not a ValueError."""
+        try:
+            return super().construct_yaml_timestamp(node)
+        except (ValueError, OverflowError) as exc:
+            raise YAMLProblem(
+                f"invalid date {node.value!r}: {exc}", node.start_mark.line + 1
+            ) from None
 
 
 def _refuse_aliases(root: Any) -> None:
@@ -79,14 +91,32 @@ def _refuse_aliases(root: Any) -> None:
 StrictLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, StrictLoader.construct_mapping
 )
+StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", StrictLoader.construct_yaml_timestamp)
 
 
-def load(text: str) -> Any:
-    """Parse one YAML document strictly; raise YAMLProblem with a 1-based line."""
+def load(text: str, line_offset: int = 0) -> Any:
+    """Parse one YAML document strictly; raise YAMLProblem with a 1-based line.
+
+    ``line_offset`` is added to every line reported (frontmatter starts on file line 2).
+    """
+    try:
+        return _load(text)
+    except YAMLProblem as exc:
+        if exc.line is None or not line_offset:
+            raise
+        message = re.sub(
+            r"\(first on line (\d+)\)",
+            lambda m: f"(first on line {int(m.group(1)) + line_offset})",
+            exc.message,
+        )
+        raise YAMLProblem(message, exc.line + line_offset) from None
+
+
+def _load(text: str) -> Any:
     if len(text) > MAX_YAML_CHARS:
         raise YAMLProblem(f"YAML block is larger than {MAX_YAML_CHARS // 1024} KB", 1)
     try:
-        return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - StrictLoader is a SafeLoader
+        return yaml.load(text, Loader=StrictLoader)
     except YAMLProblem:
         raise
     except yaml.MarkedYAMLError as exc:

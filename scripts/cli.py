@@ -21,6 +21,15 @@ COMMANDS: dict[str, str] = {
     "config": "memrepo.scripts.config_cmd:config",
     "doctor": "memrepo.scripts.doctor:doctor",
     "hook": "memrepo.scripts.hook:hook",
+    "index": "memrepo.scripts.index_cmd:index",
+    "search": "memrepo.scripts.search:search",
+    "remember": "memrepo.scripts.signals:remember",
+    "reinforce": "memrepo.scripts.signals:reinforce",
+    "demote": "memrepo.scripts.signals:demote",
+    "capture": "memrepo.scripts.capture:capture",
+    "commit": "memrepo.scripts.commit_cmd:commit",
+    "sync": "memrepo.scripts.sync:sync",
+    "verify": "memrepo.scripts.verify:verify",
 }
 
 

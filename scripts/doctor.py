@@ -45,7 +45,9 @@ def _hooks_check(repo: MemoryRepo) -> Check:
     text = cfg.read_text(encoding="utf-8") if cfg.is_file() else ""
     if "memory hook pre-commit" not in text:
         return Check(
-            "git hooks", False, f"{scaffold.PRE_COMMIT_CONFIG} lacks the memrepo hooks",
+            "git hooks",
+            False,
+            f"{scaffold.PRE_COMMIT_CONFIG} lacks the memrepo hooks",
             "memory doctor --fix",
         )
     return Check("git hooks", True, "installed through pre-commit: " + ", ".join(status))
@@ -55,7 +57,9 @@ def _memory_on_path_check() -> Check:
     exe = scaffold.memory_on_path()
     if exe is None:
         return Check(
-            "memory on PATH", False, "the hooks call `memory`, which is not on PATH",
+            "memory on PATH",
+            False,
+            "the hooks call `memory`, which is not on PATH",
             "activate the environment memrepo is installed in, or add its bin/ to PATH",
         )
     proc = subprocess.run([exe, "--version"], capture_output=True, text=True)
@@ -72,9 +76,11 @@ def _lfs_check(repo: MemoryRepo) -> Check:
     )
     if proc is None or proc.returncode != 0:
         return Check(
-            "git lfs", False,
+            "git lfs",
+            False,
             "git-lfs is not installed: attachments/ will be stored as ordinary git blobs",
-            "install git-lfs, then `git lfs install`", warning=True,
+            "install git-lfs, then `git lfs install`",
+            warning=True,
         )
     return Check("git lfs", True, proc.stdout.strip())
 
@@ -126,9 +132,17 @@ def doctor(ctx: click.Context, do_fix: bool, as_json: bool) -> int:
     checks = run_checks(repo)
     healthy = all(c.ok or c.warning for c in checks)
     if as_json:
-        click.echo(json.dumps(
-            {"root": str(repo.root), "healthy": healthy, "fixed": fixed,
-             "checks": [asdict(c) for c in checks]}, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "root": str(repo.root),
+                    "healthy": healthy,
+                    "fixed": fixed,
+                    "checks": [asdict(c) for c in checks],
+                },
+                indent=2,
+            )
+        )
         return 0 if healthy else 1
     for line in fixed:
         click.echo(f"fixed: {line}")

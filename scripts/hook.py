@@ -25,19 +25,24 @@ VALIDATORS = {
     "check-size": "check_size",
 }
 GIT_EVENTS = ("post-commit", "post-merge", "post-rewrite", "post-checkout")
+#: Server-side hooks: run in a bare repository, read ``<old> <new> <ref>`` lines on stdin.
+SERVER_HOOKS = {"pre-receive": "pre_receive"}
 
 
 @click.command(
     context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
     short_help="Plumbing: run a validator or a post-* hook.",
 )
-@click.argument("name", type=click.Choice([*VALIDATORS, *GIT_EVENTS]))
+@click.argument("name", type=click.Choice([*VALIDATORS, *GIT_EVENTS, *SERVER_HOOKS]))
 @click.argument("files", nargs=-1, type=click.UNPROCESSED)
 def hook(name: str, files: tuple[str, ...]) -> int:
     """Run the validator or git-event hook NAME (called by the installed git hooks)."""
     if name in VALIDATORS:
         module = importlib.import_module(f"memrepo.hooks.{VALIDATORS[name]}")
         return int(module.main(list(files)) or 0)
+    if name in SERVER_HOOKS:
+        module = importlib.import_module(f"memrepo.hooks.{SERVER_HOOKS[name]}")
+        return int(module.main() or 0)
     run_git_event(Path.cwd(), name)
     return 0
 

@@ -49,8 +49,10 @@ def init(path: str, no_hooks: bool, no_commit: bool, as_json: bool) -> int:
     for a in changed:
         click.echo(f"{a.status:<9} {a.path}" + (f"  ({a.detail})" if a.detail else ""))
     if found:
-        click.echo(f"found     {len(found)} existing item(s), left as they were: "
-                   + ", ".join(a.path for a in found))
+        click.echo(
+            f"found     {len(found)} existing item(s), left as they were: "
+            + ", ".join(a.path for a in found)
+        )
     if sha:
         click.echo(f"committed {sha}")
     if not changed:

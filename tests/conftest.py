@@ -11,7 +11,9 @@ import pytest
 
 
 @pytest.fixture(autouse=True)
-def _isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_git(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every test: a private git identity and config, pre-commit's cache in a temp dir,
     and the `memory` this interpreter installed first on PATH (hooks call it by name)."""
     home = tmp_path_factory.getbasetemp() / "home"
@@ -41,9 +43,7 @@ def run_git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedPr
 
 def run_memory(cwd: Path, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run the installed `memory` command as a user would."""
-    return subprocess.run(
-        ["memory", *args], cwd=cwd, capture_output=True, text=True, input=input
-    )
+    return subprocess.run(["memory", *args], cwd=cwd, capture_output=True, text=True, input=input)
 
 
 @pytest.fixture
@@ -53,3 +53,202 @@ def memrepo_root(tmp_path: Path) -> Path:
     proc = run_memory(tmp_path, "init", str(root))
     assert proc.returncode == 0, proc.stderr + proc.stdout
     return root
+
+
+# --- validators (hooks/check_*.py): a bare git repo to stage files in -----------------
+
+
+class VRepo:
+    """A plain git repo in a temp dir, the cwd of the test, for calling validators' main()."""
+
+    def __init__(self, root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        self.root = root
+        self._capsys = capsys
+
+    def git(self, *args: str) -> str:
+        return run_git(self.root, *args).stdout
+
+    def write(self, path: str, content: str | bytes) -> Path:
+        full = self.root / path
+        full.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            full.write_bytes(content)
+        else:
+            full.write_text(content, encoding="utf-8", newline="\n")
+        return full
+
+    def add(self, *paths: str) -> None:
+        self.git("add", "-A", "--", *(paths or (".",)))
+
+    def commit(self, message: str = "seed") -> None:
+        """Stage everything and commit past any hook (to give HEAD a history)."""
+        self.add()
+        self.git("commit", "-q", "--no-verify", "--allow-empty", "-m", message)
+
+    def staged(self) -> list[str]:
+        """What pre-commit passes a hook: staged files that still exist."""
+        out = self.git("diff", "--cached", "--name-only", "--diff-filter=ACMRTUXB", "-z")
+        return [p for p in out.split("\0") if p]
+
+    def run(self, main: object, *files: str) -> tuple[int, str]:
+        """Call a validator's main(files); return (exit code, stdout). Never a traceback."""
+        self._capsys.readouterr()
+        code = main(list(files))  # type: ignore[operator]
+        out, err = self._capsys.readouterr()
+        assert "Traceback" not in out + err
+        return code, out
+
+    def run_staged(self, main: object) -> tuple[int, str]:
+        return self.run(main, *self.staged())
+
+
+@pytest.fixture
+def vrepo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> VRepo:
+    """An empty git repo (no commit yet) that is the cwd, as pre-commit runs hooks."""
+    root = tmp_path / "vrepo"
+    root.mkdir()
+    run_git(root, "init", "-q")
+    run_git(root, "config", "user.name", "Validator Test")
+    run_git(root, "config", "user.email", "validator@example.com")
+    run_git(root, "config", "commit.gpgsign", "false")
+    monkeypatch.chdir(root)
+    return VRepo(root, capsys)
+
+
+# --- index and search (memrepo/index): plain git repos, no `memory init` needed ----------
+
+
+class IRepo:
+    """A git repo with a memory-config.yaml, for index tests: write, commit, snapshot."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def git(self, *args: str) -> str:
+        return run_git(self.root, "-c", "user.name=t", "-c", "user.email=t@t", *args).stdout
+
+    def write(self, rel: str, text: str) -> Path:
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def commit(self, message: str = "change", *extra: str) -> str:
+        self.git("add", "-A")
+        self.git("commit", "-q", "--no-verify", "--allow-empty", "-m", message, *extra)
+        return self.git("rev-parse", "HEAD").strip()
+
+    def event(self, name: str = "post-commit") -> None:
+        """What the installed hook does after a git event."""
+        from memrepo.index.hook import on_git_event
+
+        on_git_event(self.root, name)
+
+    def snapshot(self, db: Path | None = None) -> dict[str, object]:
+        """Everything an index holds, independent of row ids (to compare with a rebuild)."""
+        import sqlite3
+
+        con = sqlite3.connect(db or self.root / "memory.db")
+        try:
+            con.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, chunks_fts, 'row')")
+            snap = {
+                "commit": con.execute("SELECT value FROM meta WHERE key='commit'").fetchone()[0],
+                "documents": con.execute(
+                    "SELECT path, category, type, blob, modified, tokens, lines, tags, status "
+                    "FROM documents ORDER BY path"
+                ).fetchall(),
+                "chunks": con.execute(
+                    "SELECT d.path, c.ord, c.start_line, c.end_line, c.hash FROM chunks c "
+                    "JOIN documents d ON d.id = c.doc_id ORDER BY d.path, c.ord"
+                ).fetchall(),
+                "vocab": con.execute("SELECT term, doc, cnt FROM vocab ORDER BY term").fetchall(),
+                "vectors": con.execute("SELECT hash FROM vectors ORDER BY hash").fetchall(),
+                "signals": con.execute("SELECT * FROM signals ORDER BY path, line").fetchall(),
+            }
+            con.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
+            return snap
+        finally:
+            con.close()
+
+    def rebuilt_snapshot(self, tmp: Path, embedder: str = "none") -> dict[str, object]:
+        """The snapshot of a fresh rebuild of the same HEAD, in a copy of the repo."""
+        import shutil
+
+        from memrepo.index.indexer import rebuild
+
+        copy = tmp / f"rebuilt-{len(list(tmp.iterdir()))}"
+        shutil.copytree(self.root, copy, ignore=shutil.ignore_patterns("memory.db*"))
+        rebuild(copy, embedder)
+        return IRepo(copy).snapshot()
+
+
+IREPO_JOURNAL = """---
+type: journal
+date: 2024-03-01
+tags: [payments]
+---
+
+## 2024-03-01
+
+- Deployed the payment API with HMAC signatures.
+- Alice prefers green tea in the morning.
+"""
+
+IREPO_TRANSCRIPT = """---
+type: conversation
+session_id: s1
+started: 2024-03-02T10:00:00+00:00
+---
+# Rotating keys
+
+## 10:00 — user
+
+How do I rotate the HMAC signing key for the payment webhook?
+
+## 10:01 — agent
+
+Run the vault rotation script, then redeploy the webhook consumer.
+"""
+
+IREPO_REFERENCE = """---
+type: reference
+title: Kubernetes notes
+updated: 2023-06-01
+---
+# Kubernetes notes
+
+## Deployments
+
+Rolling updates replace pods gradually; set maxSurge and maxUnavailable.
+
+## Secrets
+
+Mount secrets as files, never as environment variables in logs.
+"""
+
+
+@pytest.fixture
+def irepo(tmp_path: Path) -> IRepo:
+    """A committed repo with a journal, a transcript and a reference note (no index yet)."""
+    root = tmp_path / "irepo"
+    root.mkdir()
+    run_git(root, "init", "-q", "-b", "main")
+    repo = IRepo(root)
+    repo.write("memory-config.yaml", "{}\n")
+    repo.write(".gitignore", "memory.db*\n*.tmp\n")
+    repo.write("knowledge/journal/2024-03-01.md", IREPO_JOURNAL)
+    repo.write("raw/conversations/2024/03/02/1000-s1-rotating-keys.md", IREPO_TRANSCRIPT)
+    repo.write("knowledge/reference/kubernetes.md", IREPO_REFERENCE)
+    repo.commit("init")
+    return repo
+
+
+@pytest.fixture
+def irepo_indexed(irepo: IRepo) -> IRepo:
+    """``irepo`` with a built memory.db at HEAD."""
+    from memrepo.index.indexer import sync
+
+    sync(irepo.root)
+    return irepo

@@ -83,7 +83,9 @@ def test_discover_prefers_flag_then_env_then_walks_up(
 
 
 def test_repo_flag_on_the_cli(memrepo_root: Path, tmp_path: Path) -> None:
-    proc = run_memory(tmp_path, "--repo", str(memrepo_root), "config", "get", "lifecycle.memory_line_cap")
+    proc = run_memory(
+        tmp_path, "--repo", str(memrepo_root), "config", "get", "lifecycle.memory_line_cap"
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "200"
     proc = run_memory(tmp_path, "config", "get", "lifecycle.memory_line_cap")

@@ -55,10 +55,13 @@ def assert_refused(root: Path, proc, *needles: str) -> None:
 
 
 def test_good_commit_lands(memrepo_root: Path) -> None:
-    proc = commit(memrepo_root, {
-        "knowledge/journal/2026-02-16.md": "---\ntype: journal\ndate: 2026-02-16\n---\n\n## 2026-02-16\n- did things\n",
-        TRANSCRIPT: GOOD_TRANSCRIPT,
-    })
+    proc = commit(
+        memrepo_root,
+        {
+            "knowledge/journal/2026-02-16.md": "---\ntype: journal\ndate: 2026-02-16\n---\n\n## 2026-02-16\n- did things\n",
+            TRANSCRIPT: GOOD_TRANSCRIPT,
+        },
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert run_git(memrepo_root, "log", "-1", "--format=%s").stdout.strip() == "memory: test"
 
@@ -68,38 +71,68 @@ def test_good_commit_lands(memrepo_root: Path) -> None:
     [
         pytest.param(
             {"knowledge/reference/x.md": "---\ntype: reference\ntitle: [oops\n---\nbody\n"},
-            ["knowledge/reference/x.md:3", "YAML"], id="unparseable-frontmatter"),
+            ["knowledge/reference/x.md:3", "YAML"],
+            id="unparseable-frontmatter",
+        ),
         pytest.param(
             {"knowledge/people/ann.md": "---\ntype: journal\nname: Ann\n---\n# Ann\n"},
-            ["knowledge/people/ann.md", "type"], id="type-does-not-fit-directory"),
+            ["knowledge/people/ann.md", "type"],
+            id="type-does-not-fit-directory",
+        ),
         pytest.param(
             {"knowledge/people/bob.md": "---\ntype: person\n---\n# Bob\n"},
-            ["knowledge/people/bob.md", "name"], id="missing-required-field"),
+            ["knowledge/people/bob.md", "name"],
+            id="missing-required-field",
+        ),
         pytest.param(
             {"raw/conversations/2026/02/16/1900-ses_a1b2c3d4-restructuring.md": GOOD_TRANSCRIPT},
-            ["1900-ses_a1b2c3d4-restructuring.md", "started"], id="transcript-path-vs-started"),
+            ["1900-ses_a1b2c3d4-restructuring.md", "started"],
+            id="transcript-path-vs-started",
+        ),
         pytest.param(
             {TRANSCRIPT: GOOD_TRANSCRIPT.replace("## 18:46 — agent", "## 18:46 - assistant")},
-            [f"{TRANSCRIPT}:15"], id="bad-turn-header"),
+            [f"{TRANSCRIPT}:15"],
+            id="bad-turn-header",
+        ),
         pytest.param(
-            {"knowledge/memory/MEMORY.md": "---\ntype: memory\n---\n"
-             + "".join(f"- 2026-01-01: entry {i}\n" for i in range(230))},
-            ["knowledge/memory/MEMORY.md", "220"], id="memory-over-cap"),
+            {
+                "knowledge/memory/MEMORY.md": "---\ntype: memory\n---\n"
+                + "".join(f"- 2026-01-01: entry {i}\n" for i in range(230))
+            },
+            ["knowledge/memory/MEMORY.md", "220"],
+            id="memory-over-cap",
+        ),
         pytest.param(
-            {"topics/t.md": "---\ntype: topic\ntriggers:\n  - type: pattern\n    match: '(a+)+$'\n---\n# T\n"},
-            ["topics/t.md", "backtrack"], id="topic-catastrophic-regex"),
+            {
+                "topics/t.md": "---\ntype: topic\ntriggers:\n  - type: pattern\n    match: '(a+)+$'\n---\n# T\n"
+            },
+            ["topics/t.md", "backtrack"],
+            id="topic-catastrophic-regex",
+        ),
         pytest.param(
-            {"topics/u.md": "---\ntype: topic\ntriggers: []\nsubscriptions: [../../etc/passwd]\n---\n# U\n"},
-            ["topics/u.md", ".."], id="topic-subscription-outside"),
+            {
+                "topics/u.md": "---\ntype: topic\ntriggers: []\nsubscriptions: [../../etc/passwd]\n---\n# U\n"
+            },
+            ["topics/u.md", ".."],
+            id="topic-subscription-outside",
+        ),
         pytest.param(
             {"knowledge/journal/2026-02-17.md": "---\ntype: journal\ndate: 2026-02-16\n---\n"},
-            ["knowledge/journal/2026-02-17.md", "date"], id="journal-date-mismatch"),
+            ["knowledge/journal/2026-02-17.md", "date"],
+            id="journal-date-mismatch",
+        ),
         pytest.param(
-            {"knowledge/reference/keys.md": "---\ntype: reference\n---\n\naws AKIAIOSFODNN7EXAMPLE\n"},
-            ["knowledge/reference/keys.md:5", "aws-access-key"], id="secret"),
+            {
+                "knowledge/reference/keys.md": "---\ntype: reference\n---\n\naws AKIAIOSFODNN7EXAMPLE\n"
+            },
+            ["knowledge/reference/keys.md:5", "aws-access-key"],
+            id="secret",
+        ),
         pytest.param(
             {"knowledge/reference/blob.bin": b"\x00\x01\x02" * 100},
-            ["knowledge/reference/blob.bin", "binary"], id="binary-outside-attachments"),
+            ["knowledge/reference/blob.bin", "binary"],
+            id="binary-outside-attachments",
+        ),
     ],
 )
 def test_each_rule_blocks_the_commit(memrepo_root: Path, files: dict, needles: list[str]) -> None:
@@ -109,7 +142,9 @@ def test_each_rule_blocks_the_commit(memrepo_root: Path, files: dict, needles: l
 
 def test_secret_value_is_never_printed(memrepo_root: Path) -> None:
     token = "ghp_" + "Ab1" * 12
-    proc = commit(memrepo_root, {"knowledge/reference/t.md": f"---\ntype: reference\n---\ntoken {token}\n"})
+    proc = commit(
+        memrepo_root, {"knowledge/reference/t.md": f"---\ntype: reference\n---\ntoken {token}\n"}
+    )
     assert_refused(memrepo_root, proc, "github-token")
     assert token not in proc.stdout + proc.stderr
 
@@ -123,8 +158,10 @@ def test_memory_at_190_lines_warns_and_commits(memrepo_root: Path) -> None:
 
 
 def test_closed_transcript_is_immutable(memrepo_root: Path) -> None:
-    closed = GOOD_TRANSCRIPT.replace("started: 2026-02-16T18:45:00+00:00",
-                                     "started: 2026-02-16T18:45:00+00:00\nended: 2026-02-16T19:00:00+00:00")
+    closed = GOOD_TRANSCRIPT.replace(
+        "started: 2026-02-16T18:45:00+00:00",
+        "started: 2026-02-16T18:45:00+00:00\nended: 2026-02-16T19:00:00+00:00",
+    )
     assert commit(memrepo_root, {TRANSCRIPT: closed}, "conversation: x").returncode == 0
     proc = commit(memrepo_root, {TRANSCRIPT: closed + "\n## 19:05 — user\nmore\n"})
     assert_refused(memrepo_root, proc, TRANSCRIPT)
@@ -139,7 +176,9 @@ def test_open_transcript_may_grow_and_close(memrepo_root: Path) -> None:
     grown = GOOD_TRANSCRIPT + "\n## 18:50 — user\nThanks.\n"
     proc = commit(memrepo_root, {TRANSCRIPT: grown}, "conversation: grow")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    closed = grown.replace("tags: [coding]", "tags: [coding]\nended: 2026-02-16T18:51:00+00:00\ntokens_in: 10")
+    closed = grown.replace(
+        "tags: [coding]", "tags: [coding]\nended: 2026-02-16T18:51:00+00:00\ntokens_in: 10"
+    )
     proc = commit(memrepo_root, {TRANSCRIPT: closed}, "conversation: close")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rewritten = closed.replace("give me a summary", "give me a poem")

@@ -1,0 +1,103 @@
+"""What the hooks add to a 10-file `git commit`, at 10K and 100K files, side by side.
+
+For each repo size, rounds alternate three ways of committing 10 files (5 new notes,
+5 edited project notes) and report medians:
+  bare       git -c core.hooksPath=<empty dir> commit   (no hooks at all)
+  no-verify  git commit --no-verify                     (post-commit hooks only)
+  hooked     git commit                                 (pre-commit validators + post-commit)
+The validators' cost is hooked - no-verify; the post-commit stage's is no-verify - bare.
+Goal (issue 2): the validators add < 300 ms, and the same at 10K and 100K (ratio <= 1.2).
+
+    python bench/bench_commit.py                # 10K and 100K (first run builds the corpora)
+    python bench/bench_commit.py --sizes 10000 --rounds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpus import ensure_memory_repo, git
+
+
+def _stage_ten(repo: Path, tag: str) -> None:
+    projects = sorted((repo / "knowledge" / "projects").rglob("*.md"))[:200]
+    for i in range(5):
+        p = repo / "knowledge" / "projects" / "bench" / f"note-{tag}-{i}.md"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(
+            f"---\ntype: project_context\nproject: bench\nupdated: 2026-02-16\n---\n\n"
+            f"# Note {tag} {i}\n\n- a decision about the bench, round {tag}\n"
+        )
+        git(repo, "add", str(p.relative_to(repo)))
+    for p in projects[(hash(tag) % 190) : (hash(tag) % 190) + 5]:
+        with p.open("a") as fh:
+            fh.write(f"- appended in round {tag}\n")
+        git(repo, "add", str(p.relative_to(repo)))
+
+
+def _timed_commit(repo: Path, mode: str, tag: str, env: dict[str, str], empty_hooks: str) -> float:
+    _stage_ten(repo, tag)
+    args = ["git"]
+    if mode == "bare":
+        args += ["-c", f"core.hooksPath={empty_hooks}"]
+    args += ["commit", "-q", "-m", f"memory: bench {tag}"]
+    if mode == "no-verify":
+        args.append("--no-verify")
+    t0 = time.perf_counter()
+    proc = subprocess.run(args, cwd=repo, env=env, capture_output=True, text=True)
+    dt = time.perf_counter() - t0
+    if proc.returncode != 0:
+        sys.exit(f"commit failed ({mode}):\n{proc.stdout}\n{proc.stderr}")
+    return dt * 1000
+
+
+def measure(n: int, rounds: int) -> dict[str, float]:
+    repo = ensure_memory_repo(n)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    modes = ("bare", "no-verify", "hooked")
+    times: dict[str, list[float]] = {m: [] for m in modes}
+    with tempfile.TemporaryDirectory() as empty_hooks:
+        for m in modes:  # warm-up: caches, pre-commit's first run, the index catching up
+            _timed_commit(repo, m, f"warm-{m}-{time.time_ns()}", env, empty_hooks)
+        for r in range(rounds):
+            for m in modes:
+                times[m].append(
+                    _timed_commit(repo, m, f"{r}-{m}-{time.time_ns()}", env, empty_hooks)
+                )
+    med = {m: statistics.median(v) for m, v in times.items()}
+    med["validators"] = med["hooked"] - med["no-verify"]
+    med["post-commit"] = med["no-verify"] - med["bare"]
+    return med
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    ap.add_argument("--rounds", type=int, default=9)
+    a = ap.parse_args()
+    results = {n: measure(n, a.rounds) for n in a.sizes}
+    cols = ("bare", "no-verify", "hooked", "validators", "post-commit")
+    print(f"\n10-file commit, median of {a.rounds} rounds (ms)")
+    print(f"{'files':>8} " + " ".join(f"{c:>12}" for c in cols))
+    for n, r in results.items():
+        print(f"{n:>8} " + " ".join(f"{r[c]:>12.0f}" for c in cols))
+    if len(results) >= 2:
+        lo, hi = results[min(results)], results[max(results)]
+        print(
+            f"validators overhead ratio {max(results)}/{min(results)}: "
+            f"{hi['validators'] / lo['validators']:.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

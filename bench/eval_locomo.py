@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""LoCoMo dev retrieval through the real commands: ``memory index`` + ``memory search --batch``.
+
+    python bench/eval_locomo.py                 # default config, dev split
+    python bench/eval_locomo.py --set embedder=wordllama --set per_file=2
+
+For each conversation the harness (../shared/eval/locomo_retrieval.py) writes a corpus of
+transcripts; ``--index-cmd`` turns it into a memory repo (git init, a memory-config.yaml
+holding only the ``--set`` overrides, one commit) and runs ``memory index``; the
+retriever is ``memory search --batch --json`` in that repo. Nothing is tuned per dataset:
+without ``--set`` the repo has the defaults a new memory repo gets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+HARNESS = HERE.parent.parent / "shared" / "eval" / "locomo_retrieval.py"
+GIT = ["git", "-c", "user.name=eval", "-c", "user.email=eval@example.com"]
+
+
+def memory_cmd() -> list[str]:
+    exe = Path(sys.executable).with_name("memory")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "memrepo.scripts.cli"]
+
+
+def prepare(settings: dict[str, object]) -> int:
+    """Run inside a corpus directory: make it a memory repo at one commit, then index it."""
+    root = Path.cwd()
+    lines = ["search:"] + [f"  {k}: {json.dumps(v)}" for k, v in settings.items()]
+    (root / "memory-config.yaml").write_text("\n".join(lines) + "\n" if settings else "{}\n")
+    subprocess.run(["git", "init", "-q"], check=True)
+    subprocess.run(["git", "add", "-A"], check=True)
+    subprocess.run([*GIT, "commit", "-q", "--no-verify", "-m", "corpus"], check=True)
+    return subprocess.run([*memory_cmd(), "index"], stdout=subprocess.DEVNULL).returncode
+
+
+def parse_set(items: list[str]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for item in items:
+        key, _, raw = item.partition("=")
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--set", action="append", default=[], help="search.KEY=VALUE override")
+    ap.add_argument("--split", default="dev")
+    ap.add_argument("--prepare", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--json-out", default=None)
+    args, rest = ap.parse_known_args(argv)
+    settings = parse_set(args.set)
+    if args.prepare:
+        return prepare(settings)
+    sets = " ".join(f"--set {shlex.quote(s)}" for s in args.set)
+    me = shlex.quote(str(Path(__file__).resolve()))
+    index_cmd = f"{shlex.quote(sys.executable)} {me} --prepare {sets}"
+    search_cmd = " ".join(shlex.quote(x) for x in memory_cmd()) + " search --batch --json"
+    cmd = [
+        sys.executable,
+        str(HARNESS),
+        "--split",
+        args.split,
+        "--quiet",
+        "--index-cmd",
+        index_cmd,
+        "--retriever-cmd",
+        search_cmd,
+        "--batch",
+        *rest,
+    ]
+    if args.json_out:
+        cmd += ["--json-out", args.json_out]
+    env = dict(os.environ, MEMORY_REPO="")
+    return subprocess.run(cmd, env=env).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""Check that memory files carry valid frontmatter (seed 000 §2.3).
+
+Every ``.md`` under raw/, knowledge/, topics/ and archive/ must start with parseable YAML
+frontmatter whose ``type`` fits its directory, with the fields its type requires and dates
+that are dates. The verdict helpers below are shared with the transcript, topic and journal
+checks; ``ctx.first`` makes sure a file's missing field or bad date is said once per run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import posixpath
+from collections.abc import Sequence
+from typing import Any
+
+from memrepo import formats
+
+from ._common import Context, run_main
+
+CHECK_ID = "check-frontmatter"
+
+_FIELD_HINTS = {
+    "triggers": " (a list of triggers; [] for a manual-only topic)",
+    "started": " (an ISO 8601 datetime with a UTC offset)",
+    "date": " (YYYY-MM-DD)",
+}
+
+
+def show(value: Any, limit: int = 40) -> str:
+    """A frontmatter value as a person wrote it, kept short."""
+    text = value.isoformat() if isinstance(value, (dt.date, dt.datetime)) else repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def line_of(text: str, key: str) -> int:
+    """The line of a frontmatter key, else the opening ``---``."""
+    return formats.meta_line(text, key) or 1
+
+
+def require_frontmatter(ctx: Context, doc: formats.Document, check: str) -> bool:
+    """Report (once) a memory file without frontmatter; True when it has some."""
+    if doc.has_frontmatter:
+        return True
+    if ctx.first(doc.path, "no-frontmatter"):
+        ctx.report.error(
+            doc.path,
+            1,
+            "no YAML frontmatter: the file must start with a '---' line, 'key: value' lines "
+            "and a closing '---'",
+            check,
+        )
+    return False
+
+
+def _one_of(values: frozenset[str]) -> str:
+    names = sorted(values)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def check_type(ctx: Context, path: str, text: str, meta: dict[str, Any], check: str) -> str | None:
+    """The file's valid ``type``, reporting (once) a missing or misplaced one.
+
+    Transcripts (and other raw/ files) may leave ``type`` out: their path says it all.
+    """
+    allowed = formats.expected_types(path)
+    kind = meta.get("type")
+    if kind is None:
+        if path.startswith("raw/"):
+            return "conversation" if formats.category_of(path) == "conversation" else None
+        if ctx.first(path, "type"):
+            ctx.report.error(path, 1, f"frontmatter needs 'type' (here: {_one_of(allowed)})", check)
+        return None
+    if isinstance(kind, str) and kind in allowed:
+        return kind
+    if ctx.first(path, "type"):
+        where = path if path in formats.SPECIAL_TYPES else posixpath.dirname(path) + "/"
+        ctx.report.error(
+            path,
+            line_of(text, "type"),
+            f"type {show(kind)} does not fit {where}: expected {_one_of(allowed)}",
+            check,
+        )
+    return None
+
+
+def require_fields(
+    ctx: Context, path: str, text: str, meta: dict[str, Any], kind: str, check: str
+) -> list[str]:
+    """Report (once each) the fields ``kind`` requires that are missing or empty."""
+    missing = [f for f in formats.REQUIRED_FIELDS.get(kind, ()) if meta.get(f) in (None, "")]
+    for name in missing:
+        if ctx.first(path, "missing", name):
+            line = formats.meta_line(text, name) or line_of(text, "type")
+            hint = _FIELD_HINTS.get(name, "")
+            ctx.report.error(path, line, f"a {kind} file needs '{name}'{hint}", check)
+    return missing
+
+
+def date_value(
+    ctx: Context, path: str, text: str, meta: dict[str, Any], key: str, check: str
+) -> dt.date | None:
+    """The parsed value of a date field, reporting (once) one that is not a date.
+
+    DATETIME_FIELDS must be full datetimes with a UTC offset (a transcript's path and turn
+    times are in the session's own zone, so the zone must be known). An absent or null
+    optional field gives None without a message.
+    """
+    value = meta.get(key)
+    if value is None:
+        return None
+    if key in formats.DATETIME_FIELDS:
+        parsed: dt.date | None = formats.parse_datetime(value)
+        ok = isinstance(parsed, dt.datetime) and parsed.utcoffset() is not None
+        want = "an ISO 8601 datetime with a UTC offset, e.g. 2026-02-16T18:45:00+01:00"
+    else:
+        parsed = formats.parse_date(value)
+        ok = parsed is not None
+        want = "a date (YYYY-MM-DD) or an ISO 8601 datetime"
+    if ok:
+        return parsed
+    if ctx.first(path, "bad", key):
+        message = f"'{key}' must be {want}, got {show(value)}"
+        ctx.report.error(path, line_of(text, key), message, check)
+    return None
+
+
+def check_file(path: str, ctx: Context) -> None:
+    """All frontmatter rules for one memory file."""
+    doc = ctx.document(path, CHECK_ID)
+    text = ctx.text(path, CHECK_ID)
+    if doc is None or text is None or not require_frontmatter(ctx, doc, CHECK_ID):
+        return
+    meta = doc.meta
+    kind = check_type(ctx, path, text, meta, CHECK_ID)
+    if kind is not None:
+        require_fields(ctx, path, text, meta, kind, CHECK_ID)
+    role = meta.get("role")
+    if kind == "identity" and role is not None and role not in formats.IDENTITY_ROLES:
+        ctx.report.error(
+            path,
+            line_of(text, "role"),
+            f"role {show(role)} must be one of {', '.join(formats.IDENTITY_ROLES)}",
+            CHECK_ID,
+        )
+    for key in (*formats.DATE_FIELDS, *formats.DATETIME_FIELDS):
+        date_value(ctx, path, text, meta, key, CHECK_ID)
+
+
+def check(paths: Sequence[str], ctx: Context) -> None:
+    """Check every memory markdown file among ``paths``."""
+    for path in paths:
+        if formats.needs_frontmatter(path):
+            check_file(path, ctx)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_main(argv, [(CHECK_ID, check)], "Check memory files' YAML frontmatter.")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

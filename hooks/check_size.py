@@ -1,0 +1,56 @@
+"""Keep binaries and oversized files out of the text layers.
+
+Everything outside attachments/ is read by the indexer, diffed and loaded into prompts;
+a binary or a huge file there bloats history for good. Binaries (a NUL byte in the first
+8 KB, git's own test) and files above validation.max_file_kb belong in attachments/,
+which .gitattributes stores with git LFS.
+"""
+
+from __future__ import annotations
+
+import stat
+from collections.abc import Sequence
+
+from ._common import Context, kb, run_main
+
+CHECK_ID = "check-size"
+EXEMPT = ("attachments/",)
+
+
+def check(paths: Sequence[str], ctx: Context) -> None:
+    """Reject binary and oversized files outside attachments/."""
+    max_kb = float(ctx.setting("max_file_kb"))
+    for path in paths:
+        if path.startswith(EXEMPT):
+            continue
+        try:
+            st = (ctx.root / path).lstat()
+        except OSError:
+            continue  # deleted: nothing to commit
+        if not stat.S_ISREG(st.st_mode):
+            continue  # symlinks and submodules are stored as a few bytes
+        head = ctx.sniff(path, CHECK_ID)
+        if head is not None and b"\0" in head:
+            ctx.report.error(
+                path,
+                None,
+                f"binary file ({kb(st.st_size)}) outside attachments/; "
+                "binaries belong in attachments/ (stored with git LFS)",
+                CHECK_ID,
+            )
+        elif st.st_size > max_kb * 1024:
+            ctx.report.error(
+                path,
+                None,
+                f"file is {kb(st.st_size)}, above validation.max_file_kb ({max_kb:g} KB); "
+                "split it or move it to attachments/",
+                CHECK_ID,
+            )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_main(argv, [(CHECK_ID, check)], "Reject binary and oversized files.")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

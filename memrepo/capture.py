@@ -1,0 +1,706 @@
+"""The transcript writer: one immutable, redacted markdown file per session (seed 000 §2.1, §8.2).
+
+Why it looks like this:
+
+- Secrets are redacted in memory, before a byte reaches disk (principle 7), with the rules
+  the pre-commit check uses (memrepo.secrets).
+- Appends are one ``O_APPEND`` write under a per-session lock, so several processes writing
+  one session never interleave, and a crash leaves a valid open transcript (the frontmatter
+  is written once at start and rewritten only at end, atomically).
+- The hot path (``append``) reads a small JSON state file instead of parsing config or
+  YAML: an agent calls it once per turn.
+- Turn headers are ``HH:MM`` in the session's own time zone, named in the frontmatter
+  (``timezone``) so anyone can convert them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+import secrets as _random
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memrepo.errors import MemrepoError
+from memrepo.secrets import redact
+
+#: Where per-session state and locks live (gitignored by the skeleton's `.memrepo/`).
+STATE_DIR = ".memrepo/sessions"
+ROLES = ("user", "agent", "system")
+#: Lines of content that would read as a turn header are escaped with a backslash.
+_HEADER_LIKE = re.compile(r"^(##\s+\d{1,2}:\d{2}\b)", re.MULTILINE)
+_TURN = re.compile(r"^## (\d\d):(\d\d) — (user|agent|system)( \[memory\])?\s*$", re.MULTILINE)
+_KNOWLEDGE = re.compile(r"^> \[knowledge:(?P<action>[a-z_-]+)\] (?P<path>\S+)(?: — (?P<summary>.*))?$",
+                        re.MULTILINE)
+_ATTACHMENT = re.compile(r"^> \[attachment:(?P<path>attachments/[^\]]+)\]", re.MULTILINE)
+_SID = re.compile(r"^[a-z0-9][a-z0-9._-]*$", re.IGNORECASE)
+#: Longest argument or result summary kept on a tool line.
+TOOL_SUMMARY_CHARS = 200
+#: Provisional slug of a session started without a topic; renamed at end.
+PROVISIONAL_SLUG = "session"
+
+
+# ---------------------------------------------------------------------------
+# Time zones
+# ---------------------------------------------------------------------------
+
+
+def resolve_timezone(name: str | None = None) -> tuple[dt.tzinfo, str]:
+    """The zone a session records its turn times in, and its name for the frontmatter.
+
+    An IANA name (``Europe/Paris``) keeps DST right across a long session; a fixed offset
+    (``+02:00``) is used when the machine's zone has no name.
+    """
+    if not name:
+        name = _local_zone_name()
+        if name is None:
+            offset = dt.datetime.now().astimezone().utcoffset() or dt.timedelta()
+            return dt.timezone(offset), _offset_label(offset)
+    if name.upper() in ("Z", "UTC"):
+        return dt.timezone.utc, "UTC"
+    m = re.fullmatch(r"([+-])(\d{2}):?(\d{2})", name)
+    if m:
+        delta = dt.timedelta(hours=int(m[2]), minutes=int(m[3]))
+        delta = -delta if m[1] == "-" else delta
+        return dt.timezone(delta), _offset_label(delta)
+    try:
+        from zoneinfo import ZoneInfo
+
+        return ZoneInfo(name), name
+    except (ImportError, ValueError, KeyError, OSError):
+        raise MemrepoError(
+            f"unknown time zone {name!r}: use an IANA name (Europe/Paris) or an offset (+02:00)"
+        ) from None
+
+
+def _offset_label(offset: dt.timedelta) -> str:
+    minutes = int(offset.total_seconds() // 60)
+    sign = "-" if minutes < 0 else "+"
+    return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
+def _local_zone_name() -> str | None:
+    tz = os.environ.get("TZ", "").lstrip(":")
+    if tz and "/" in tz and not tz.startswith("/"):
+        return tz
+    try:
+        target = os.readlink("/etc/localtime")
+    except OSError:
+        return None
+    return target.split("zoneinfo/", 1)[1] if "zoneinfo/" in target else None
+
+
+def now_in(tz: dt.tzinfo) -> dt.datetime:
+    return dt.datetime.now(tz).replace(microsecond=0)
+
+
+# ---------------------------------------------------------------------------
+# Text helpers shared with the importers
+# ---------------------------------------------------------------------------
+
+
+def escape_content(text: str) -> str:
+    """Content lines that look like turn headers get a backslash, so turns stay unambiguous."""
+    return _HEADER_LIKE.sub(r"\\\1", text)
+
+
+def one_line(text: str, limit: int = TOOL_SUMMARY_CHARS) -> str:
+    """Whitespace collapsed to single spaces, cut at ``limit`` characters with an ellipsis."""
+    s = " ".join(str(text).split())
+    return s if len(s) <= limit else s[: limit - 1].rstrip() + "…"
+
+
+def tool_line(name: str, args: str = "", result: str = "") -> str:
+    """``> [tool:NAME] args → result`` on one line, no full JSON (seed 000 §2.1)."""
+    name = re.sub(r"[^\w.:/-]+", "_", name.strip()) or "tool"
+    line = f"> [tool:{name}]"
+    if args.strip():
+        line += " " + one_line(args)
+    if result.strip():
+        line += " → " + one_line(result)
+    return line
+
+
+def turn_header(when: dt.datetime, role: str, memory: bool = False) -> str:
+    if role not in ROLES:
+        raise MemrepoError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
+    return f"## {when:%H:%M} — {role}" + (" [memory]" if memory else "")
+
+
+def slug_from_messages(messages: Sequence[str], max_words: int = 6) -> str:
+    """A kebab-case slug from the first messages: their first meaningful words."""
+    words: list[str] = []
+    for text in messages:
+        text = re.sub(r"\[REDACTED:[^\]]*\]|```.*?```|`[^`]*`|https?://\S+", " ", text, flags=re.S)
+        for w in re.findall(r"[a-z0-9]+", text.lower()):
+            if w not in _STOPWORDS and (len(w) > 1 or w.isdigit()):
+                words.append(w)
+            if len(words) >= max_words:
+                return "-".join(words)
+    return "-".join(words) or PROVISIONAL_SLUG
+
+
+_STOPWORDS = frozenset(
+    ["a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "with", "from", "by", "is", "are", "was", "were", "be", "been", "it", "this", "that", "these", "those", "i", "you", "we", "me", "my", "your", "our", "can", "could", "would", "should", "please", "let", "lets", "let's", "do", "does", "hi", "hello", "hey", "ok", "okay", "so", "just"]
+)
+
+
+def attachment_name(data: bytes, name: str, when: dt.datetime) -> str:
+    """``attachments/YYYY/MM/DD/<sha8>-<name>``: content-addressed, so re-attaching is free."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(name).name).strip("-.") or "file"
+    digest = hashlib.sha256(data).hexdigest()[:8]
+    return f"attachments/{when:%Y/%m/%d}/{digest}-{stem[-80:]}"
+
+
+def store_attachment(root: Path, data: bytes, name: str, when: dt.datetime) -> str:
+    """Write an attachment (binary, never embedded in a transcript); return its repo path."""
+    from memrepo.atomic import atomic_write
+
+    rel = attachment_name(data, name, when)
+    target = root / rel
+    if not target.exists():
+        atomic_write(target, data)
+    return rel
+
+
+# ---------------------------------------------------------------------------
+# Session state and locking
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Session:
+    """What an open session needs between processes (kept in .memrepo/sessions/<id>.json)."""
+
+    session_id: str
+    path: str  # repo-relative transcript path
+    timezone: str
+    allowlist: list[str] = field(default_factory=list)
+    provisional_slug: bool = False
+
+    @property
+    def tz(self) -> dt.tzinfo:
+        return resolve_timezone(self.timezone)[0]
+
+
+def _state_file(root: Path, session_id: str) -> Path:
+    return root / STATE_DIR / f"{session_id}.json"
+
+
+def _lock_file(root: Path, session_id: str) -> Path:
+    return root / STATE_DIR / f"{session_id}.lock"
+
+
+def _check_sid(session_id: str) -> str:
+    if not _SID.match(session_id or ""):
+        raise MemrepoError(
+            f"session id {session_id!r} must be letters, digits, '.', '_' or '-' (no spaces)"
+        )
+    return session_id
+
+
+@contextmanager
+def session_lock(root: Path, session_id: str, timeout: float = 30.0) -> Iterator[None]:
+    """Exclusive per-session lock (flock), so appends from many processes never interleave."""
+    path = _lock_file(root, session_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        _acquire(fd, timeout, session_id)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _acquire(fd: int, timeout: float, session_id: str) -> None:
+    try:
+        import fcntl
+    except ImportError:  # Windows: msvcrt locks a byte range
+        import msvcrt
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise MemrepoError(f"session {session_id} is locked by another process") from None
+                time.sleep(0.01)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise MemrepoError(f"session {session_id} is locked by another process") from None
+            time.sleep(0.002)
+
+
+def save_session(root: Path, session: Session) -> None:
+    from memrepo.atomic import atomic_write
+
+    atomic_write(_state_file(root, session.session_id), json.dumps(session.__dict__, indent=1))
+
+
+def load_session(root: Path, session_id: str) -> Session:
+    """The open session ``session_id``: from its state file, else found on disk."""
+    _check_sid(session_id)
+    try:
+        data = json.loads(_state_file(root, session_id).read_text(encoding="utf-8"))
+        return Session(**data)
+    except FileNotFoundError:
+        pass
+    except (ValueError, TypeError):
+        pass  # a damaged state file: rebuild it from the transcript
+    path = find_open_transcript(root, session_id)
+    if path is None:
+        raise MemrepoError(
+            f"no open session {session_id!r}: start one with 'memory capture start'"
+        )
+    return _session_from_transcript(root, path)
+
+
+def find_open_transcript(root: Path, session_id: str) -> str | None:
+    """The transcript of ``session_id`` that has no ``ended`` yet (a crash leaves these)."""
+    from memrepo import formats
+
+    for full in sorted((root / "raw/conversations").glob(f"*/*/*/????-{session_id}-*.md")):
+        rel = full.relative_to(root).as_posix()
+        try:
+            doc = formats.read_document(full, rel)
+        except MemrepoError:
+            continue
+        if doc.meta.get("session_id") == session_id and doc.meta.get("ended") is None:
+            return rel
+    return None
+
+
+def _session_from_transcript(root: Path, rel: str) -> Session:
+    from memrepo import formats
+
+    doc = formats.read_document(root / rel, rel)
+    tzname = doc.meta.get("timezone")
+    if not isinstance(tzname, str):
+        started = formats.parse_datetime(doc.meta.get("started"))
+        off = started.utcoffset() if started else None
+        tzname = _offset_label(off or dt.timedelta())
+    return Session(
+        session_id=str(doc.meta["session_id"]),
+        path=rel,
+        timezone=tzname,
+        allowlist=_allowlist(root),
+        provisional_slug=False,
+    )
+
+
+def open_sessions(root: Path) -> list[Session]:
+    """Every session with a state file (started and not ended on this machine)."""
+    out = []
+    for f in sorted((root / STATE_DIR).glob("*.json")):
+        try:
+            out.append(Session(**json.loads(f.read_text(encoding="utf-8"))))
+        except (OSError, ValueError, TypeError):
+            continue
+    return out
+
+
+def _allowlist(root: Path) -> list[str]:
+    from memrepo.config import load_config
+
+    return list(load_config(root)["validation"]["secrets_allowlist"])
+
+
+# ---------------------------------------------------------------------------
+# The writer
+# ---------------------------------------------------------------------------
+
+
+def render_frontmatter(meta: dict[str, Any]) -> str:
+    """``---`` YAML ``---`` with ISO 8601 datetimes (``2026-02-16T18:45:00+01:00``)."""
+    from memrepo import yamlsafe
+
+    text = yamlsafe.dump(meta)
+    text = re.sub(r"^(\w+): (\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)", r"\1: \2T\3", text, flags=re.M)
+    return f"---\n{text.rstrip()}\n---\n"
+
+
+def _redact(text: str, allowlist: Sequence[str]) -> str:
+    return redact(text, allowlist)[0]
+
+
+def start(
+    root: Path,
+    *,
+    session_id: str | None = None,
+    model: str | None = None,
+    channel: str | None = None,
+    topic: str | None = None,
+    tags: Sequence[str] = (),
+    timezone: str | None = None,
+    started: dt.datetime | None = None,
+) -> Session:
+    """Create the open transcript (frontmatter and title) and the session's state file."""
+    from memrepo import formats
+    from memrepo.atomic import atomic_write
+
+    session_id = _check_sid(session_id or f"ses_{_random.token_hex(4)}")
+    if _state_file(root, session_id).exists() or find_open_transcript(root, session_id):
+        raise MemrepoError(f"session {session_id} is already open; end it first")
+    tz, tzname = resolve_timezone(timezone)
+    when = started.astimezone(tz).replace(microsecond=0) if started else now_in(tz)
+    allow = _allowlist(root)
+    topic = _redact(topic, allow).strip() if topic else None
+    slug = formats.slugify(topic) if topic else PROVISIONAL_SLUG
+    meta: dict[str, Any] = {"session_id": session_id, "started": when, "timezone": tzname}
+    for key, value in (("model", model), ("channel", channel), ("topic", topic)):
+        if value:
+            meta[key] = _redact(value, allow)
+    meta["tags"] = [_redact(t, allow) for t in tags]
+    body = f"\n# {topic}\n" if topic else ""
+    rel = formats.transcript_path(when, session_id, slug)
+    if (root / rel).exists():
+        raise MemrepoError(f"{rel} already exists", rel)
+    session = Session(session_id, rel, tzname, allow, provisional_slug=topic is None)
+    atomic_write(root / rel, render_frontmatter(meta) + body)
+    save_session(root, session)
+    return session
+
+
+def _append_bytes(path: Path, chunk: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        data = chunk.encode("utf-8")
+        while data:
+            n = os.write(fd, data)
+            data = data[n:]
+    finally:
+        os.close(fd)
+
+
+def _last_role(path: Path) -> tuple[str | None, bool]:
+    """Role of the last turn in the file, and whether the file ends with a tool/attachment line."""
+    with path.open("rb") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, size - 65536))
+        tail = fh.read().decode("utf-8", "replace")
+    roles = _TURN.findall(tail)
+    last_line = tail.rstrip("\n").rsplit("\n", 1)[-1]
+    return (roles[-1][2] if roles else None), last_line.startswith("> [")
+
+
+def _count_redactions(raw: str, clean: str) -> int:
+    return clean.count("[REDACTED:") - raw.count("[REDACTED:")
+
+
+def append(
+    root: Path,
+    session_id: str,
+    role: str,
+    text: str,
+    *,
+    memory: bool = False,
+    when: dt.datetime | None = None,
+) -> int:
+    """Append one turn (``## HH:MM — role``); return how many secrets were redacted."""
+    header_role = role
+    turn_header(dt.datetime.now(), header_role, memory)  # validates the role
+    with session_lock(root, session_id):
+        session = load_session(root, session_id)
+        clean, count = redact(text, session.allowlist)
+        clean = escape_content(clean.strip("\n").rstrip())
+        when = (when or dt.datetime.now()).astimezone(session.tz)
+        chunk = f"\n{turn_header(when, role, memory)}\n" + (f"{clean}\n" if clean else "")
+        _append_bytes(root / session.path, chunk)
+    return count
+
+
+def tool(
+    root: Path,
+    session_id: str,
+    name: str,
+    args: str = "",
+    result: str = "",
+    *,
+    when: dt.datetime | None = None,
+) -> int:
+    """Append ``> [tool:NAME] args → result`` to the agent's current turn."""
+    with session_lock(root, session_id):
+        session = load_session(root, session_id)
+        line = tool_line(name, args, result)
+        clean, count = redact(line, session.allowlist)
+        _append_line(root, session, clean, "agent", when)
+    return count
+
+
+def attach(
+    root: Path,
+    session_id: str,
+    file: Path,
+    *,
+    role: str | None = None,
+    name: str | None = None,
+    when: dt.datetime | None = None,
+) -> str:
+    """Copy a binary into attachments/ and reference it as ``> [attachment:PATH]``."""
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise MemrepoError(f"cannot read attachment: {exc.strerror or exc}", file) from None
+    with session_lock(root, session_id):
+        session = load_session(root, session_id)
+        stamp = (when or dt.datetime.now()).astimezone(session.tz)
+        rel = store_attachment(root, data, name or file.name, stamp)
+        _append_line(root, session, f"> [attachment:{rel}]", role, when)
+    return rel
+
+
+def _append_line(
+    root: Path, session: Session, line: str, role: str | None, when: dt.datetime | None
+) -> None:
+    """Add a ``> […]`` line to the current turn, opening a turn for ``role`` if needed."""
+    path = root / session.path
+    last, after_ref = _last_role(path)
+    role = role or last or "user"
+    if last != role:
+        stamp = (when or dt.datetime.now()).astimezone(session.tz)
+        chunk = f"\n{turn_header(stamp, role)}\n{line}\n"
+    else:
+        chunk = (f"{line}\n" if after_ref else f"\n{line}\n")
+    _append_bytes(path, chunk)
+
+
+@dataclass
+class Ended:
+    path: str
+    commit: str | None
+    redactions: int
+    turns: int
+
+
+def end(
+    root: Path,
+    session_id: str,
+    *,
+    tokens_in: int | None = None,
+    tokens_out: int | None = None,
+    knowledge_changes: Sequence[dict[str, str]] = (),
+    commit: bool = True,
+    when: dt.datetime | None = None,
+) -> Ended:
+    """Close the transcript (end time, counts, knowledge changes), fsync it, commit it."""
+    from memrepo import formats
+    from memrepo.atomic import atomic_write
+
+    with session_lock(root, session_id):
+        session = load_session(root, session_id)
+        full = root / session.path
+        text = formats.decode(full.read_bytes(), session.path)
+        doc = formats.parse_document(text, session.path)
+        meta = dict(doc.meta)
+        body = doc.body
+        started = formats.parse_datetime(meta.get("started"))
+        ended = (when or dt.datetime.now()).astimezone(session.tz).replace(microsecond=0)
+        if started is not None and ended < started:
+            ended = started
+        meta["ended"] = ended
+        meta["turns"] = len(_TURN.findall(body))
+        if tokens_in is not None:
+            meta["tokens_in"] = tokens_in
+        if tokens_out is not None:
+            meta["tokens_out"] = tokens_out
+        changes = [*_knowledge_lines(body), *knowledge_changes]
+        if changes:
+            meta["knowledge_changes"] = changes
+        meta["redactions"] = text.count("[REDACTED:")
+        rel = session.path
+        if session.provisional_slug and not _tracked(root, rel):
+            slug = slug_from_messages(_first_messages(body))
+            if slug != PROVISIONAL_SLUG and started is not None:
+                rel = formats.transcript_path(started, session_id, slug)
+        atomic_write(root / rel, render_frontmatter(meta) + body)
+        if rel != session.path:
+            full.unlink()
+        attachments = sorted({m["path"] for m in _ATTACHMENT.finditer(body)})
+        sha = None
+        if commit:
+            from memrepo.committer import commit_paths
+
+            slug = formats.TRANSCRIPT_PATH.match(rel)["rest"][len(session_id) + 1 :]  # type: ignore[index]
+            message = f"conversation: {slug}\n\nSession: {rel}\n"
+            sha = commit_paths(root, [rel, *(a for a in attachments if (root / a).exists())],
+                               message)
+        _state_file(root, session_id).unlink(missing_ok=True)
+    _lock_file(root, session_id).unlink(missing_ok=True)
+    return Ended(rel, sha, meta["redactions"], meta["turns"])
+
+
+def _knowledge_lines(body: str) -> list[dict[str, str]]:
+    out = []
+    for m in _KNOWLEDGE.finditer(body):
+        item = {"path": m["path"], "action": m["action"]}
+        if m["summary"]:
+            item["summary"] = m["summary"].strip()
+        out.append(item)
+    return out
+
+
+def _first_messages(body: str, n: int = 3) -> list[str]:
+    """The first ``n`` user turns (else any turns) of a body, for the slug."""
+    parts = _TURN.split(body)
+    turns = []  # (role, text)
+    for i in range(1, len(parts) - 4, 5):
+        turns.append((parts[i + 2], parts[i + 4]))
+    users = [t for r, t in turns if r == "user"] or [t for _, t in turns]
+    return [re.sub(r"^> \[.*$", "", t, flags=re.M) for t in users[:n]]
+
+
+def _tracked(root: Path, rel: str) -> bool:
+    from memrepo.git import git
+
+    return bool(git(["ls-files", "--", rel], root).strip())
+
+
+# ---------------------------------------------------------------------------
+# Whole conversations at once (the importers)
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Turn:
+    """One turn of an imported conversation: blocks are paragraphs or ``> [...]`` lines."""
+
+    role: str
+    when: dt.datetime | None = None
+    blocks: list[str] = field(default_factory=list)
+    memory: bool = False
+
+
+@dataclass
+class Conversation:
+    """A whole conversation, as an importer reads it, before it becomes a transcript."""
+
+    session_id: str
+    started: dt.datetime
+    turns: list[Turn]
+    ended: dt.datetime | None = None
+    model: str | None = None
+    channel: str | None = None
+    title: str | None = None
+    tags: list[str] = field(default_factory=list)
+    source: dict[str, str] = field(default_factory=dict)
+    attachments: dict[str, bytes] = field(default_factory=dict)  # placeholder -> bytes
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+
+
+def render_conversation(
+    root: Path, conv: Conversation, tz: dt.tzinfo, tzname: str, allowlist: Sequence[str]
+) -> tuple[str, str, list[str]]:
+    """(repo path, full text, attachment paths) of a closed transcript for ``conv``."""
+    from memrepo import formats
+
+    started = conv.started.astimezone(tz).replace(microsecond=0)
+    attachments: list[str] = []
+    body_parts: list[str] = []
+    title = _redact(conv.title, allowlist).strip() if conv.title else None
+    if title:
+        body_parts.append(f"\n# {title}\n")
+    last: dt.datetime = started
+    for turn in conv.turns:
+        blocks = []
+        for block in turn.blocks:
+            if block.startswith("\0attach:"):
+                key = block[len("\0attach:") :]
+                data = conv.attachments.get(key)
+                if data is None:
+                    blocks.append(f"> [attachment:missing:{one_line(key, 120)}]")
+                    continue
+                rel = store_attachment(root, data, key, (turn.when or last).astimezone(tz))
+                attachments.append(rel)
+                blocks.append(f"> [attachment:{rel}]")
+            else:
+                blocks.append(escape_content(_redact(block, allowlist).strip("\n").rstrip()))
+        blocks = [b for b in blocks if b.strip()]
+        if not blocks:
+            continue
+        when = (turn.when or last).astimezone(tz)
+        last = max(last, when)
+        # Adjacent ``> [...]`` lines stay together; other blocks are paragraphs.
+        text = ""
+        for i, b in enumerate(blocks):
+            sep = "\n" if i and b.startswith("> [") and blocks[i - 1].startswith("> [") else "\n\n"
+            text += (sep if i else "") + b
+        body_parts.append(f"\n{turn_header(when, turn.role, turn.memory)}\n{text}\n")
+    body = "".join(body_parts)
+    ended = (conv.ended or last).astimezone(tz).replace(microsecond=0)
+    ended = max(ended, started)
+    slug = formats.slugify(title) if title else slug_from_messages(_first_messages(body))
+    meta: dict[str, Any] = {"session_id": conv.session_id, "started": started, "ended": ended,
+                            "timezone": tzname}
+    if conv.model:
+        meta["model"] = conv.model
+    if conv.channel:
+        meta["channel"] = conv.channel
+    if title:
+        meta["topic"] = title
+    meta["tags"] = list(conv.tags)
+    if conv.tokens_in is not None:
+        meta["tokens_in"] = conv.tokens_in
+    if conv.tokens_out is not None:
+        meta["tokens_out"] = conv.tokens_out
+    meta["turns"] = len(_TURN.findall(body))
+    meta["redactions"] = body.count("[REDACTED:")
+    changes = _knowledge_lines(body)
+    if changes:
+        meta["knowledge_changes"] = changes
+    if conv.source:
+        meta["source"] = dict(conv.source)
+    rel = formats.transcript_path(started, conv.session_id, slug)
+    return rel, render_frontmatter(meta) + body, attachments
+
+
+def find_transcript(root: Path, session_id: str, started: dt.datetime | None = None) -> str | None:
+    """Any transcript of ``session_id`` (the re-import check): its day first, then git's index."""
+    from memrepo.git import git
+
+    if started is not None:
+        for full in (root / f"raw/conversations/{started:%Y/%m/%d}").glob(f"????-{session_id}-*.md"):
+            return full.relative_to(root).as_posix()
+    out = git(["ls-files", "-z", "--", f":(glob)raw/conversations/**/*-{session_id}-*.md"], root)
+    hits = [p for p in out.split("\0") if p]
+    if hits:
+        return hits[0]
+    for full in (root / "raw/conversations").glob(f"*/*/*/????-{session_id}-*.md"):
+        return full.relative_to(root).as_posix()
+    return None
+
+
+def write_conversation(
+    root: Path, conv: Conversation, *, timezone: str | None = None, commit: bool = True
+) -> tuple[str, str | None]:
+    """Write ``conv`` as one closed transcript and commit it; (path, commit sha)."""
+    from memrepo.atomic import atomic_write
+
+    tz, tzname = resolve_timezone(timezone)
+    rel, text, attachments = render_conversation(root, conv, tz, tzname, _allowlist(root))
+    if (root / rel).exists():
+        raise MemrepoError(f"{rel} already exists", rel)
+    atomic_write(root / rel, text)
+    sha = None
+    if commit:
+        from memrepo import formats
+        from memrepo.committer import commit_paths
+
+        slug = formats.TRANSCRIPT_PATH.match(rel)["rest"][len(conv.session_id) + 1 :]  # type: ignore[index]
+        sha = commit_paths(root, [rel, *sorted(set(attachments))],
+                           f"conversation: {slug}\n\nSession: {rel}\n")
+    return rel, sha

@@ -1,0 +1,567 @@
+"""``memory commit``: batch knowledge edits into one commit with a message drawn from the diff.
+
+Why: knowledge changes accumulate during work and are committed in batches (seed 000 §3.2),
+so this must be safe from cron every 30 minutes — nothing to commit is exit 0 and no
+commit. It stages only what belongs in history: ``knowledge/``, ``topics/``, ``archive/``,
+append-only event logs under ``raw/`` and transcripts that are closed; never an open
+transcript, never ``scratch/``. The message is deterministic (files, sections, bullets
+added and removed) unless an Anthropic key is configured, in which case a cheap model
+writes it from the (redacted) diff; any LLM failure falls back and says so on stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import string
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+
+from memrepo.errors import GitError
+from memrepo.git import git, head, read_blobs
+
+#: Trees whose changes a batch commit takes.
+SCOPE = ("knowledge/", "topics/", "archive/", "raw/")
+TYPES = ("conversation", "memory", "identity", "maintenance", "explore", "extract")
+#: How long to wait for another git process's index.lock before giving up.
+LOCK_WAIT_SECONDS = 15.0
+SUMMARY_CHARS = 72
+#: Model aliases of the config (git.commit_message_model) to API model ids.
+MODEL_ALIASES = {
+    "haiku": "claude-haiku-4-5",
+    "sonnet": "claude-sonnet-4-5",
+    "opus": "claude-opus-4-1",
+}
+#: How much of the diff the model sees (seed 000 §3.2 uses 4000 characters).
+LLM_DIFF_CHARS = 4000
+
+T = TypeVar("T")
+
+
+# ---------------------------------------------------------------------------
+# git with index.lock retries
+# ---------------------------------------------------------------------------
+
+
+def _locked(exc: GitError) -> bool:
+    return "index.lock" in str(exc)
+
+
+def retry_locked(fn: Callable[[], T], wait: float = LOCK_WAIT_SECONDS) -> T:
+    """Run ``fn``, retrying with backoff while another git holds ``.git/index.lock``."""
+    deadline = time.monotonic() + wait
+    delay = 0.02
+    while True:
+        try:
+            return fn()
+        except GitError as exc:
+            if not _locked(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(delay * (0.5 + random.random()))
+        delay = min(delay * 2, 0.5)
+
+
+def commit_paths(root: Path, paths: Sequence[str], message: str) -> str | None:
+    """Stage ``paths`` and commit exactly them (other staged work is left alone)."""
+    paths = list(dict.fromkeys(paths))
+    retry_locked(lambda: git(["add", "-A", "--", *paths], root))
+    retry_locked(
+        lambda: git(["commit", "-q", "--no-edit", "-F", "-", "--", *paths], root, input=message)
+    )
+    return head(root)
+
+
+# ---------------------------------------------------------------------------
+# What changed
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Change:
+    status: str  # A, M, D, R
+    path: str
+    old_path: str | None = None
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    sections: list[str] = field(default_factory=list)
+
+    @property
+    def bullets_added(self) -> list[str]:
+        return [b for b in (_bullet(x) for x in self.added) if b]
+
+    @property
+    def bullets_removed(self) -> list[str]:
+        return [b for b in (_bullet(x) for x in self.removed) if b]
+
+
+def _bullet(line: str) -> str | None:
+    m = re.match(r"^\s*(?:[-*+]|\d+[.)])\s+(.*\S)", line)
+    return m[1] if m else None
+
+
+def candidates(root: Path) -> tuple[list[str], list[str]]:
+    """(paths to stage, paths left out with why) among the working tree's changes."""
+    out = git(
+        ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--",
+         *(s.rstrip("/") for s in SCOPE)],
+        root,
+    )
+    take: list[str] = []
+    skipped: list[str] = []
+    for entry in out.split("\0"):
+        if len(entry) < 4:
+            continue
+        xy, path = entry[:2], entry[3:]
+        if not path.startswith(SCOPE) or Path(path).name.endswith(".tmp"):
+            continue
+        if path.startswith("raw/conversations/") and path.endswith(".md"):
+            why = _transcript_excluded(root, path, xy)
+            if why:
+                skipped.append(f"{path} ({why})")
+                continue
+        take.append(path)
+    return take, skipped
+
+
+def _transcript_excluded(root: Path, path: str, xy: str) -> str | None:
+    """Why a changed transcript is not committed by a batch (None: it is closed, take it)."""
+    from memrepo import formats
+
+    if "D" in xy:
+        return "deleted: transcripts are never deleted; restore it"
+    try:
+        doc = formats.read_document(root / path, path)
+    except Exception:
+        return "unreadable"
+    if doc.meta.get("ended") is None:
+        return "open: committed when the session ends"
+    return None
+
+
+def _stat(root: Path, paths: Sequence[str]) -> dict[str, tuple[int, int] | None]:
+    snap: dict[str, tuple[int, int] | None] = {}
+    for p in paths:
+        try:
+            st = os.stat(root / p)
+            snap[p] = (st.st_size, st.st_mtime_ns)
+        except FileNotFoundError:
+            snap[p] = None
+    return snap
+
+
+def staged_changes(root: Path, paths: Sequence[str], env: dict[str, str] | None = None) -> list[Change]:
+    """The staged diff of ``paths`` against HEAD, per file: lines added/removed, sections."""
+    if not paths:
+        return []
+    base = head(root) or "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # the empty tree
+    status = git(["diff", "--cached", "-M", "--name-status", "-z", base, "--", *paths], root,
+                 env=env)
+    changes: dict[str, Change] = {}
+    fields = status.split("\0")
+    i = 0
+    while i < len(fields) - 1:
+        st = fields[i][:1]
+        if st in ("R", "C"):
+            changes[fields[i + 2]] = Change("R", fields[i + 2], fields[i + 1])
+            i += 3
+        else:
+            changes[fields[i + 1]] = Change(st, fields[i + 1])
+            i += 2
+    diff = git(["diff", "--cached", "-M", "-U0", "--no-color", "--no-ext-diff", base, "--",
+                *paths], root, env=env)
+    current: Change | None = None
+    new_line = 0
+    hunks: dict[str, list[int]] = {}
+    old_name: str | None = None
+    for line in diff.split("\n"):
+        if line.startswith("diff --git "):
+            current, old_name = None, None
+        elif line.startswith("--- ") and current is None:
+            old_name = line[6:] if line.startswith("--- a/") else None
+        elif line.startswith("+++ ") and current is None:
+            name = line[6:] if line.startswith("+++ b/") else old_name
+            current = changes.get(name) if name else None
+        elif line.startswith("@@"):
+            m = re.match(r"@@ -\d+(?:,\d+)? \+(\d+)", line)
+            new_line = int(m[1]) if m else 0
+        elif current is not None and line.startswith("+"):
+            current.added.append(line[1:])
+            hunks.setdefault(current.path, []).append(new_line)
+            new_line += 1
+        elif current is not None and line.startswith("-"):
+            current.removed.append(line[1:])
+            hunks.setdefault(current.path, []).append(max(new_line, 1))
+    _sections(root, changes, hunks)
+    return list(changes.values())
+
+
+def _sections(root: Path, changes: dict[str, Change], hunks: dict[str, list[int]]) -> None:
+    """The markdown headings the changed lines sit under (from the staged file)."""
+    wanted = [p for p in hunks if changes[p].status != "D"]
+    blobs = read_blobs(root, [f":{p}" for p in wanted])
+    for p in wanted:
+        data = blobs.get(f":{p}")
+        if not data:
+            continue
+        lines = data.decode("utf-8", "replace").split("\n")
+        headings: list[tuple[int, str]] = []
+        in_fm = bool(lines and lines[0].strip() == "---")
+        for n, line in enumerate(lines, start=1):
+            if in_fm:
+                if n > 1 and line.strip() == "---":
+                    in_fm = False
+                continue
+            m = re.match(r"^#{1,4}\s+(.*\S)", line)
+            if m:
+                headings.append((n, m[1]))
+        found: list[str] = []
+        for n in hunks[p]:
+            title = None
+            for hn, text in headings:
+                if hn <= n:
+                    title = text
+                else:
+                    break
+            if title and title not in found:
+                found.append(title)
+        changes[p].sections = found
+
+
+# ---------------------------------------------------------------------------
+# Type and messages
+# ---------------------------------------------------------------------------
+
+
+def current_branch(root: Path) -> str | None:
+    try:
+        return git(["symbolic-ref", "--short", "-q", "HEAD"], root).strip() or None
+    except GitError:
+        return None
+
+
+def pick_type(changes: Sequence[Change], branch: str | None) -> str:
+    """The commit type of seed 000 §3.2 from the branch and what changed."""
+    if branch and branch.startswith("explore/"):
+        return "explore"
+    if branch and branch.startswith("extract/"):
+        return "extract"
+    paths = [c.path for c in changes]
+    if all(p.startswith(("raw/conversations/", "attachments/")) for p in paths):
+        return "conversation"
+    if all(p.startswith("knowledge/identity/") for p in paths):
+        return "identity"
+    if all(c.status == "D" or c.status == "R" or c.path.startswith("archive/") for c in changes):
+        return "maintenance"
+    return "memory"
+
+
+def label(path: str) -> str:
+    """A short human name for a file in a summary line."""
+    p = path
+    for prefix in ("archive/", "knowledge/"):
+        if p.startswith(prefix):
+            p = p[len(prefix) :]
+    stem = p[:-3] if p.endswith(".md") else p
+    parts = stem.split("/")
+    if stem == "memory/MEMORY":
+        return "core memory"
+    if parts[0] == "identity":
+        return parts[-1]
+    if parts[0] == "journal":
+        return f"journal {parts[-1]}"
+    if parts[0] == "projects" and len(parts) > 2:
+        return f"{parts[1]} {parts[-1]}"
+    if parts[0] == "people":
+        return parts[-1].replace("_", " ")
+    if parts[0] == "topics":
+        return f"topic {parts[-1]}"
+    if parts[0] == "raw" and len(parts) > 1 and parts[1] == "conversations":
+        return "transcript " + re.sub(r"^\d{4}-", "", parts[-1])
+    return parts[-1]
+
+
+_VERBS = {"A": "add", "M": "update", "D": "remove", "R": "move"}
+
+
+def deterministic_message(
+    changes: Sequence[Change], ctype: str, sessions: Sequence[str] = ()
+) -> str:
+    """``<type>: <summary>`` + a body listing files, sections and bullets, + trailers."""
+    verbs = {_VERBS.get(c.status, "update") for c in changes}
+    verb = verbs.pop() if len(verbs) == 1 else "update"
+    plus = sum(len(c.bullets_added) for c in changes)
+    minus = sum(len(c.bullets_removed) for c in changes)
+    counts = f" (+{plus}/-{minus} bullets)" if plus or minus else ""
+    names = [label(c.path) for c in changes]
+    summary = f"{ctype}: {verb} " + ", ".join(names)
+    if len(summary) + len(counts) > SUMMARY_CHARS or len(names) > 3:
+        areas = list(dict.fromkeys(_area(c.path) for c in changes))
+        summary = f"{ctype}: {verb} {len(changes)} files in " + ", ".join(areas)
+        if len(summary) + len(counts) > SUMMARY_CHARS:
+            summary = f"{ctype}: {verb} {len(changes)} files"
+    summary = _cut(summary + counts, SUMMARY_CHARS)
+    body: list[str] = []
+    for c in changes[:30]:
+        what = {"A": "added", "M": "modified", "D": "deleted", "R": f"moved from {c.old_path}"}
+        bits = [what.get(c.status, c.status)]
+        if c.sections:
+            bits.append("sections: " + ", ".join(_cut(s, 40) for s in c.sections[:4]))
+        stats = []
+        if c.bullets_added:
+            stats.append(f"+{len(c.bullets_added)} bullets")
+        if c.bullets_removed:
+            stats.append(f"-{len(c.bullets_removed)} bullets")
+        line = f"- {c.path} ({'; '.join(bits)})" + (": " + ", ".join(stats) if stats else "")
+        body.append(line)
+        for b in c.bullets_added[:3]:
+            body.append(f"  + {_cut(b, 90)}")
+        for b in c.bullets_removed[:2]:
+            body.append(f"  - {_cut(b, 90)}")
+    if len(changes) > 30:
+        body.append(f"- … and {len(changes) - 30} more files")
+    return _assemble(summary, "\n".join(body), sessions)
+
+
+def _area(path: str) -> str:
+    parts = path.split("/")
+    if parts[0] in ("knowledge", "archive") and len(parts) > 2:
+        return parts[1] if parts[0] == "knowledge" else f"archive/{parts[1]}"
+    return parts[0]
+
+
+def _cut(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _assemble(summary: str, body: str, sessions: Sequence[str]) -> str:
+    out = summary.strip() + "\n"
+    if body.strip():
+        out += "\n" + body.strip() + "\n"
+    if sessions:
+        out += "\n" + "".join(f"Session: {s}\n" for s in sessions)
+    return out
+
+
+# --- the LLM path ---------------------------------------------------------------------
+
+
+def resolve_model(name: str) -> str:
+    return MODEL_ALIASES.get(name.strip().lower(), name.strip())
+
+
+def prompt_template() -> string.Template:
+    text = resources.files("memrepo.templates").joinpath("prompts/commit_message.md").read_text(
+        encoding="utf-8"
+    )
+    return string.Template(text)
+
+
+def build_prompt(diff: str, ctype: str, files: Sequence[str], fallback: str) -> str:
+    """The prompt of seed 000 §3.2, filled with the redacted, truncated diff."""
+    from memrepo.secrets import redact
+
+    clean = redact(diff)[0]
+    if len(clean) > LLM_DIFF_CHARS:
+        clean = clean[:LLM_DIFF_CHARS] + "\n[… diff truncated]"
+    return prompt_template().safe_substitute(
+        type=ctype,
+        types=", ".join(TYPES),
+        files="\n".join(f"- {f}" for f in files),
+        summary=fallback.split("\n", 1)[0],
+        diff=clean,
+    ).strip()
+
+
+def make_client() -> Any:
+    """The Anthropic client (patched in tests with a fake HTTP transport)."""
+    import anthropic
+
+    return anthropic.Anthropic(max_retries=1, timeout=30.0)
+
+
+def llm_message(
+    client: Any, model: str, prompt: str, ctype: str, sessions: Sequence[str]
+) -> str:
+    """Ask the model for ``<type>: <summary>`` and a short body; raise ValueError on nonsense."""
+    response = client.messages.create(
+        model=model,
+        max_tokens=200,
+        messages=[{"role": "user", "content": prompt}],
+    )
+    text = "".join(
+        getattr(block, "text", "") for block in response.content if getattr(block, "type", "") == "text"
+    ).strip()
+    text = re.sub(r"^```\w*\n|\n```$", "", text).strip()
+    if not text:
+        raise ValueError("the model returned no text")
+    first, _, rest = text.partition("\n")
+    m = re.match(r"^\s*(?:(\w+)\s*:\s*)?(.+)$", first)
+    if not m or not m[2].strip():
+        raise ValueError("the model's first line is not '<type>: <summary>'")
+    # The type comes from what changed (deterministic), never from the model.
+    summary = _cut(f"{ctype}: {m[2].strip()}", SUMMARY_CHARS)
+    body = "\n".join(
+        line for line in rest.strip().split("\n") if not line.lower().startswith("session:")
+    )
+    return _assemble(summary, body, sessions)
+
+
+# ---------------------------------------------------------------------------
+# The batch commit
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    committed: bool
+    commit: str | None
+    type: str | None
+    message: str
+    files: list[str]
+    skipped: list[str]
+    llm: bool = False
+    llm_error: str | None = None
+    pushed: str | None = None
+
+
+def _sessions(changes: Sequence[Change]) -> list[str]:
+    return [c.path for c in changes if c.path.startswith("raw/conversations/") and c.status == "A"]
+
+
+def _with_attachments(root: Path, take: list[str]) -> list[str]:
+    """Attachments referenced by the closed transcripts being committed come along."""
+    extra: list[str] = []
+    for p in take:
+        if p.startswith("raw/conversations/") and p.endswith(".md"):
+            try:
+                text = (root / p).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            for m in re.finditer(r"^> \[attachment:(attachments/[^\]]+)\]", text, re.M):
+                if (root / m[1]).is_file():
+                    extra.append(m[1])
+    if not extra:
+        return take
+    new = git(["ls-files", "-z", "--others", "--modified", "--exclude-standard", "--", *extra], root)
+    return [*take, *(p for p in new.split("\0") if p)]
+
+
+def _message(
+    root: Path,
+    changes: list[Change],
+    ctype: str,
+    use_llm: bool | None,
+    client: Any,
+    diff_env: dict[str, str] | None,
+) -> tuple[str, bool, str | None]:
+    """(message, written by the LLM, why the LLM was not used when it should have been)."""
+    sessions = _sessions(changes)
+    fallback = deterministic_message(changes, ctype, sessions)
+    want = use_llm if use_llm is not None else bool(os.environ.get("ANTHROPIC_API_KEY"))
+    if not want and client is None:
+        return fallback, False, None
+    from memrepo.config import load_config
+
+    try:
+        model = resolve_model(load_config(root)["git"]["commit_message_model"])
+        base = head(root) or "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+        diff = git(["diff", "--cached", "-M", "--no-color", "--no-ext-diff", "--stat", "-p", base,
+                    "--", *[c.path for c in changes], *[c.old_path for c in changes if c.old_path]],
+                   root, env=diff_env)
+        prompt = build_prompt(diff, ctype, [c.path for c in changes], fallback)
+        return llm_message(client or make_client(), model, prompt, ctype, sessions), True, None
+    except Exception as exc:  # any LLM failure: the deterministic message, said on stderr
+        reason = f"{type(exc).__name__}: {_cut(str(exc), 160)}"
+        print(f"memory commit: LLM commit message failed ({reason}); "
+              "used the deterministic message", file=sys.stderr)
+        return fallback, False, reason
+
+
+def run(
+    root: Path,
+    *,
+    dry_run: bool = False,
+    use_llm: bool | None = None,
+    client: Any = None,
+    push: bool | None = None,
+) -> Result:
+    """Stage the batch, write the message, commit (or show it with ``dry_run``)."""
+    take, skipped = candidates(root)
+    take = _with_attachments(root, take)
+    if not take:
+        return Result(False, None, None, "nothing to commit", [], skipped)
+    if dry_run:
+        return _dry_run(root, take, skipped, use_llm, client)
+    before = _stat(root, take)
+    retry_locked(lambda: git(["add", "-A", "--", *take], root))
+    after = _stat(root, take)
+    moving = [p for p in take if before[p] != after[p]]
+    if moving:  # written while we staged: leave it for the next run, never half a file
+        retry_locked(lambda: git(["reset", "-q", "--", *moving], root, check=False))
+        skipped += [f"{p} (changed while staging; next run)" for p in moving]
+        take = [p for p in take if p not in moving]
+    changes = staged_changes(root, take)
+    if not changes:
+        return Result(False, None, None, "nothing to commit", [], skipped)
+    ctype = pick_type(changes, current_branch(root))
+    message, by_llm, llm_error = _message(root, changes, ctype, use_llm, client, None)
+    paths = list(dict.fromkeys([*take, *(c.old_path for c in changes if c.old_path)]))
+    retry_locked(
+        lambda: git(["commit", "-q", "--no-edit", "-F", "-", "--", *paths], root, input=message)
+    )
+    result = Result(True, head(root), ctype, message, [c.path for c in changes], skipped,
+                    by_llm, llm_error)
+    result.pushed = _maybe_push(root, push)
+    return result
+
+
+def _dry_run(
+    root: Path, take: list[str], skipped: list[str], use_llm: bool | None, client: Any
+) -> Result:
+    """Stage into a throw-away copy of the index, so nothing real changes."""
+    import shutil
+    import tempfile
+
+    from memrepo.git import git_dir
+
+    real = git_dir(root) / "index"
+    with tempfile.TemporaryDirectory() as tmp:
+        index = Path(tmp) / "index"
+        if real.exists():
+            shutil.copyfile(real, index)
+        env = {"GIT_INDEX_FILE": str(index)}
+        git(["add", "-A", "--", *take], root, env=env)
+        changes = staged_changes(root, take, env=env)
+        if not changes:
+            return Result(False, None, None, "nothing to commit", [], skipped)
+        ctype = pick_type(changes, current_branch(root))
+        message, by_llm, err = _message(root, changes, ctype, use_llm, client, env)
+    return Result(False, None, ctype, message, [c.path for c in changes], skipped, by_llm, err)
+
+
+def _maybe_push(root: Path, push: bool | None) -> str | None:
+    """Push after committing when git.auto_push is on and the remote exists; never fails."""
+    from memrepo.config import load_config
+
+    cfg = load_config(root)["git"]
+    if push is False or (push is None and not cfg["auto_push"]):
+        return None
+    remote = cfg.get("remote") or "origin"
+    remotes = git(["remote"], root).split()
+    if remote not in remotes:
+        return None
+    from memrepo.errors import MemrepoError
+    from memrepo.sync import sync
+
+    try:
+        return sync(root).summary
+    except MemrepoError as exc:
+        print(f"memory commit: committed, but sync failed: {exc}", file=sys.stderr)
+        return f"sync failed: {exc}"

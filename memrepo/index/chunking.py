@@ -1,0 +1,132 @@
+"""Split a markdown file into search units that a person would point at.
+
+A heading starts a section; a transcript turn (``## HH:MM — role``) is a heading, so a
+turn is a chunk; a section longer than :data:`MAX_CHARS` is cut at blank lines or
+top-level bullets (so a bullet group stays whole), each piece repeating the last line of
+the one before (overlap). Every chunk knows its 1-based line span in the file, which is
+what search prints and what ``reinforce path:LINE`` points back at.
+
+The chunker must be deterministic: the contentless FTS table is cleaned by re-chunking
+the old blob and deleting exactly the text that was inserted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+MAX_CHARS = 1500
+TARGET_CHARS = 1000
+_HEADING = re.compile(r"^(#{1,6})\s+(\S.*?)\s*#*\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_BULLET = re.compile(r"^(?:[-*+]|\d+[.)])\s")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    ord: int
+    start_line: int  # 1-based, inclusive
+    end_line: int
+    text: str  # what is indexed: heading trail (if any) + the lines
+
+    @property
+    def hash(self) -> int:
+        return content_hash(self.text)
+
+
+def content_hash(text: str) -> int:
+    """A signed 64-bit hash (fits an SQLite INTEGER) of the indexed text."""
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True)
+
+
+def _sections(lines: list[str], start: int) -> list[tuple[int, int, int, str]]:
+    """(first index, end index exclusive, heading level or 0, heading text) per section."""
+    out: list[tuple[int, int, int, str]] = []
+    cur, level, title = start, 0, ""
+    fence: str | None = None
+    for i in range(start, len(lines)):
+        line = lines[i]
+        fm = _FENCE.match(line)
+        if fm:
+            if fence is None:
+                fence = fm.group(1)
+            elif fm.group(1) == fence:
+                fence = None
+            continue
+        if fence is None and line.startswith("#"):
+            hm = _HEADING.match(line)
+            if hm:
+                if i > cur:
+                    out.append((cur, i, level, title))
+                cur, level, title = i, len(hm.group(1)), hm.group(2)
+    if len(lines) > cur:
+        out.append((cur, len(lines), level, title))
+    return out
+
+
+def _split(lines: list[str], a: int, b: int) -> list[tuple[int, int]]:
+    """Cut lines[a:b] into pieces near TARGET_CHARS at natural breaks, with 1-line overlap."""
+    pieces: list[tuple[int, int]] = []
+    i = a
+    while i < b:
+        size, j, fence = 0, i, False
+        while j < b:
+            line = lines[j]
+            if _FENCE.match(line):
+                fence = not fence
+            size += len(line) + 1
+            j += 1
+            if j >= b:
+                break
+            nxt = lines[j]
+            natural = not fence and (not nxt.strip() or _BULLET.match(nxt) or not line.strip())
+            if (size >= TARGET_CHARS and natural) or size >= MAX_CHARS:
+                break
+        # trim blank lines at the piece's end
+        e = j
+        while e > i + 1 and not lines[e - 1].strip():
+            e -= 1
+        pieces.append((i, e))
+        if j >= b:
+            break
+        nxt_start = j
+        while nxt_start < b and not lines[nxt_start].strip():
+            nxt_start += 1
+        # overlap: repeat the previous piece's last line when the pieces are adjacent text
+        if e - i > 2 and nxt_start == j and lines[e - 1].strip():
+            nxt_start = e - 1
+        i = nxt_start
+    return pieces
+
+
+def chunk_lines(lines: list[str], body_line: int, *, transcript: bool = False) -> list[Chunk]:
+    """Chunks of the body (file lines from ``body_line`` on, 1-based)."""
+    chunks: list[Chunk] = []
+    trail: list[tuple[int, str]] = []  # (level, title) of the enclosing headings
+    for a, b, level, title in _sections(lines, max(body_line - 1, 0)):
+        if level:
+            while trail and trail[-1][0] >= level:
+                trail.pop()
+            context = "" if transcript else " › ".join(t for _, t in trail)
+            trail.append((level, title))
+        else:
+            context = ""
+        # strip blank lines at both ends; a heading with nothing under it is not a chunk
+        while a < b and not lines[a].strip():
+            a += 1
+        while b > a and not lines[b - 1].strip():
+            b -= 1
+        if b <= a or (level and b == a + 1):
+            continue
+        size = sum(len(x) + 1 for x in lines[a:b])
+        spans = [(a, b)] if size <= MAX_CHARS else _split(lines, a, b)
+        for k, (s, e) in enumerate(spans):
+            head = context
+            if k > 0 and level:
+                head = f"{context} › {title}" if context else title
+            body = "\n".join(lines[s:e])
+            text = f"{head}\n{body}" if head else body
+            chunks.append(Chunk(len(chunks), s + 1, e, text))
+    return chunks

@@ -1,0 +1,167 @@
+"""What the index keeps about a file: category, type, date, tags, status, body start.
+
+This reads frontmatter with a small line scanner rather than
+:func:`memrepo.formats.parse_document`, because importing python-frontmatter and PyYAML
+costs ~45 ms and the post-commit hook has 150 ms in all. It only needs a few top-level
+scalar keys and flow or block lists, and the pre-commit validators have already refused
+files whose YAML does not parse. The frontmatter delimiters and ``body_line`` follow
+:mod:`memrepo.formats` exactly (a ``---`` line opens and closes it); when a needed key
+holds something the scanner cannot read, it falls back to the full YAML parser.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_DELIM = re.compile(r"^-{3,}\s*$")  # = memrepo.formats._DELIM
+_KEY = re.compile(r"^([A-Za-z_][\w-]*)\s*:(?:\s+(.*))?$")
+_DATE = re.compile(r"(\d{4}-\d{2}-\d{2})")
+_TRANSCRIPT_DATE = re.compile(r"^(?:archive/)?raw/conversations/(\d{4})/(\d{2})/(\d{2})/")
+_JOURNAL_DATE = re.compile(r"(?:^|/)journal/(\d{4}-\d{2}-\d{2})\.md$")
+
+#: Keys the index uses; the first one present dates the file (for recency and --since).
+DATE_KEYS = ("updated", "date", "ended", "started", "created")
+WANTED = frozenset({*DATE_KEYS, "type", "tags", "status", "superseded_by", "title"})
+
+
+@dataclass
+class DocMeta:
+    path: str
+    category: str | None
+    type: str | None
+    modified: str | None
+    tags: list[str] = field(default_factory=list)
+    status: str = ""
+    body_line: int = 1
+
+
+def category_of(path: str) -> str | None:
+    """Same mapping as :func:`memrepo.formats.category_of` (kept import-free here)."""
+    parts = path.split("/")
+    top = parts[0]
+    if top == "raw":
+        return "conversation" if len(parts) > 2 and parts[1] == "conversations" else "raw"
+    if top == "knowledge":
+        if len(parts) <= 2:
+            return "knowledge"
+        return {
+            "identity": "identity",
+            "memory": "memory",
+            "journal": "journal",
+            "projects": "project",
+            "people": "person",
+            "procedures": "procedure",
+            "reference": "reference",
+        }.get(parts[1], "knowledge")
+    if top == "topics":
+        return "topic"
+    if top == "archive":
+        return "archive"
+    return None
+
+
+def _scalar(raw: str) -> str:
+    raw = raw.strip()
+    if " #" in raw and not raw.startswith(("'", '"')):
+        raw = raw.split(" #", 1)[0].rstrip()
+    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
+        raw = raw[1:-1]
+    return raw
+
+
+def _flow_list(raw: str) -> list[str] | None:
+    raw = raw.strip()
+    if not (raw.startswith("[") and raw.endswith("]")):
+        return None
+    inner = raw[1:-1].strip()
+    return [_scalar(x) for x in inner.split(",") if x.strip()] if inner else []
+
+
+def scan_frontmatter(lines: list[str]) -> tuple[dict[str, Any], int, bool]:
+    """(wanted keys, 1-based body line, whether YAML fallback is needed)."""
+    if not lines or not _DELIM.match(lines[0]):
+        return {}, 1, False
+    end = next((i for i in range(1, len(lines)) if _DELIM.match(lines[i])), None)
+    if end is None:
+        return {}, 1, False  # unclosed: the whole file is body (the validator refuses it)
+    meta: dict[str, Any] = {}
+    odd = False
+    i = 1
+    while i < end:
+        m = _KEY.match(lines[i])
+        i += 1
+        if not m or m.group(1) not in WANTED:
+            continue
+        key, raw = m.group(1), (m.group(2) or "").strip()
+        if raw and raw[0] in "|>&*!{":
+            odd = True
+        elif raw.startswith("["):
+            lst = _flow_list(raw)
+            if lst is None:
+                odd = True
+            else:
+                meta[key] = lst
+        elif raw:
+            meta[key] = _scalar(raw)
+        else:  # a block list follows, or nothing
+            items = []
+            while i < end and (lines[i].startswith((" ", "\t", "-")) or not lines[i].strip()):
+                s = lines[i].strip()
+                if s.startswith("- "):
+                    items.append(_scalar(s[2:]))
+                elif s and s != "-":
+                    odd = True
+                i += 1
+            meta[key] = items
+    return meta, end + 2, odd
+
+
+def _yaml_meta(text: str, path: str) -> dict[str, Any]:
+    from memrepo import formats  # slow import, only for unusual frontmatter
+
+    try:
+        return formats.parse_document(text, path).meta
+    except Exception:
+        return {}
+
+
+def _date(value: Any) -> str | None:
+    if value is None:
+        return None
+    m = _DATE.search(str(value))
+    return m.group(1) if m else None
+
+
+def read_meta(text: str, lines: list[str], path: str) -> DocMeta:
+    meta, body_line, odd = scan_frontmatter(lines)
+    if odd:
+        full = _yaml_meta(text, path)
+        meta = {k: v for k, v in full.items() if k in WANTED}
+    modified = next((d for k in DATE_KEYS if (d := _date(meta.get(k)))), None)
+    if modified is None:
+        m = _TRANSCRIPT_DATE.match(path) or None
+        if m:
+            modified = f"{m.group(1)}-{m.group(2)}-{m.group(3)}"
+        elif jm := _JOURNAL_DATE.search(path):
+            modified = jm.group(1)
+    tags = meta.get("tags") or []
+    if isinstance(tags, str):
+        tags = [t.strip() for t in tags.split(",") if t.strip()]
+    category = category_of(path)
+    status = ""
+    if category == "archive":
+        status = "archived"
+    elif meta.get("superseded_by") or str(meta.get("status", "")).lower() == "superseded":
+        status = "superseded"
+    typ = meta.get("type")
+    return DocMeta(
+        path=path,
+        category=category,
+        type=str(typ) if typ is not None else None,
+        modified=modified,
+        tags=[str(t) for t in tags] if isinstance(tags, list) else [],
+        status=status,
+        body_line=body_line,
+    )

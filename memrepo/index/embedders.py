@@ -1,0 +1,195 @@
+"""Embedders: a tiny interface (id, dim, embed) so the index can record which one built it.
+
+- ``none``: no vectors; search is FTS5 (BM25) alone. Always available.
+- ``hash``: seed 002's zero-cost feature hashing of words and character trigrams, in
+  pure Python (no numpy) so the post-commit hook can embed what it indexes.
+- ``wordllama``: a static 256-d word-embedding model whose weights ship inside the
+  ``wordllama`` wheel (numpy + tokenizers). Too slow to import for the hook (~600 ms), so
+  the hook leaves its chunks unembedded and ``memory index`` catches up.
+
+Vectors travel as little-endian float32 bytes, L2-normalised, so nothing here forces
+numpy on a caller and every vector mode reads the same BLOBs.
+"""
+
+from __future__ import annotations
+
+import array
+import math
+import re
+import sys
+import string
+import zlib
+from collections import Counter
+from typing import Protocol
+
+_WORD = re.compile(r"\w+")
+#: ASCII punctuation to spaces, on bytes: translate + split is ~10x faster than a regex.
+_PUNCT = bytes.maketrans(string.punctuation.encode(), b" " * len(string.punctuation))
+
+
+class Embedder(Protocol):
+    id: str
+    dim: int
+    #: cheap enough (no heavy import) to run inside the post-commit hook
+    light: bool
+
+    def embed(self, texts: list[str]) -> list[bytes]: ...
+
+
+def _pack(values: array.array) -> bytes:
+    if sys.byteorder != "little":
+        values.byteswap()
+    return values.tobytes()
+
+
+class _SlotCodes(dict):
+    """word (bytes) -> slot × 2 + (1 if the sign is + else 0), or -1 for a stop word."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.dim = dim
+
+    def __missing__(self, word: bytes) -> int:
+        from memrepo.index.query import STOP_WORDS
+
+        if len(self) > 500_000:
+            self.clear()
+        if len(word) < 2 or word.decode("utf-8", "replace") in STOP_WORDS:
+            code = -1
+        else:
+            h = zlib.crc32(word)
+            code = (h % self.dim) * 2 + (1 if h & 0x80000000 else 0)
+        self[word] = code
+        return code
+
+
+class HashEmbedder:
+    """Feature hashing of words (seed 002): each occurrence adds ±1 to one of ``dim`` slots,
+    then each slot becomes sign(x)·log(1+|x|) and the vector is L2-normalised.
+
+    Words only, no character n-grams, and the per-word slot is cached: a rebuild of 100K
+    files embeds ~1M chunks. Big batches (a rebuild) go through numpy; small ones (the
+    hook) stay pure Python so the commit path never imports numpy. Both give the same
+    vectors.
+    """
+
+    light = True
+    NUMPY_BATCH = 256
+
+    def __init__(self, dim: int = 256):
+        self.dim = dim
+        self.id = f"hash-v3-{dim}"
+        self._codes = _SlotCodes(dim)
+
+    @staticmethod
+    def _words(text: str) -> list[bytes]:
+        return text.encode("utf-8").lower().translate(_PUNCT).split()
+
+    def embed_one(self, text: str) -> bytes:
+        acc: dict[int, float] = {}
+        codes = self._codes
+        for w, n in Counter(self._words(text)).items():
+            code = codes[w]
+            if code >= 0:
+                slot = code >> 1
+                acc[slot] = acc.get(slot, 0.0) + (n if code & 1 else -n)
+        vals = {k: math.copysign(math.log1p(abs(v)), v) for k, v in acc.items() if v}
+        norm = math.sqrt(sum(v * v for v in vals.values())) or 1.0
+        vec = array.array("f", bytes(4 * self.dim))
+        for slot, v in vals.items():
+            vec[slot] = v / norm
+        return _pack(vec)
+
+    def embed(self, texts: list[str]) -> list[bytes]:
+        """Many texts: numpy when the batch is big enough to pay for importing it."""
+        if len(texts) < self.NUMPY_BATCH:
+            return [self.embed_one(t) for t in texts]
+        try:
+            import numpy as np
+        except ImportError:
+            return [self.embed_one(t) for t in texts]
+        get = self._codes.__getitem__
+        codes: list[int] = []
+        lengths: list[int] = []
+        for t in texts:
+            c = list(map(get, self._words(t)))
+            lengths.append(len(c))
+            codes.extend(c)
+        arr = np.asarray(codes, dtype=np.int64)
+        rows = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
+        keep = arr >= 0
+        arr, rows = arr[keep], rows[keep]
+        flat = np.bincount(
+            rows * self.dim + (arr >> 1),
+            weights=((arr & 1) * 2 - 1).astype(np.float64),
+            minlength=len(texts) * self.dim,
+        ).reshape(len(texts), self.dim)
+        flat = np.sign(flat) * np.log1p(np.abs(flat))
+        flat /= np.maximum(np.linalg.norm(flat, axis=1, keepdims=True), 1e-12)
+        return [row.tobytes() for row in flat.astype("<f4")]
+
+
+class WordLlamaEmbedder:
+    """WordLlama 256-d, loaded from its own package folder with downloads disabled.
+
+    wordllama 0.4.0 otherwise tries to fetch its tokenizer config from the network even
+    though the file ships in the wheel.
+    """
+
+    light = False
+
+    def __init__(self, dim: int = 256):
+        self.dim = dim
+        self.id = f"wordllama-l2supercat-{dim}"
+        self._model = None
+
+    def _load(self):
+        if self._model is None:
+            from pathlib import Path
+
+            import wordllama
+            from wordllama import WordLlama
+
+            self._model = WordLlama.load(
+                dim=self.dim, cache_dir=Path(wordllama.__file__).parent, disable_download=True
+            )
+        return self._model
+
+    def embed(self, texts: list[str]) -> list[bytes]:
+        import numpy as np
+
+        if not texts:
+            return []
+        vecs = np.asarray(self._load().embed(texts), dtype=np.float32)
+        vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        return [row.astype("<f4").tobytes() for row in vecs]
+
+
+#: Names accepted by ``search.embedder`` in memory-config.yaml.
+EMBEDDERS = ("none", "hash", "wordllama")
+
+
+def get_embedder(name: str) -> Embedder | None:
+    """The embedder called ``name`` (config value) or recorded as ``id`` in an index."""
+    if name in ("none", "", None):
+        return None
+    if name == "hash" or name.startswith("hash-"):
+        return HashEmbedder()
+    if name == "wordllama" or name.startswith("wordllama-"):
+        return WordLlamaEmbedder()
+    raise ValueError(f"unknown embedder {name!r} (known: {', '.join(EMBEDDERS)})")
+
+
+def embedder_id(name: str) -> str:
+    emb = get_embedder(name)
+    return emb.id if emb else "none"
+
+
+def available(name: str) -> str | None:
+    """None if the embedder can run here, else what to install."""
+    if name == "wordllama":
+        import importlib.util
+
+        if importlib.util.find_spec("wordllama") is None:
+            return "pip install 'memrepo[wordllama]'"
+    return None

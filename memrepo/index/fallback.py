@@ -1,0 +1,152 @@
+"""Search without ``memory.db``: scan the files, rank them the same way, print the same.
+
+Candidate files come from ripgrep when it is installed (``rg -l -i -F``), else from a
+pure-Python walk. Candidates are chunked like the index does and scored with BM25
+computed over the candidate chunks (statistics are local, so scores differ from the
+index's, the order mostly does not). Signals are read straight from ``raw/signals/``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import os
+import re
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+from memrepo.index import query as q
+from memrepo.index import signals as sig
+from memrepo.index.indexer import parse
+from memrepo.index.paths import is_indexed
+from memrepo.index.ranking import ChunkHit, FileInfo, Settings, flatten, fuse, rank
+from memrepo.index.search import Filters, Hit
+from memrepo.index.snippets import best_snippet
+
+_WORD = re.compile(r"\w+")
+K1, B = 1.2, 0.75
+
+
+def _stem_match(token: str, term: str) -> bool:
+    return token == term or (len(term) > 3 and token.startswith(term[: max(4, len(term) - 2)]))
+
+
+class Scanner:
+    """The index-free engine; ``mode`` says which scan ran."""
+
+    def __init__(self, root: Path, settings: Settings | None = None):
+        self.root = Path(root)
+        self.settings = settings or Settings()
+        self.rg = shutil.which("rg")
+        self.mode = "ripgrep" if self.rg else "scan"
+        self._signals: dict[str, list[tuple[int, float, str | None]]] | None = None
+
+    def _candidates(self, words: list[str]) -> list[str]:
+        if self.rg:
+            args = [self.rg, "-l", "-i", "-F", "--no-messages", "-g", "*.md"]
+            for w in words:
+                args += ["-e", w]
+            proc = subprocess.run(args, cwd=self.root, capture_output=True)
+            paths = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
+            return sorted(p.removeprefix("./") for p in paths if is_indexed(p.removeprefix("./")))
+        out = []
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            rel_dir = os.path.relpath(dirpath, self.root)
+            for name in filenames:
+                rel = name if rel_dir == "." else f"{rel_dir}/{name}".replace(os.sep, "/")
+                if not is_indexed(rel):
+                    continue
+                try:
+                    text = (self.root / rel).read_bytes().lower()
+                except OSError:
+                    continue
+                if any(w.encode() in text for w in words):
+                    out.append(rel)
+        return sorted(out)
+
+    def _signal_map(self) -> dict[str, list[tuple[int, float, str | None]]]:
+        if self._signals is None:
+            self._signals = {}
+            for (path, line), a in sig.aggregate(self.root).items():
+                self._signals.setdefault(path, []).append((line, a.score, a.reinforced))
+        return self._signals
+
+    def search(self, query: str, limit: int = 10, filters: Filters | None = None) -> list[Hit]:
+        f = filters or Filters()
+        words = q.terms(query)
+        if not words:
+            return []
+        files: dict[str, FileInfo] = {}
+        texts: dict[str, list[str]] = {}
+        units: list[tuple[ChunkHit, Counter[str], int]] = []
+        for path in self._candidates(words):
+            try:
+                data = (self.root / path).read_bytes()
+            except OSError:
+                continue
+            parsed = parse(path, data)
+            m = parsed.meta
+            if not _keep(path, m.category, m.modified, m.status, f):
+                continue
+            files[path] = FileInfo(path, m.category, m.modified, m.status)
+            texts[path] = data.decode("utf-8", "replace").split("\n")
+            for c in parsed.chunks:
+                tokens = _WORD.findall(c.text.lower())
+                counts: Counter[str] = Counter()
+                for t in tokens:
+                    for w in words:
+                        if _stem_match(t, w):
+                            counts[w] += 1
+                hit = ChunkHit(-1, path, c.ord, c.start_line, c.end_line)
+                units.append((hit, counts, len(tokens)))
+        if not units:
+            return []
+        n = len(units)
+        avgdl = sum(dl for _, _, dl in units) / n
+        df = Counter(w for _, counts, _ in units for w in counts)
+        scored = []
+        for hit, counts, dl in units:
+            s = 0.0
+            for w, tf in counts.items():
+                idf = math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5))
+                s += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / avgdl))
+            if s > 0:
+                hit.bm25 = s
+                scored.append(hit)
+        fuse(scored, self.settings, False)
+        ranked = rank(scored, files, self._signal_map(), self.settings, limit)
+        out = []
+        for r, c, score in flatten(ranked, limit):
+            span = texts[r.path][c.start_line - 1 : c.end_line]
+            explain = dict(r.explain, engine=self.mode) if c is r.chunks[0] else None
+            out.append(
+                Hit(
+                    r.path,
+                    r.category,
+                    score,
+                    c.start_line,
+                    c.end_line,
+                    best_snippet(span, words),
+                    c.ord,
+                    explain,
+                )
+            )
+        return out
+
+    def close(self) -> None:
+        pass
+
+
+def _keep(path: str, category: str | None, modified: str | None, status: str, f: Filters) -> bool:
+    if status == "archived" and not f.include_archive:
+        return False
+    if f.category and category not in f.category:
+        return False
+    if f.path_glob and not fnmatch.fnmatchcase(path, f.path_glob):
+        return False
+    if f.since and (modified is None or modified < f.since[:10]):
+        return False
+    return not (f.until and (modified is None or modified > f.until[:10]))

@@ -1,0 +1,68 @@
+"""What the post-commit, post-merge, post-rewrite and post-checkout hooks call.
+
+``on_git_event`` brings the index to HEAD from the tree diff and must never hurt the
+commit: it never raises, never prints, never waits for another indexer (that one picks
+the change up), and logs every outcome to ``<git-dir>/memrepo/index.log`` for
+``memory doctor``. It imports only sqlite3 and the index's own light modules: no numpy,
+no YAML, no click.
+
+When there is no ``memory.db`` yet it does nothing but log a hint: a first build of a
+large repo takes minutes, which no commit should wait for (``memory index`` builds it).
+An index that needs a rebuild (schema or embedder changed, history rewritten past gc)
+is left alone the same way and reported.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+EVENTS = ("post-commit", "post-merge", "post-rewrite", "post-checkout")
+
+
+def on_git_event(root: pathlib.Path, event: str) -> None:
+    """Incrementally index HEAD after a git event; errors go to the log, never up."""
+    state = None
+    try:
+        from memrepo.index import gitsource
+        from memrepo.index import log as hooklog
+        from memrepo.index.indexer import NeedsRebuild, NoIndex, sync
+        from memrepo.index.paths import db_path, state_dir
+
+        root = pathlib.Path(root)
+        if not db_path(root).exists():
+            git_dir, _ = gitsource.locate(root)
+            hooklog.write(state_dir(git_dir), "INFO", event, "no index yet: run 'memory index'")
+            return
+        git_dir, _ = gitsource.locate(root)
+        state = state_dir(git_dir)
+        try:
+            res = sync(root, hook=True)
+        except (NoIndex, NeedsRebuild) as exc:
+            hooklog.write(state, "ERROR", event, f"{exc}; run 'memory index' to rebuild")
+            return
+        if res is None:
+            hooklog.write(state, "INFO", event, "another indexer is running; it will catch up")
+            return
+        msg = (
+            f"{res.mode} to {(res.commit or '')[:12]}: +{res.added} ~{res.updated} -{res.removed} "
+            f"files in {res.seconds * 1000:.0f} ms"
+        )
+        if res.pending_vectors:
+            msg += f"; {res.pending_vectors} chunks wait for 'memory index' to embed them"
+        hooklog.write(state, "OK", event, msg)
+    except BaseException as exc:
+        try:
+            import traceback
+
+            from memrepo.index import log as hooklog
+
+            where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+            at = f" ({pathlib.Path(where.filename).name}:{where.lineno})" if where else ""
+            if state is None:
+                from memrepo.index import gitsource
+                from memrepo.index.paths import state_dir
+
+                state = state_dir(gitsource.locate(pathlib.Path(root))[0])
+            hooklog.write(state, "ERROR", event, f"{type(exc).__name__}: {exc}{at}")
+        except BaseException:
+            pass

@@ -1,0 +1,546 @@
+"""Bringing ``memory.db`` to HEAD: incrementally from a tree diff, or rebuilt from scratch.
+
+Incremental: ``git diff-tree <indexed commit> HEAD`` names the changed blobs; only those
+(and the old blobs of changed files, whose text the contentless FTS delete needs) are
+read, in one ``cat-file`` stream. Amends, rebases, merges and checkouts are all just
+"another commit": the diff between two trees does not care how HEAD moved.
+
+Rebuild: a fresh database in a temp file next to ``memory.db``, swapped in with
+``os.replace`` when complete, so a reader sees the old index or the new one, never half.
+An index of another schema version or embedder is rebuilt, never half-used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memrepo.index import db as dbmod
+from memrepo.index import gitsource, schema, signals
+from memrepo.index.chunking import Chunk, chunk_lines
+from memrepo.index.docmeta import DocMeta, read_meta
+from memrepo.index.embedders import Embedder, get_embedder
+from memrepo.index.lock import IndexLock
+from memrepo.index.paths import db_path, is_indexed, is_signal_file, state_dir
+
+Progress = Callable[[int, int], None]
+BATCH_FILES = 2000
+EMBED_BATCH = 512
+
+
+class NoIndex(Exception):
+    """There is no memory.db yet."""
+
+
+class NeedsRebuild(Exception):
+    """The index cannot be updated in place (schema, embedder, or lost history)."""
+
+
+@dataclass
+class Result:
+    mode: str  # "noop" | "incremental" | "rebuild"
+    commit: str | None
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    files: int = 0
+    chunks: int = 0
+    embedded: int = 0
+    pending_vectors: int = 0
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Parsed:
+    meta: DocMeta
+    chunks: list[Chunk]
+    lines: int
+    tokens: int
+
+
+def parse(path: str, data: bytes) -> Parsed:
+    """A blob as the index sees it. Never raises on odd content (validators do that)."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    text = data.decode("utf-8", "replace")
+    lines = text.split("\n")
+    meta = read_meta(text, lines, path)
+    transcript = meta.category == "conversation"
+    chunks = chunk_lines(lines, meta.body_line, transcript=transcript)
+    return Parsed(meta, chunks, len(lines), len(text) // 4)
+
+
+class Writer:
+    """Adds and removes documents inside the caller's transaction."""
+
+    def __init__(self, con: sqlite3.Connection, embedder: Embedder | None, embed_now: bool):
+        self.con = con
+        self.embedder = embedder
+        self.embed_now = embed_now and embedder is not None
+        self.to_embed: dict[int, str] = {}
+        self.dropped_hashes: set[int] = set()
+        self.chunks = 0
+        self.embedded = 0
+
+    def add(
+        self,
+        path: str,
+        sha: str,
+        data: bytes,
+        parsed: Parsed | None = None,
+        vectors: dict[int, bytes] | None = None,
+    ) -> None:
+        """Insert a file; ``vectors`` (chunk hash -> vector) when they were computed ahead."""
+        p = parsed or parse(path, data)
+        m = p.meta
+        cur = self.con.execute(
+            "INSERT INTO documents"
+            "(path, category, type, blob, modified, tokens, lines, tags, status)"
+            " VALUES (?,?,?,?,?,?,?,?,?)",
+            (
+                path,
+                m.category,
+                m.type,
+                sha,
+                m.modified,
+                p.tokens,
+                p.lines,
+                json.dumps(m.tags),
+                m.status,
+            ),
+        )
+        doc_id = cur.lastrowid
+        for c in p.chunks:
+            h = c.hash
+            cid = self.con.execute(
+                "INSERT INTO chunks(doc_id, ord, start_line, end_line, hash) VALUES (?,?,?,?,?)",
+                (doc_id, c.ord, c.start_line, c.end_line, h),
+            ).lastrowid
+            self.con.execute("INSERT INTO chunks_fts(rowid, text) VALUES (?, ?)", (cid, c.text))
+            if vectors is not None:
+                self.embedded += self.con.execute(
+                    "INSERT OR IGNORE INTO vectors(hash, vec) VALUES (?, ?)", (h, vectors[h])
+                ).rowcount
+            elif self.embed_now:
+                self.to_embed.setdefault(h, c.text)
+        self.chunks += len(p.chunks)
+        if len(self.to_embed) >= EMBED_BATCH:
+            self.embedded += self.flush_vectors()
+
+    def remove(self, path: str, old: bytes | None) -> None:
+        row = self.con.execute("SELECT id FROM documents WHERE path = ?", (path,)).fetchone()
+        if row is None:
+            return
+        doc_id = row[0]
+        ids = self.con.execute(
+            "SELECT id, hash FROM chunks WHERE doc_id = ? ORDER BY ord", (doc_id,)
+        ).fetchall()
+        if ids:
+            if old is None:
+                raise NeedsRebuild(f"the indexed version of {path} is no longer in git")
+            chunks = parse(path, old).chunks
+            if [c.hash for c in chunks] != [h for _, h in ids]:
+                raise NeedsRebuild(f"the indexed chunks of {path} do not match its old blob")
+            self.con.executemany(
+                "INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES ('delete', ?, ?)",
+                [(cid, c.text) for (cid, _), c in zip(ids, chunks, strict=True)],
+            )
+            self.dropped_hashes.update(h for _, h in ids)
+        self.con.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
+        self.con.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+
+    def flush_vectors(self) -> int:
+        if not self.to_embed or self.embedder is None:
+            return 0
+        known = set()
+        hashes = list(self.to_embed)
+        for i in range(0, len(hashes), 500):
+            part = hashes[i : i + 500]
+            q = f"SELECT hash FROM vectors WHERE hash IN ({','.join('?' * len(part))})"
+            known.update(h for (h,) in self.con.execute(q, part))
+        todo = [(h, t) for h, t in self.to_embed.items() if h not in known]
+        self.to_embed.clear()
+        if todo:
+            vecs = self.embedder.embed([t for _, t in todo])
+            self.con.executemany(
+                "INSERT OR REPLACE INTO vectors(hash, vec) VALUES (?, ?)",
+                [(h, v) for (h, _), v in zip(todo, vecs, strict=True)],
+            )
+        return len(todo)
+
+    def drop_orphan_vectors(self) -> None:
+        for h in self.dropped_hashes:
+            if (
+                self.con.execute("SELECT 1 FROM chunks WHERE hash = ? LIMIT 1", (h,)).fetchone()
+                is None
+            ):
+                self.con.execute("DELETE FROM vectors WHERE hash = ?", (h,))
+        self.dropped_hashes.clear()
+
+
+def _check_meta(meta: dict[str, str], embedder_id: str | None) -> None:
+    if meta.get("schema_version") != str(schema.SCHEMA_VERSION):
+        raise NeedsRebuild(
+            f"index schema {meta.get('schema_version')} is not {schema.SCHEMA_VERSION}"
+        )
+    if embedder_id is not None and meta.get("embedder") != embedder_id:
+        raise NeedsRebuild(f"index embedder {meta.get('embedder')} is not {embedder_id}")
+
+
+def open_index(root: Path) -> sqlite3.Connection:
+    path = db_path(root)
+    if not path.exists():
+        raise NoIndex(f"no index at {path}")
+    try:
+        con = dbmod.connect(path)
+        schema.get_meta(con)
+    except sqlite3.DatabaseError as exc:
+        raise NeedsRebuild(f"cannot read {path.name}: {exc}") from None
+    return con
+
+
+def pending_vectors(con: sqlite3.Connection) -> int:
+    """Chunks that still wait for their vector (embedder too heavy for the hook)."""
+    meta = schema.get_meta(con)
+    if meta.get("embedder", "none") == "none":
+        return 0
+    return con.execute(
+        "SELECT count(DISTINCT c.hash) FROM chunks c LEFT JOIN vectors v ON v.hash = c.hash "
+        "WHERE v.hash IS NULL"
+    ).fetchone()[0]
+
+
+def update(root: Path, *, embedder_id: str | None = None, hook: bool = False) -> Result:
+    """Bring an existing index to HEAD from the diff (the caller holds the lock)."""
+    t0 = time.perf_counter()
+    root = Path(root)
+    _git_dir, head = gitsource.locate(root)
+    con = open_index(root)
+    try:
+        meta = schema.get_meta(con)
+        _check_meta(meta, embedder_id)
+        indexed = meta.get("commit") or None
+        embedder = get_embedder(meta.get("embedder", "none"))
+        embed_now = embedder is not None and (embedder.light or not hook)
+        res = Result("noop", head)
+        if indexed != head and head is not None:
+            res.mode = "incremental"
+            _apply_diff(root, con, indexed, head, embedder, embed_now, res)
+        if embedder is not None and embed_now and not hook:
+            res.embedded += _catch_up_vectors(root, con, embedder)
+        res.pending_vectors = pending_vectors(con) if embedder is not None else 0
+        res.seconds = time.perf_counter() - t0
+        return res
+    finally:
+        con.close()
+
+
+def _apply_diff(
+    root: Path,
+    con: sqlite3.Connection,
+    indexed: str | None,
+    head: str,
+    embedder: Embedder | None,
+    embed_now: bool,
+    res: Result,
+) -> None:
+    if indexed is None:
+        changes = [gitsource.Change(p, None, s) for p, s in gitsource.list_tree(root, head)]
+    else:
+        try:
+            changes = gitsource.diff_trees(root, indexed, head)
+        except Exception as exc:
+            raise NeedsRebuild(
+                f"cannot diff from the indexed commit {indexed[:12]}: {exc}"
+            ) from None
+    docs = [c for c in changes if is_indexed(c.path)]
+    signals_changed = any(is_signal_file(c.path) for c in changes)
+    indexed_blobs: dict[str, str] = {}
+    if docs:
+        paths = [c.path for c in docs if c.old is not None]
+        for i in range(0, len(paths), 500):
+            part = paths[i : i + 500]
+            marks = ",".join("?" * len(part))
+            q = f"SELECT path, blob FROM documents WHERE path IN ({marks})"
+            indexed_blobs.update(con.execute(q, part).fetchall())
+    wanted: list[str] = []
+    for c in docs:
+        if c.path in indexed_blobs:
+            wanted.append(indexed_blobs[c.path])
+        if c.new is not None:
+            wanted.append(c.new)
+    blobs = dict(gitsource.stream_blobs(root, dict.fromkeys(wanted)))
+    writer = Writer(con, embedder, embed_now)
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        for c in docs:
+            old_sha = indexed_blobs.get(c.path)
+            if old_sha is not None:
+                writer.remove(c.path, blobs.get(old_sha))
+            if c.new is not None:
+                data = blobs.get(c.new)
+                if data is None:
+                    raise NeedsRebuild(f"blob {c.new[:12]} of {c.path} is missing")
+                writer.add(c.path, c.new, data)
+                if old_sha is None:
+                    res.added += 1
+                else:
+                    res.updated += 1
+            elif old_sha is not None:
+                res.removed += 1
+        res.embedded += writer.embedded + writer.flush_vectors()
+        writer.drop_orphan_vectors()
+        if signals_changed:
+            signals.store(con, signals.aggregate(root))
+        schema.set_meta(con, commit=head, updated=int(time.time()))
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    res.chunks = writer.chunks
+
+
+def _catch_up_vectors(root: Path, con: sqlite3.Connection, embedder: Embedder) -> int:
+    """Embed chunks the hook left without a vector (re-chunking their blobs)."""
+    rows = con.execute(
+        "SELECT DISTINCT d.path, d.blob FROM documents d JOIN chunks c ON c.doc_id = d.id "
+        "LEFT JOIN vectors v ON v.hash = c.hash WHERE v.hash IS NULL"
+    ).fetchall()
+    if not rows:
+        return 0
+    writer = Writer(con, embedder, True)
+    by_sha = {sha: path for path, sha in rows}
+    n = 0
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        for sha, data in gitsource.stream_blobs(root, by_sha):
+            if data is not None:
+                for c in parse(by_sha[sha], data).chunks:
+                    writer.to_embed.setdefault(c.hash, c.text)
+                if len(writer.to_embed) >= EMBED_BATCH:
+                    n += writer.flush_vectors()
+        n += writer.flush_vectors()
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return n
+
+
+def rebuild(root: Path, embedder_name: str, *, progress: Progress | None = None) -> Result:
+    """A fresh index of HEAD in a temp file, swapped in atomically (the caller holds the lock)."""
+    t0 = time.perf_counter()
+    root = Path(root)
+    _git_dir, head = gitsource.locate(root)
+    embedder = get_embedder(embedder_name)
+    target = db_path(root)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    res = Result("rebuild", head)
+    try:
+        con = dbmod.connect(tmp, fast_build=True)
+        try:
+            schema.create(con)
+            schema.set_meta(
+                con,
+                schema_version=schema.SCHEMA_VERSION,
+                embedder=embedder.id if embedder else "none",
+                commit=head or "",
+                updated=int(time.time()),
+            )
+            files = []
+            if head is not None:
+                files = [(p, s) for p, s in gitsource.list_tree(root, head) if is_indexed(p)]
+            writer = Writer(con, embedder, True)
+            _bulk_add(root, con, writer, files, progress)
+            con.execute("BEGIN")
+            res.embedded = writer.embedded + writer.flush_vectors()
+            signals.store(con, signals.aggregate(root))
+            con.execute("COMMIT")
+            con.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize')")
+            dbmod.finish_build(con)
+            res.files, res.chunks = len(files), writer.chunks
+        finally:
+            con.close()
+        _swap(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    res.added = res.files
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def _bulk_add(
+    root: Path,
+    con: sqlite3.Connection,
+    writer: Writer,
+    files: list[tuple[str, str]],
+    progress: Progress | None,
+) -> None:
+    """Insert every file; a thread reads and chunks while SQLite (which releases the GIL)
+    inserts, so the two cores both work."""
+    import queue
+    import threading
+
+    by_sha: dict[str, list[str]] = {}
+    for path, sha in files:
+        by_sha.setdefault(sha, []).append(path)
+    q: queue.Queue = queue.Queue(maxsize=256)
+    failure: list[BaseException] = []
+
+    embedder = writer.embedder if writer.embed_now else None
+
+    def send(batch: list[tuple[str, str, Parsed | None]]) -> None:
+        vecs: dict[int, bytes] | None = None
+        if embedder is not None:  # embed here too, off the inserting thread
+            texts = {c.hash: c.text for _, _, p in batch if p for c in p.chunks}
+            vecs = dict(zip(texts, embedder.embed(list(texts.values())), strict=True))
+        for path, sha, parsed in batch:
+            q.put((path, sha, parsed, vecs))
+        batch.clear()
+
+    def produce() -> None:
+        batch: list[tuple[str, str, Parsed | None]] = []
+        try:
+            for sha, data in gitsource.stream_blobs(root, by_sha):
+                for path in by_sha[sha]:
+                    batch.append((path, sha, parse(path, data) if data is not None else None))
+                    if len(batch) >= 64:
+                        send(batch)
+            send(batch)
+        except BaseException as exc:
+            failure.append(exc)
+        finally:
+            q.put(None)
+
+    reader = threading.Thread(target=produce, daemon=True)
+    reader.start()
+    # merge FTS segments once at the end ('optimize') instead of while inserting
+    con.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('automerge', 0)")
+    done = 0
+    con.execute("BEGIN")
+    while (item := q.get()) is not None:
+        path, sha, parsed, vecs = item
+        if parsed is not None:
+            writer.add(path, sha, b"", parsed, vecs)
+        done += 1
+        if done % BATCH_FILES == 0:
+            con.execute("COMMIT")
+            con.execute("BEGIN")
+        if progress and done % 100 == 0:
+            progress(done, len(files))
+    con.execute("COMMIT")
+    reader.join()
+    if failure:
+        raise failure[0]
+    con.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('automerge', 4)")
+    if progress:
+        progress(len(files), len(files))
+
+
+def _swap(tmp: Path, target: Path) -> None:
+    """Replace memory.db by the new file; the old WAL is checkpointed away first."""
+    if target.exists():
+        with contextlib.suppress(sqlite3.DatabaseError):
+            old = sqlite3.connect(str(target), timeout=dbmod.BUSY_TIMEOUT_S)
+            old.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            old.close()
+    os.replace(tmp, target)
+    for suffix in ("-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(f"{target}{suffix}")
+
+
+def sync(
+    root: Path,
+    *,
+    embedder_name: str | None = None,
+    force_rebuild: bool = False,
+    hook: bool = False,
+    progress: Progress | None = None,
+    wait: float = 30.0,
+) -> Result | None:
+    """Update (or rebuild) under the lock, looping while hooks marked work pending.
+
+    ``hook=True`` never waits for the lock and never rebuilds: it returns None when
+    another indexer runs (that one will pick the change up) and raises NoIndex /
+    NeedsRebuild for the caller to log.
+    """
+    git_dir, _head = gitsource.locate(Path(root))
+    lock = IndexLock(state_dir(git_dir))
+    lock.mark_pending()
+    try:
+        lock.acquire(0.0 if hook else wait)
+    except Exception:
+        if hook:
+            return None
+        raise
+    result: Result | None = None
+    while True:
+        try:
+            while lock.take_pending():
+                result = _one_pass(root, embedder_name, force_rebuild, hook, progress, result)
+                force_rebuild = False
+        finally:
+            lock.release()
+        if not lock.pending.exists():
+            return result
+        try:
+            lock.acquire(0.0)
+        except Exception:
+            return result
+
+
+def _one_pass(
+    root: Path,
+    embedder_name: str | None,
+    force_rebuild: bool,
+    hook: bool,
+    progress: Progress | None,
+    previous: Result | None,
+) -> Result:
+    eid = None
+    if embedder_name is not None:
+        emb = get_embedder(embedder_name)
+        eid = emb.id if emb else "none"
+    if not force_rebuild:
+        try:
+            return update(root, embedder_id=eid, hook=hook)
+        except (NoIndex, NeedsRebuild) as exc:
+            if hook:
+                raise
+            note = str(exc)
+    else:
+        note = "rebuild requested"
+    if embedder_name is None:
+        meta_embedder = _recorded_embedder(root)
+        embedder_name = meta_embedder or "none"
+    res = rebuild(root, embedder_name, progress=progress)
+    res.notes.append(note)
+    # commits that landed while rebuilding are picked up by the next pass (pending mark)
+    return res
+
+
+def _recorded_embedder(root: Path) -> str | None:
+    try:
+        con = open_index(root)
+    except (NoIndex, NeedsRebuild):
+        return None
+    try:
+        return schema.get_meta(con).get("embedder")
+    finally:
+        con.close()
+
+
+def indexed_paths(con: sqlite3.Connection) -> Iterable[str]:
+    return (p for (p,) in con.execute("SELECT path FROM documents ORDER BY path"))

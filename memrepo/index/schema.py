@@ -1,0 +1,74 @@
+"""Tables of ``memory.db`` and its meta row.
+
+The FTS5 table is contentless (``content=''``): 3.5× smaller than a contentful one at
+the same query speed, measured on 100K files. A delete then needs the old text, which the
+indexer recovers from the old blob (``documents.blob``) through ``git cat-file``; the
+chunker is deterministic, so the same blob always gives the same chunks. Snippets are
+read from the file at search time, by line span.
+
+Vectors are keyed by the content hash of their chunk, so an unchanged chunk (same text,
+in any file) is never embedded twice, and are plain float32 BLOBs so every vector mode
+(sqlite-vec or numpy) reads the same table.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+#: Bump when the tables or the chunker change: an index of another version is rebuilt.
+SCHEMA_VERSION = 1
+
+DDL = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE documents (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    category TEXT,
+    type TEXT,
+    blob TEXT NOT NULL,          -- git blob sha of the indexed content
+    modified TEXT,               -- ISO date from frontmatter or path, NULL if unknown
+    tokens INTEGER NOT NULL,     -- rough token count (chars / 4)
+    lines INTEGER NOT NULL,
+    tags TEXT NOT NULL,          -- JSON array
+    status TEXT NOT NULL         -- '' | 'superseded' | 'archived'
+);
+CREATE INDEX documents_category ON documents(category);
+CREATE INDEX documents_modified ON documents(modified);
+CREATE TABLE chunks (
+    id INTEGER PRIMARY KEY,      -- = rowid of chunks_fts
+    doc_id INTEGER NOT NULL,
+    ord INTEGER NOT NULL,        -- 0-based position in the file (the #N anchor)
+    start_line INTEGER NOT NULL, -- 1-based, inclusive
+    end_line INTEGER NOT NULL,
+    hash INTEGER NOT NULL        -- 64-bit content hash of the indexed text
+);
+CREATE INDEX chunks_doc ON chunks(doc_id);
+CREATE INDEX chunks_hash ON chunks(hash);
+CREATE VIRTUAL TABLE chunks_fts USING fts5(text, content='', tokenize='porter unicode61');
+CREATE TABLE vectors (hash INTEGER PRIMARY KEY, vec BLOB NOT NULL);
+CREATE TABLE signals (
+    path TEXT NOT NULL,
+    line INTEGER NOT NULL,       -- 0 = the whole file
+    score REAL NOT NULL,         -- +3 per reinforce, -1 per demote (seed 001)
+    reinforced TEXT,             -- ISO date of the last reinforce (resets recency)
+    hits INTEGER NOT NULL,
+    last_hit TEXT,
+    PRIMARY KEY (path, line)
+);
+"""
+
+
+def create(con: sqlite3.Connection) -> None:
+    con.executescript(DDL)
+
+
+def get_meta(con: sqlite3.Connection) -> dict[str, str]:
+    return dict(con.execute("SELECT key, value FROM meta").fetchall())
+
+
+def set_meta(con: sqlite3.Connection, **values: str | int) -> None:
+    con.executemany(
+        "INSERT INTO meta(key, value) VALUES (?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        [(k, str(v)) for k, v in values.items()],
+    )

@@ -1,0 +1,282 @@
+"""``memory search``: BM25 over chunks (+ vectors when the index has them), ranked per file.
+
+A :class:`Searcher` opens the index once and answers many queries (``--batch``). When
+the index is missing, corrupt, locked, or built with another schema, :func:`open_searcher`
+returns the fallback scanner instead, with the reason, so callers print the same output.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from memrepo.index import db as dbmod
+from memrepo.index import query as q
+from memrepo.index import schema
+from memrepo.index.embedders import get_embedder
+from memrepo.index.paths import db_path
+from memrepo.index.ranking import ChunkHit, FileInfo, Ranked, Settings, flatten, fuse, rank
+from memrepo.index.snippets import best_snippet, read_span
+
+#: Chunks taken from FTS5 (and from vectors) before rolling up to files.
+CANDIDATES = 400
+
+
+@dataclass
+class Filters:
+    category: list[str] | None = None
+    path_glob: str | None = None
+    since: str | None = None  # ISO date, inclusive
+    until: str | None = None
+    include_archive: bool = False
+
+
+@dataclass
+class Hit:
+    """One search result as printed and as JSON."""
+
+    path: str
+    category: str | None
+    score: float
+    start_line: int
+    end_line: int
+    snippet: str
+    chunk: int
+    explain: dict[str, Any] | None = field(default=None)
+
+    @property
+    def ref(self) -> str:
+        return f"{self.path}:{self.start_line}-{self.end_line}"
+
+    def as_json(self, explain: bool = False) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "path": self.path,
+            "category": self.category,
+            "score": round(self.score, 6),
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "snippet": self.snippet,
+        }
+        if explain and self.explain is not None:
+            d["explain"] = self.explain
+        return d
+
+
+class Engine(Protocol):
+    mode: str
+
+    def search(self, query: str, limit: int = 10, filters: Filters | None = None) -> list[Hit]:
+        """Ranked hits for ``query``."""
+
+    def close(self) -> None:
+        """Release files and connections."""
+
+
+class IndexUnavailable(Exception):
+    """Why search cannot use memory.db (the fallback says so on stderr)."""
+
+
+def _doc_filter_sql(f: Filters) -> tuple[str, list[Any]]:
+    where: list[str] = []
+    args: list[Any] = []
+    if not f.include_archive:
+        where.append("d.status != 'archived'")
+    if f.category:
+        where.append(f"d.category IN ({_in(len(f.category))})")
+        args += f.category
+    if f.path_glob:
+        where.append("d.path GLOB ?")
+        args.append(f.path_glob)
+    if f.since:
+        where.append("d.modified >= ?")
+        args.append(f.since[:10])
+    if f.until:
+        where.append("d.modified <= ?")
+        args.append(f.until[:10])
+    return (" AND " + " AND ".join(where)) if where else "", args
+
+
+def _in(n: int) -> str:
+    return ",".join("?" * n)
+
+
+class Searcher:
+    """Search over memory.db. Raises IndexUnavailable at open when it cannot be used."""
+
+    def __init__(
+        self, root: Path, settings: Settings | None = None, embedder_name: str | None = None
+    ):
+        self.root = Path(root)
+        self.settings = settings or Settings()
+        self.notes: list[str] = []
+        self.mode = "index"
+        path = db_path(self.root)
+        if not path.exists():
+            raise IndexUnavailable(f"no index ({path.name} is missing)")
+        try:
+            self.con = dbmod.connect(path, readonly=True)
+            self.meta = schema.get_meta(self.con)
+        except sqlite3.DatabaseError as exc:
+            raise IndexUnavailable(f"{path.name} cannot be read ({exc})") from None
+        if self.meta.get("schema_version") != str(schema.SCHEMA_VERSION):
+            self.con.close()
+            raise IndexUnavailable(f"{path.name} has another schema; run 'memory index'")
+        self.embedder = None
+        self._vsearch: Any = None
+        recorded = self.meta.get("embedder", "none")
+        if recorded != "none":
+            wanted = get_embedder(embedder_name) if embedder_name else None
+            if embedder_name is not None and (wanted is None or wanted.id != recorded):
+                self.notes.append(
+                    f"the index was built with {recorded}, the config asks for {embedder_name}: "
+                    "vectors unused until 'memory index' rebuilds it"
+                )
+            else:
+                self.embedder = get_embedder(recorded)
+
+    # -- candidates ---------------------------------------------------------
+    def _fts(self, words: list[str], f: Filters) -> list[ChunkHit]:
+        match = q.fts_match(words)
+        if not match:
+            return []
+        extra, args = _doc_filter_sql(f)
+        sql = (
+            "SELECT c.id, d.path, c.ord, c.start_line, c.end_line, -bm25(chunks_fts) "
+            "FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
+            "JOIN documents d ON d.id = c.doc_id "
+            f"WHERE chunks_fts MATCH ?{extra} ORDER BY rank LIMIT ?"
+        )
+        rows = self.con.execute(sql, [match, *args, CANDIDATES]).fetchall()
+        return [ChunkHit(cid, p, o, a, b, bm25=s) for cid, p, o, a, b, s in rows]
+
+    def _vectors(self, text: str, f: Filters, hits: dict[int, ChunkHit]) -> bool:
+        if self.embedder is None or not text.strip():
+            return False
+        if self._vsearch is None:
+            from memrepo.index.vectors import VectorSearch
+
+            self._vsearch = VectorSearch(self.con, db_path(self.root))
+        qv = self.embedder.embed([text])[0]
+        top = self._vsearch.top(qv, CANDIDATES)
+        if not top:
+            return False
+        sim = dict(top)
+        extra, args = _doc_filter_sql(f)
+        hashes = list(sim)
+        for i in range(0, len(hashes), 500):
+            part = hashes[i : i + 500]
+            sql = (
+                "SELECT c.id, d.path, c.ord, c.start_line, c.end_line, c.hash FROM chunks c "
+                "JOIN documents d ON d.id = c.doc_id "
+                f"WHERE c.hash IN ({_in(len(part))}){extra}"
+            )
+            for cid, p, o, a, b, h in self.con.execute(sql, [*part, *args]):
+                hit = hits.get(cid)
+                if hit is None:
+                    hit = hits[cid] = ChunkHit(cid, p, o, a, b)
+                hit.vector = sim[h]
+        return True
+
+    def _files(self, paths: list[str]) -> dict[str, FileInfo]:
+        out: dict[str, FileInfo] = {}
+        for i in range(0, len(paths), 500):
+            part = paths[i : i + 500]
+            sql = (
+                "SELECT path, category, modified, status, blob FROM documents "
+                f"WHERE path IN ({_in(len(part))})"
+            )
+            for row in self.con.execute(sql, part):
+                out[row[0]] = FileInfo(*row)
+        return out
+
+    def _signals(self, paths: list[str]) -> dict[str, list[tuple[int, float, str | None]]]:
+        out: dict[str, list[tuple[int, float, str | None]]] = {}
+        for i in range(0, len(paths), 500):
+            part = paths[i : i + 500]
+            sql = (
+                "SELECT path, line, score, reinforced FROM signals "
+                f"WHERE path IN ({_in(len(part))}) AND (score != 0 OR reinforced IS NOT NULL)"
+            )
+            for p, line, score, when in self.con.execute(sql, part):
+                out.setdefault(p, []).append((line, score, when))
+        return out
+
+    # -- the query ------------------------------------------------------------
+    def search(self, query: str, limit: int = 10, filters: Filters | None = None) -> list[Hit]:
+        f = filters or Filters()
+        words = q.terms(query)
+        hits = {h.chunk_id: h for h in self._fts(words, f)}
+        have_vectors = self._vectors(query, f, hits)
+        chunk_hits = list(hits.values())
+        fuse(chunk_hits, self.settings, have_vectors)
+        paths = list({h.path for h in chunk_hits})
+        files = self._files(paths)
+        ranked = rank(chunk_hits, files, self._signals(paths), self.settings, limit)
+        return self._hits(ranked, files, words, have_vectors, limit)
+
+    def _hits(
+        self,
+        ranked: list[Ranked],
+        files: dict[str, FileInfo],
+        words: list[str],
+        vectors: bool,
+        limit: int,
+    ) -> list[Hit]:
+        out: list[Hit] = []
+        texts: dict[str, list[str]] = {}
+        for r, c, score in flatten(ranked, limit):
+            lines = texts.get(r.path)
+            if lines is None:
+                lines = texts[r.path] = read_span(self.root, r.path, 1, 10**9)
+            span = lines[c.start_line - 1 : c.end_line]
+            info = files.get(r.path)
+            if not "".join(span).strip() and info is not None:  # file gone: read the blob
+                blob = _read_blob(self.root, info.blob)
+                lines = texts[r.path] = read_span(self.root, r.path, 1, 10**9, blob)
+                span = lines[c.start_line - 1 : c.end_line]
+            if c is r.chunks[0]:
+                explain = dict(r.explain, vectors="on" if vectors else "off")
+            else:
+                explain = {"chunk_fused": round(c.fused, 4), "file_score": round(r.score, 6)}
+            out.append(
+                Hit(
+                    r.path,
+                    r.category,
+                    score,
+                    c.start_line,
+                    c.end_line,
+                    best_snippet(span, words),
+                    c.ord,
+                    explain,
+                )
+            )
+        return out
+
+    def close(self) -> None:
+        if self._vsearch is not None:
+            self._vsearch.close()
+        self.con.close()
+
+
+def _read_blob(root: Path, sha: str) -> bytes | None:
+    from memrepo.index.gitsource import stream_blobs
+
+    try:
+        return next(iter(stream_blobs(root, [sha])))[1]
+    except Exception:
+        return None
+
+
+def open_searcher(
+    root: Path, settings: Settings | None = None, embedder_name: str | None = None
+) -> tuple[Engine, str | None]:
+    """The index searcher, or the fallback scanner and the reason the index is not used."""
+    try:
+        return Searcher(root, settings, embedder_name), None
+    except IndexUnavailable as exc:
+        reason = str(exc)
+    from memrepo.index.fallback import Scanner
+
+    return Scanner(root, settings), reason

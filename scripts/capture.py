@@ -1,0 +1,217 @@
+"""``memory capture start|append|tool|attach|end|import``: conversations into transcripts.
+
+An agent (or its harness) calls ``start`` once, ``append``/``tool``/``attach`` per turn and
+``end`` when the session is over; ``end`` commits the transcript at once
+(``conversation: <slug>`` with a ``Session:`` trailer). ``import`` turns a whole log from
+another tool into closed transcripts in one go. Secrets are redacted before anything is
+written. The session id may come from ``--session`` or ``MEMORY_SESSION``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from memrepo.health import Check
+    from memrepo.repo import MemoryRepo
+
+#: A transcript left open this long (a crashed agent) is reported by ``memory doctor``.
+STALE_AFTER = dt.timedelta(days=1)
+
+_session_opt = click.option(
+    "--session", "session_id", envvar="MEMORY_SESSION", required=True, metavar="ID",
+    help="The session id (default: $MEMORY_SESSION).",
+)
+
+
+def _root(ctx: click.Context) -> Path:
+    from memrepo.repo import discover
+
+    return discover((ctx.obj or {}).get("repo")).root
+
+
+def _text(text: str | None) -> str:
+    if text is not None:
+        return text
+    if sys.stdin is None or sys.stdin.isatty():
+        raise click.UsageError("give the text as an argument or on stdin")
+    return sys.stdin.read()
+
+
+def _when(value: str | None) -> dt.datetime | None:
+    if not value:
+        return None
+    from memrepo.formats import parse_datetime
+
+    parsed = parse_datetime(value)
+    if parsed is None:
+        raise click.BadParameter(f"not an ISO 8601 datetime: {value!r}")
+    return parsed if parsed.tzinfo else parsed.astimezone()
+
+
+@click.group()
+def capture() -> None:
+    """Capture conversations as immutable, redacted transcripts under raw/conversations/."""
+
+
+@capture.command()
+@click.option("--session", "session_id", envvar="MEMORY_SESSION", metavar="ID",
+              help="Session id (default: a new ses_xxxxxxxx).")
+@click.option("--model", help="Model the agent runs on, e.g. claude-opus-4.6.")
+@click.option("--channel", help="Where the conversation happens: webchat, cli, slack…")
+@click.option("--topic", help="What the session is about (also makes the slug).")
+@click.option("--tag", "tags", multiple=True, help="A tag (repeatable; commas split too).")
+@click.option("--timezone", help="Zone for turn times: IANA name or +HH:MM (default: local).")
+@click.option("--started", help="Start time, ISO 8601 (default: now).")
+@click.option("--json", "as_json", is_flag=True, help="Print {session_id, path} as JSON.")
+@click.pass_context
+def start(ctx: click.Context, session_id: str | None, model: str | None, channel: str | None,
+          topic: str | None, tags: tuple[str, ...], timezone: str | None, started: str | None,
+          as_json: bool) -> int:
+    """Open a transcript and print its path (the session id is on stderr)."""
+    from memrepo import capture as cap
+
+    tag_list = [t.strip() for raw in tags for t in raw.split(",") if t.strip()]
+    session = cap.start(_root(ctx), session_id=session_id, model=model, channel=channel,
+                        topic=topic, tags=tag_list, timezone=timezone, started=_when(started))
+    if as_json:
+        click.echo(json.dumps({"session_id": session.session_id, "path": session.path}))
+    else:
+        click.echo(session.path)
+        click.echo(f"session {session.session_id}", err=True)
+    return 0
+
+
+@capture.command()
+@_session_opt
+@click.option("--role", type=click.Choice(["user", "agent", "system"]), required=True)
+@click.option("--memory", is_flag=True, help="A memory operation turn (`agent [memory]`).")
+@click.option("--at", "at", help="Time of the turn, ISO 8601 (default: now).")
+@click.argument("text", required=False)
+@click.pass_context
+def append(ctx: click.Context, session_id: str, role: str, memory: bool, at: str | None,
+           text: str | None) -> int:
+    """Append one turn: TEXT, or stdin when TEXT is not given."""
+    from memrepo import capture as cap
+
+    count = cap.append(_root(ctx), session_id, role, _text(text), memory=memory, when=_when(at))
+    if count:
+        click.echo(f"redacted {count} secret(s)", err=True)
+    return 0
+
+
+@capture.command()
+@_session_opt
+@click.argument("name")
+@click.argument("args", required=False, default="")
+@click.argument("result", required=False, default="")
+@click.pass_context
+def tool(ctx: click.Context, session_id: str, name: str, args: str, result: str) -> int:
+    """Record a tool call as one line: `> [tool:NAME] ARGS → RESULT`."""
+    from memrepo import capture as cap
+
+    cap.tool(_root(ctx), session_id, name, args, result)
+    return 0
+
+
+@capture.command()
+@_session_opt
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--role", type=click.Choice(["user", "agent", "system"]),
+              help="Whose turn it belongs to (default: the current turn's).")
+@click.option("--name", help="File name to store it under (default: FILE's name).")
+@click.pass_context
+def attach(ctx: click.Context, session_id: str, file: Path, role: str | None,
+           name: str | None) -> int:
+    """Store FILE under attachments/ and reference it: `> [attachment:PATH]`."""
+    from memrepo import capture as cap
+
+    click.echo(cap.attach(_root(ctx), session_id, file, role=role, name=name))
+    return 0
+
+
+@capture.command()
+@_session_opt
+@click.option("--tokens-in", type=int, help="Input tokens used in the session.")
+@click.option("--tokens-out", type=int, help="Output tokens used in the session.")
+@click.option("--no-commit", is_flag=True, help="Close the transcript but do not commit.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def end(ctx: click.Context, session_id: str, tokens_in: int | None, tokens_out: int | None,
+        no_commit: bool, as_json: bool) -> int:
+    """Close the transcript (end time, counts, knowledge changes) and commit it."""
+    from memrepo import capture as cap
+
+    done = cap.end(_root(ctx), session_id, tokens_in=tokens_in, tokens_out=tokens_out,
+                   commit=not no_commit)
+    if as_json:
+        click.echo(json.dumps(done.__dict__))
+    else:
+        click.echo(done.path)
+        if done.commit:
+            click.echo(f"committed {done.commit[:10]}", err=True)
+    return 0
+
+
+@capture.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--format", "fmt", default="auto", show_default=True,
+              type=click.Choice(["auto", "claude-code", "anthropic", "openai", "chatgpt",
+                                 "markdown"]),
+              help="The log's format.")
+@click.option("--session", "session_id", metavar="ID", help="Session id (default: from the log).")
+@click.option("--started", help="Start time for logs without timestamps (default: file mtime).")
+@click.option("--timezone", help="Zone for turn times (default: local).")
+@click.option("--model", help="Model, when the log does not say.")
+@click.option("--channel", help="Channel to record (default: the format's name).")
+@click.option("--no-commit", is_flag=True, help="Write the transcripts but do not commit.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def import_(ctx: click.Context, file: Path, fmt: str, session_id: str | None,
+            started: str | None, timezone: str | None, model: str | None,
+            channel: str | None, no_commit: bool, as_json: bool) -> int:
+    """Convert a whole conversation log (or a ChatGPT export) into closed transcripts.
+
+    Importing the same session again is detected and skipped.
+    """
+    from memrepo.importers import import_file
+
+    results = import_file(
+        _root(ctx), file, fmt, session_id=session_id, started=_when(started),
+        timezone=timezone, model=model, channel=channel, commit=not no_commit,
+    )
+    if as_json:
+        click.echo(json.dumps([r.__dict__ for r in results], indent=2))
+        return 0
+    for r in results:
+        click.echo(f"{r.status:<9} {r.path}" + (f"  ({r.detail})" if r.detail else ""))
+    return 0
+
+
+def health_checks(repo: MemoryRepo) -> list[Check]:
+    """Doctor: open transcripts a crashed agent left behind for more than a day."""
+    import time
+
+    from memrepo import capture as cap
+    from memrepo.health import Check
+
+    stale = []
+    for s in cap.open_sessions(repo.root):
+        try:
+            age = time.time() - (repo.root / s.path).stat().st_mtime
+        except OSError:
+            stale.append((s.session_id, "transcript missing"))
+            continue
+        if age > STALE_AFTER.total_seconds():
+            stale.append((s.session_id, f"idle {age / 86400:.1f} days"))
+    if not stale:
+        return [Check("open transcripts", True, "no session left open for more than a day")]
+    detail = ", ".join(f"{sid} ({why})" for sid, why in stale)
+    fix = "; ".join(f"memory capture end --session {sid}" for sid, _ in stale)
+    return [Check("open transcripts", False, f"left open: {detail}", fix, warning=True)]

@@ -1,0 +1,143 @@
+"""``memory search QUERY``: ranked files with their best chunk, with or without the index.
+
+``--batch`` reads JSONL queries ``{"id", "query", "k"}`` on stdin and writes one
+``{"id", "results"}`` line per query from one process (no Python start per query).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import re
+import sqlite3
+import sys
+from typing import Any
+
+import click
+
+from memrepo.errors import MemrepoError
+from memrepo.repo import discover
+
+_AGO = re.compile(r"^(\d+)([dwmy])$")
+
+
+def _date(value: str | None, option: str) -> str | None:
+    """YYYY-MM-DD, an ISO datetime, or N{d,w,m,y} ago."""
+    if not value:
+        return None
+    m = _AGO.match(value.strip())
+    if m:
+        days = int(m.group(1)) * {"d": 1, "w": 7, "m": 30, "y": 365}[m.group(2)]
+        return (dt.date.today() - dt.timedelta(days=days)).isoformat()
+    try:
+        return dt.date.fromisoformat(value.strip()[:10]).isoformat()
+    except ValueError:
+        raise MemrepoError(f"{option} wants a date like 2026-01-31 or 7d, got {value!r}") from None
+
+
+def _print_text(hits: list[Any], explain: bool) -> None:
+    if not hits:
+        click.echo("no results")
+        return
+    for i, h in enumerate(hits, 1):
+        cat = f"  [{h.category}]" if h.category else ""
+        click.echo(f"{i:>2}. {h.ref}{cat}  {h.score:.4g}")
+        if h.snippet:
+            click.echo(f"    {h.snippet}")
+        if explain and h.explain:
+            parts = ", ".join(f"{k}={v}" for k, v in h.explain.items() if v is not None)
+            click.echo(f"    explain: {parts}")
+
+
+@click.command("search")
+@click.argument("query", required=False, default="")
+@click.option("--limit", "-n", default=10, show_default=True, help="Files to return.")
+@click.option("--category", "-c", multiple=True, help="Only this category (repeatable, or a,b).")
+@click.option("--path", "path_glob", help="Only paths matching this glob, e.g. 'knowledge/*'.")
+@click.option("--since", help="Only files dated on or after (YYYY-MM-DD or 7d, 2w, 3m, 1y).")
+@click.option("--until", help="Only files dated on or before.")
+@click.option("--include-archive", is_flag=True, help="Search archive/ too (down-ranked).")
+@click.option("--json", "as_json", is_flag=True, help="A JSON list of results.")
+@click.option("--explain", is_flag=True, help="Show every score component.")
+@click.option("--batch", is_flag=True, help='JSONL {"id","query","k"} on stdin, JSONL out.')
+@click.pass_context
+def search(
+    ctx: click.Context,
+    query: str,
+    limit: int,
+    category: tuple[str, ...],
+    path_glob: str | None,
+    since: str | None,
+    until: str | None,
+    include_archive: bool,
+    as_json: bool,
+    explain: bool,
+    batch: bool,
+) -> None:
+    """Search the memory repo: BM25 (and vectors when configured), ranked per file."""
+    from memrepo.index.ranking import settings_from_config
+    from memrepo.index.search import Filters, open_searcher
+
+    repo = discover((ctx.obj or {}).get("repo"))
+    cfg = repo.config["search"]
+    cats = [c.strip() for part in category for c in part.split(",") if c.strip()] or None
+    filters = Filters(
+        cats, path_glob, _date(since, "--since"), _date(until, "--until"), include_archive
+    )
+    settings = settings_from_config(cfg)
+    engine, why = open_searcher(repo.root, settings, cfg["embedder"])
+    if why:
+        how = "ripgrep" if engine.mode == "ripgrep" else "a pure-Python scan"
+        click.echo(f"memory: search index unavailable ({why}); using {how}", err=True)
+    for note in getattr(engine, "notes", []):
+        click.echo(f"memory: {note}", err=True)
+
+    def run(text: str, k: int) -> list[Any]:
+        nonlocal engine
+        try:
+            return engine.search(text, k, filters)
+        except sqlite3.DatabaseError as exc:  # corrupt or locked mid-query
+            from memrepo.index.fallback import Scanner
+
+            engine.close()
+            engine = Scanner(repo.root, settings)
+            click.echo(f"memory: search index failed ({exc}); scanning files", err=True)
+            return engine.search(text, k, filters)
+
+    try:
+        if batch:
+            for line in sys.stdin:
+                if not line.strip():
+                    continue
+                try:
+                    req = json.loads(line)
+                    qid, text, k = (
+                        req.get("id"),
+                        str(req.get("query", "")),
+                        int(req.get("k") or limit),
+                    )
+                except (ValueError, AttributeError, TypeError):
+                    click.echo(json.dumps({"id": None, "error": "not a JSON query object"}))
+                    continue
+                hits = run(text, k)
+                out = {"id": qid, "results": [h.as_json(explain) for h in hits]}
+                click.echo(json.dumps(out, ensure_ascii=False))
+            return
+        hits = run(query, limit)
+    finally:
+        engine.close()
+    if as_json:
+        click.echo(json.dumps([h.as_json(explain) for h in hits], indent=1, ensure_ascii=False))
+    else:
+        _print_text(hits, explain)
+    if hits and cfg.get("record_hits", True):
+        _record_hits(repo.root, hits)
+
+
+def _record_hits(root: Any, hits: list[Any]) -> None:
+    """Hits are signals too (seed 001 ``last_hit_at``); a failure to log them is not an error."""
+    from memrepo.index import signals
+
+    with contextlib.suppress(OSError):
+        signals.append(root, [{"event": "hit", "path": h.path, "line": h.start_line} for h in hits])

@@ -1,0 +1,112 @@
+"""hooks/check_secrets.py: secrets block the commit with file:line and kind, never the value."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+from memrepo.hooks.check_secrets import main
+
+if TYPE_CHECKING:
+    from conftest import VRepo
+
+# Built at run time so this file does not itself look like it leaks anything.
+SECRETS = {
+    "aws-access-key": "AKIA" + "Q7ZK" * 4,
+    "github-token": "ghp_" + "aB3" * 12,
+    "slack-token": "xoxb-" + "1234567890-abcdefghij",
+    "anthropic-api-key": "sk-ant-" + "api03-" + "Zz9_" * 10,
+    "openai-api-key": "sk-" + "proj-" + "Qq8" * 10,
+    "google-api-key": "AIza" + "Sy0-" * 8 + "abc",
+    "stripe-key": "sk_" + "live_" + "4eC39HqLyjWDarjtT1zdp7dc",
+    "jwt": "eyJ" + "hbGciOiJIUzI1NiJ9" + ".eyJ" + "zdWIiOiIxMjM0NTY3ODkwIn0" + ".dozjgNr4J3",
+}
+
+
+@pytest.mark.parametrize(("kind", "value"), SECRETS.items())
+def test_each_kind_blocks_with_file_line_and_kind_only(vrepo: VRepo, kind: str, value: str) -> None:
+    path = "knowledge/reference/setup.md"
+    vrepo.write(path, f"---\ntype: reference\n---\n\nUse this: {value} for now.\n")
+    vrepo.add()
+    code, out = vrepo.run_staged(main)
+    assert code == 1
+    assert out == f"{path}:5: error: possible {kind} — remove it or allowlist it [check-secrets]\n"
+    assert value not in out
+    assert value[4:20] not in out
+
+
+def test_any_text_file_is_scanned_not_just_markdown(vrepo: VRepo) -> None:
+    key = "postgres://admin:" + "s3cr3tPassw0rd" + "@db.example.com/app"
+    vrepo.write("scripts/deploy.sh", f"#!/bin/sh\nexport DB={key}\n")
+    vrepo.write("notes.yaml", "api_key: '" + "q8Zr2Lm4Xv9Tn1Pw7Ks3" + "'\n")
+    pem = "-----BEGIN " + "RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----\n"
+    vrepo.write("raw/keys/id_rsa.txt", "\n\n" + pem)
+    vrepo.add()
+    code, out = vrepo.run_staged(main)
+    assert code == 1
+    assert sorted(out.splitlines()) == [
+        "notes.yaml:1: error: possible generic-secret — remove it or allowlist it [check-secrets]",
+        "raw/keys/id_rsa.txt:3: error: possible private-key — remove it or allowlist it "
+        "[check-secrets]",
+        "scripts/deploy.sh:2: error: possible url-credentials — remove it or allowlist it "
+        "[check-secrets]",
+    ]
+    assert "s3cr3t" not in out and "q8Zr2" not in out and "MIIEow" not in out
+
+
+def test_every_hit_is_reported(vrepo: VRepo) -> None:
+    text = f"x\n{SECRETS['github-token']}\ny\n{SECRETS['aws-access-key']}\n"
+    vrepo.write("a.txt", text)
+    code, out = vrepo.run(main, "a.txt")
+    assert code == 1
+    assert [ln.split(": error")[0] for ln in out.splitlines()] == ["a.txt:2", "a.txt:4"]
+
+
+def test_clean_text_passes(vrepo: VRepo) -> None:
+    vrepo.write("a.md", "We discussed the token budget and the password policy.\n")
+    vrepo.write("b.txt", "url: https://u:${PASSWORD}@example.com\ntoken: [REDACTED:github-token]\n")
+    vrepo.add()
+    assert vrepo.run_staged(main) == (0, "")
+
+
+def test_the_config_allowlist_silences_known_false_positives(vrepo: VRepo) -> None:
+    vrepo.write("memory-config.yaml", "validation:\n  secrets_allowlist: ['^AKIAQ7ZK']\n")
+    vrepo.write("a.txt", SECRETS["aws-access-key"] + "\n")
+    assert vrepo.run(main, "a.txt") == (0, "")
+    vrepo.write("b.txt", SECRETS["github-token"] + "\n")
+    code, out = vrepo.run(main, "a.txt", "b.txt")
+    assert code == 1
+    assert out.startswith("b.txt:1: error: possible github-token")
+
+
+def test_the_inline_marker_silences_a_line(vrepo: VRepo) -> None:
+    vrepo.write("a.txt", SECRETS["aws-access-key"] + "  # memrepo: allow-secret\n")
+    assert vrepo.run(main, "a.txt") == (0, "")
+
+
+def test_an_invalid_allowlist_regex_is_reported_not_raised(vrepo: VRepo) -> None:
+    vrepo.write("memory-config.yaml", "validation:\n  secrets_allowlist:\n    - '(unclosed'\n")
+    vrepo.write("a.txt", "nothing to see\n")
+    code, out = vrepo.run(main, "a.txt")
+    assert code == 1
+    assert out.startswith(
+        "memory-config.yaml:2: error: 'validation.secrets_allowlist' entry '(unclosed' is not a valid regex"
+    )
+
+
+def test_text_that_is_not_utf8_is_still_scanned(vrepo: VRepo) -> None:
+    vrepo.write("a.txt", b"caf\xe9\n" + SECRETS["github-token"].encode() + b"\n")
+    code, out = vrepo.run(main, "a.txt")
+    assert code == 1
+    assert out.startswith("a.txt:2: error: possible github-token")
+
+
+def test_binary_files_are_left_to_check_size(vrepo: VRepo) -> None:
+    vrepo.write("attachments/blob.bin", b"\x00\x01" + SECRETS["github-token"].encode())
+    assert vrepo.run(main, "attachments/blob.bin") == (0, "")
+
+
+def test_deleted_and_symlinked_files_are_skipped(vrepo: VRepo) -> None:
+    target = vrepo.write("../outside.txt", SECRETS["github-token"] + "\n")
+    (vrepo.root / "link.txt").symlink_to(target)
+    assert vrepo.run(main, "gone.txt", "link.txt") == (0, "")

@@ -1,0 +1,94 @@
+"""Chunking: headings, transcript turns and bullet groups, each with the right line span."""
+
+from __future__ import annotations
+
+import itertools
+
+from memrepo.index.chunking import MAX_CHARS, chunk_lines
+from memrepo.index.docmeta import read_meta
+from memrepo.index.indexer import parse
+
+
+def _chunks(text: str, path: str = "knowledge/reference/x.md"):
+    return parse(path, text.encode()).chunks
+
+
+def _span_text(text: str, chunk) -> str:
+    return "\n".join(text.split("\n")[chunk.start_line - 1 : chunk.end_line])
+
+
+def test_transcript_turns_are_chunks_with_their_lines() -> None:
+    text = (
+        "---\ntype: conversation\nsession_id: s\nstarted: 2024-01-01T10:00:00Z\n---\n"
+        "# Title\n\n## 10:00 — user\n\nfirst question\n\n"
+        "## 10:01 — agent\n\nan answer\nover two lines\n"
+    )
+    chunks = _chunks(text, "raw/conversations/2024/01/01/1000-s-x.md")
+    assert [(c.start_line, c.end_line) for c in chunks] == [(8, 10), (12, 15)]
+    assert _span_text(text, chunks[0]).startswith("## 10:00 — user")
+    assert _span_text(text, chunks[1]).endswith("over two lines")
+    assert "Title" not in chunks[0].text  # transcripts carry no heading trail
+
+
+def test_headings_nest_and_carry_their_trail() -> None:
+    text = (
+        "---\ntype: reference\n---\n# Guide\n\nintro line\n\n"
+        "## Part A\n\nalpha\n\n### Detail\n\nbeta\n"
+    )
+    chunks = _chunks(text)
+    assert [(c.start_line, c.end_line) for c in chunks] == [(4, 6), (8, 10), (12, 14)]
+    assert chunks[2].text.startswith("Guide › Part A\n### Detail")
+
+
+def test_long_bullet_list_is_cut_at_bullets_with_overlap() -> None:
+    bullets = [f"- item {i} " + "word " * 40 for i in range(40)]
+    text = (
+        "---\ntype: journal\ndate: 2024-01-01\n---\n## 2024-01-01\n\n" + "\n".join(bullets) + "\n"
+    )
+    chunks = _chunks(text, "knowledge/journal/2024-01-01.md")
+    assert len(chunks) > 3
+    lines = text.split("\n")
+    for a, b in itertools.pairwise(chunks):
+        assert b.start_line == a.end_line  # one line of overlap
+        assert lines[b.start_line - 1].startswith("- item")
+    assert all(len(c.text) <= MAX_CHARS + 300 for c in chunks)
+    assert chunks[-1].end_line == len(lines) - 1
+
+
+def test_headings_inside_code_fences_do_not_split() -> None:
+    text = "# Doc\n\nintro\n\n```bash\n# not a heading\necho hi\n```\n\nafter\n"
+    chunks = _chunks(text, "notes.md")
+    assert len(chunks) == 1
+    assert (chunks[0].start_line, chunks[0].end_line) == (1, 10)
+
+
+def test_body_line_after_frontmatter_and_metadata() -> None:
+    text = (
+        "---\ntype: journal\ndate: 2024-05-06\ntags:\n  - a\n  - b\n"
+        "superseded_by: x.md\n---\nbody\n"
+    )
+    lines = text.split("\n")
+    meta = read_meta(text, lines, "knowledge/journal/2024-05-06.md")
+    assert meta.body_line == 9
+    assert meta.tags == ["a", "b"]
+    assert meta.modified == "2024-05-06"
+    assert meta.status == "superseded"
+    assert meta.category == "journal"
+
+
+def test_archive_status_and_path_dates() -> None:
+    meta = read_meta("no frontmatter", ["no frontmatter"], "archive/journal/2020-01-02.md")
+    assert meta.status == "archived" and meta.modified == "2020-01-02"
+
+
+def test_unusual_yaml_falls_back_to_the_full_parser() -> None:
+    text = "---\ntype: reference\ntags: &t [x, y]\n---\nbody\n"
+    meta = read_meta(text, text.split("\n"), "knowledge/reference/a.md")
+    assert meta.tags == ["x", "y"]
+
+
+def test_chunker_is_deterministic_and_empty_sections_skipped() -> None:
+    lines = ["# A", "", "## B", "", "text", "", "## C", ""]
+    one = chunk_lines(lines, 1)
+    assert one == chunk_lines(lines, 1)
+    assert [(c.start_line, c.end_line) for c in one] == [(3, 5)]

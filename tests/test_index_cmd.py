@@ -1,0 +1,51 @@
+"""`memory index` and the doctor checks of the index."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import IRepo, run_memory
+
+from memrepo.index.health import checks
+from memrepo.repo import MemoryRepo
+
+
+def test_index_builds_then_updates_then_noop(irepo: IRepo) -> None:
+    proc = run_memory(irepo.root, "index", "--json")
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout)
+    assert res["mode"] == "rebuild" and res["files"] == 3
+    irepo.write("knowledge/people/a.md", "---\ntype: person\nname: A\n---\nA.\n")
+    irepo.commit("a")
+    res = json.loads(run_memory(irepo.root, "index", "--json").stdout)
+    assert (res["mode"], res["added"]) == ("incremental", 1)
+    proc = run_memory(irepo.root, "index")
+    assert "up to date" in proc.stdout
+    proc = run_memory(irepo.root, "index", "--rebuild")
+    assert proc.returncode == 0 and "rebuilt" in proc.stdout
+
+
+def test_doctor_checks_report_drift_and_repair(irepo: IRepo) -> None:
+    repo = MemoryRepo(irepo.root)
+    by_name = {c.name: c for c in checks(repo)}
+    assert not by_name["index"].ok and by_name["index"].fix == "memory index"
+    run_memory(irepo.root, "index")
+    irepo.write("knowledge/people/b.md", "---\ntype: person\nname: B\n---\nB.\n")
+    irepo.commit("b")  # --no-verify: no hook ran, the index is behind
+    by_name = {c.name: c for c in checks(repo)}
+    assert not by_name["index commit"].ok and "1 commit(s) behind" in by_name["index commit"].detail
+    assert by_name["vector mode"].ok
+    run_memory(irepo.root, "index")
+    by_name = {c.name: c for c in checks(repo)}
+    assert all(c.ok for c in by_name.values()), by_name
+
+
+def test_config_embedder_change_is_reported(irepo: IRepo) -> None:
+    run_memory(irepo.root, "index")
+    irepo.write("memory-config.yaml", "search:\n  embedder: hash\n")
+    by_name = {c.name: c for c in checks(MemoryRepo(irepo.root))}
+    assert not by_name["index embedder"].ok
+    proc = run_memory(irepo.root, "index", "--json")
+    assert json.loads(proc.stdout)["mode"] == "rebuild"
+    by_name = {c.name: c for c in checks(MemoryRepo(irepo.root))}
+    assert by_name["index embedder"].ok

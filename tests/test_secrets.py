@@ -1,0 +1,56 @@
+"""Secret rules: each kind is found at its line, redaction is typed, allowlists work."""
+
+from __future__ import annotations
+
+import pytest
+
+from memrepo.secrets import find_secrets, redact
+
+SAMPLES = {
+    "aws-access-key": "AKIAIOSFODNN7EXAMPLE",
+    "github-token": "ghp_" + "aB3" * 12,
+    "slack-token": "xoxb-1234567890-abcdefghij",
+    "anthropic-api-key": "sk-ant-api03-" + "Zz9_" * 10,
+    "openai-api-key": "sk-proj-" + "Qq8" * 10,
+    "google-api-key": "AIza" + "Sy0-" * 8 + "abc",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "stripe-key": "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc",
+}
+
+
+@pytest.mark.parametrize(("kind", "value"), SAMPLES.items())
+def test_each_kind_is_found_and_redacted(kind: str, value: str) -> None:
+    text = f"line one\nhere: {value} trailing\n"
+    hits = find_secrets(text)
+    assert [(h.kind, h.line) for h in hits] == [(kind, 2)]
+    redacted, n = redact(text)
+    assert n == 1 and value not in redacted and f"[REDACTED:{kind}]" in redacted
+
+
+def test_private_key_block_url_credentials_and_generic_assignments() -> None:
+    text = (
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nabc\n-----END RSA PRIVATE KEY-----\n"
+        "db: postgres://admin:s3cr3tPassw0rd@db.example.com/app\n"
+        "api_key = 'q8Zr2Lm4Xv9Tn1Pw7Ks3'\n"
+        "password: password\n"
+    )
+    kinds = [(h.kind, h.line) for h in find_secrets(text)]
+    assert kinds == [("private-key", 1), ("url-credentials", 5), ("generic-secret", 6)]
+    redacted, _ = redact(text)
+    assert "MIIEow" not in redacted and "s3cr3t" not in redacted and "admin:" in redacted
+
+
+def test_ordinary_prose_and_placeholders_are_not_secrets() -> None:
+    text = (
+        "We discussed the token budget and the password policy.\n"
+        "token: [REDACTED:github-token]\n"
+        "url: https://user:${PASSWORD}@example.com\n"
+        "the key is in the vault\n"
+    )
+    assert find_secrets(text) == []
+
+
+def test_allowlist_and_inline_marker() -> None:
+    text = "AKIAIOSFODNN7EXAMPLE\nAKIAABCDEFGHIJKLMNOP  # memrepo: allow-secret\n"
+    assert [h.line for h in find_secrets(text)] == [1]
+    assert find_secrets(text, allowlist=[r"EXAMPLE$"]) == []

@@ -1,0 +1,91 @@
+"""Signals: reinforce moves a result up, demote moves it down, remember writes the journal."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import IRepo, run_memory
+
+from memrepo import formats
+from memrepo.index.indexer import sync
+
+
+def _paths(root, query: str) -> list[str]:
+    proc = run_memory(root, "search", "--json", query)
+    assert proc.returncode == 0, proc.stderr
+    return [h["path"] for h in json.loads(proc.stdout)]
+
+
+def _two_equal_files(r: IRepo) -> tuple[str, str]:
+    body = "---\ntype: reference\nupdated: 2024-01-01\n---\nThe backup runs at midnight.\n"
+    r.write("knowledge/reference/a.md", body)
+    r.write("knowledge/reference/b.md", body)
+    r.commit("two")
+    r.event()
+    first, second = _paths(r.root, "backup midnight")
+    return first, second
+
+
+def test_reinforce_moves_a_result_up(irepo_indexed: IRepo) -> None:
+    r = irepo_indexed
+    _first, second = _two_equal_files(r)
+    proc = run_memory(r.root, "reinforce", f"{second}:5-5")
+    assert proc.returncode == 0, proc.stderr
+    assert "score now +3" in proc.stdout
+    assert _paths(r.root, "backup midnight")[0] == second
+    # the event is a file under raw/signals/, and a rebuild keeps its effect
+    files = list((r.root / "raw/signals").glob("*.jsonl"))
+    events = [json.loads(x) for f in files for x in f.read_text().splitlines()]
+    assert {"event": "reinforce", "path": second, "line": 5}.items() <= events[-1].items() or any(
+        e["event"] == "reinforce" and e["path"] == second for e in events
+    )
+    sync(r.root, force_rebuild=True)
+    assert _paths(r.root, "backup midnight")[0] == second
+
+
+def test_demote_moves_a_result_down(irepo_indexed: IRepo) -> None:
+    r = irepo_indexed
+    first, second = _two_equal_files(r)
+    assert run_memory(r.root, "demote", first).returncode == 0
+    assert _paths(r.root, "backup midnight") == [second, first]
+
+
+def test_signals_committed_elsewhere_arrive_through_the_hook(irepo_indexed: IRepo) -> None:
+    r = irepo_indexed
+    _first, second = _two_equal_files(r)
+    r.write(
+        "raw/signals/2024-01.jsonl",
+        json.dumps({"ts": "2024-01-02T00:00:00+00:00", "event": "reinforce", "path": second})
+        + "\n",
+    )
+    r.commit("signals from another machine")
+    r.event()
+    assert _paths(r.root, "backup midnight")[0] == second
+
+
+def test_unknown_ref_is_a_clean_error(irepo_indexed: IRepo) -> None:
+    proc = run_memory(irepo_indexed.root, "reinforce", "knowledge/nope.md")
+    assert proc.returncode == 1 and "no such file" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_chunk_anchor_resolves_to_its_line(irepo_indexed: IRepo) -> None:
+    path = "raw/conversations/2024/03/02/1000-s1-rotating-keys.md"
+    proc = run_memory(irepo_indexed.root, "reinforce", f"{path}#1")
+    assert proc.returncode == 0, proc.stderr
+    assert f"{path}:12" in proc.stdout
+
+
+def test_remember_appends_to_todays_journal(irepo: IRepo) -> None:
+    proc = run_memory(irepo.root, "remember", "Payments use HMAC-SHA256", "--tags", "payments,hmac")
+    assert proc.returncode == 0, proc.stderr
+    rel, line = proc.stdout.strip().rsplit(":", 1)
+    assert rel.startswith("knowledge/journal/") and rel.endswith(".md")
+    doc = formats.read_document(irepo.root / rel, rel)
+    assert doc.meta["type"] == "journal" and str(doc.meta["date"]) in rel
+    assert doc.meta["tags"] == ["payments", "hmac"]
+    text = (irepo.root / rel).read_text().split("\n")
+    assert "Payments use HMAC-SHA256" in text[int(line) - 1]
+    proc = run_memory(irepo.root, "remember", "Second fact")
+    assert proc.returncode == 0
+    again = (irepo.root / rel).read_text()
+    assert "Payments use HMAC-SHA256" in again and "Second fact" in again

@@ -1,0 +1,67 @@
+"""The topic schema shared by the validator and the watchers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from memrepo.topics import cron_problem, regex_problem, subscription_problem, topic_problems
+
+
+def test_regexes_that_could_hang_are_refused() -> None:
+    assert regex_problem(r"\b(email|inbox|mail)\b") is None
+    assert "nested repeat" in regex_problem(r"(a+)+$")
+    assert "nested repeat" in regex_problem(r"(\w+\s?)*$")
+    assert "does not compile" in regex_problem("[unclosed")
+    assert regex_problem("") == "must be a non-empty string"
+
+
+def test_cron_expressions() -> None:
+    assert cron_problem("0 8 * * *") is None
+    assert cron_problem("*/15 9-17 * * mon-fri") is None
+    assert cron_problem("@daily") is None
+    assert "out of range" in cron_problem("0 24 * * *")
+    assert "5 fields" in cron_problem("0 8 * *")
+
+
+def test_subscriptions_stay_inside_the_repo(tmp_path: Path) -> None:
+    (tmp_path / "knowledge").mkdir()
+    (tmp_path / "knowledge" / "a.md").write_text("x")
+    outside = tmp_path.parent / "outside.md"
+    outside.write_text("secret")
+    os.symlink(outside, tmp_path / "knowledge" / "link.md")
+    assert subscription_problem(tmp_path, "knowledge/a.md") is None
+    assert "absolute" in subscription_problem(tmp_path, "/etc/passwd")
+    assert "'..'" in subscription_problem(tmp_path, "knowledge/../../outside.md")
+    assert "outside the repo" in subscription_problem(tmp_path, "knowledge/link.md")
+    assert "does not exist" in subscription_problem(tmp_path, "knowledge/b.md")
+
+
+def test_topic_problems_cover_triggers_and_enums(tmp_path: Path) -> None:
+    meta = {
+        "type": "topic",
+        "triggers": [
+            {"type": "pattern", "match": "deploy", "scope": "sideways"},
+            {"type": "keyword"},
+            {"type": "cron", "schedule": "61 * * * *"},
+            {"type": "telepathy"},
+            {"type": "webhook", "source": "email", "evnt": "x"},
+        ],
+        "activation": "sometimes",
+        "priority": "urgent",
+        "max_context_kb": -1,
+    }
+    messages = [p.message for p in topic_problems(meta, tmp_path)]
+    expected = [
+        "triggers[0].scope must be one of input, output, both",
+        "triggers[1] (keyword) needs 'keywords'",
+        "triggers[2].schedule minute field '61' is out of range",
+        "triggers[3].type must be one of",
+        "triggers[4] (webhook) has unknown key(s): evnt",
+        "'activation' must be one of auto, gated, manual",
+        "'priority' must be one of low, medium, high, critical",
+        "'max_context_kb' must be a number between 0 and 1024",
+    ]
+    for e in expected:
+        assert any(m.startswith(e) for m in messages), (e, messages)
+    assert topic_problems({"type": "topic", "triggers": []}, tmp_path) == []
