@@ -6,14 +6,18 @@ journals, project notes and references in the memory repo layout).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / "corpus"
+# Memory repos must be repository roots of their own, so they live outside this checkout.
+REPOS = Path(os.environ.get("MEMREPO_BENCH_REPOS", Path(tempfile.gettempdir()) / "memrepo-bench"))
 GENERATOR = HERE.parent.parent / "shared" / "bench" / "gen_corpus.py"
 
 
@@ -42,17 +46,30 @@ def git(root: Path, *args: str) -> str:
 
 
 def ensure_memory_repo(n: int) -> Path:
-    """A repo made by `memory init` holding the ``n``-file corpus in one commit."""
-    repo = CACHE / f"repo-{label(n)}"
-    if (repo / ".git" / "bench-ready").exists():
-        return repo
+    """A repo made by `memory init` holding the ``n``-file corpus in one commit.
+
+    Built once and reused; a lock file keeps two benchmarks from building it at once.
+    """
+    repo = REPOS / f"repo-{label(n)}"
+    REPOS.mkdir(parents=True, exist_ok=True)
+    with open(REPOS / f"{label(n)}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (repo / ".git" / "bench-ready").exists():
+            _build_memory_repo(n, repo)
+    return repo
+
+
+def _build_memory_repo(n: int, repo: Path) -> None:
     corpus = ensure_corpus(n)
     shutil.rmtree(repo, ignore_errors=True)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     subprocess.run(["memory", "init", str(repo)], check=True, env=env, capture_output=True)
-    shutil.copytree(corpus, repo, dirs_exist_ok=True)
+    # only the generated files: the corpus folder may also be another bench's git repo
+    skip = shutil.ignore_patterns(
+        ".git", "memory.db*", "memory-config.yaml", ".gitignore", ".memrepo"
+    )
+    shutil.copytree(corpus, repo, dirs_exist_ok=True, ignore=skip)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "--no-verify", "-m", f"maintenance: import {n} generated files")
+    subprocess.run(["git", "gc", "-q"], cwd=repo, capture_output=True)  # best effort
     (repo / ".git" / "bench-ready").write_text("")
-    git(repo, "gc", "-q")  # pack the objects as a long-lived repo would be
-    return repo

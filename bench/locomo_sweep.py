@@ -40,3 +40,37 @@ def make(corpus_dir: str):
         ]
 
     return search
+
+
+def make_filelevel(corpus_dir: str):  # noqa: ANN201 - experiment: blend in whole-file BM25
+    """Experiment: file order = a·(chunk roll-up) + (1-a)·(BM25 over whole files)."""
+    import sqlite3
+
+    from memrepo.index import query as qmod
+
+    cfg = json.loads(os.environ.get("MEMREPO_SWEEP", "{}"))
+    alpha = float(cfg.pop("file_alpha", 0.5))
+    os.environ["MEMREPO_SWEEP"] = json.dumps(cfg)
+    inner = make(corpus_dir)
+    root = Path(corpus_dir)
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE f USING fts5(body, path UNINDEXED, tokenize='porter unicode61')")
+    for p in root.rglob("*.md"):
+        db.execute("INSERT INTO f VALUES (?, ?)", (p.read_text(), p.relative_to(root).as_posix()))
+
+    def search(query: str, k: int | None):  # noqa: ANN202
+        hits = inner(query, 400)
+        match = qmod.fts_match(qmod.terms(query))
+        fs = dict(db.execute("SELECT path, -bm25(f) FROM f WHERE f MATCH ?", (match,)).fetchall()) if match else {}
+        order: list[str] = []
+        for h in hits:
+            if h["path"] not in order:
+                order.append(h["path"])
+        n = len(order)
+        chunk_score = {p: 1 - i / max(n, 1) for i, p in enumerate(order)}
+        top = max(fs.values(), default=1.0) or 1.0
+        ranked = sorted(order, key=lambda p: -(alpha * chunk_score[p] + (1 - alpha) * fs.get(p, 0) / top))
+        pos = {p: i for i, p in enumerate(ranked)}
+        return sorted(hits, key=lambda h: pos[h["path"]])[: k or 50]
+
+    return search

@@ -37,8 +37,9 @@ ROLES = ("user", "agent", "system")
 #: Lines of content that would read as a turn header are escaped with a backslash.
 _HEADER_LIKE = re.compile(r"^(##\s+\d{1,2}:\d{2}\b)", re.MULTILINE)
 _TURN = re.compile(r"^## (\d\d):(\d\d) — (user|agent|system)( \[memory\])?\s*$", re.MULTILINE)
-_KNOWLEDGE = re.compile(r"^> \[knowledge:(?P<action>[a-z_-]+)\] (?P<path>\S+)(?: — (?P<summary>.*))?$",
-                        re.MULTILINE)
+_KNOWLEDGE = re.compile(
+    r"^> \[knowledge:(?P<action>[a-z_-]+)\] (?P<path>\S+)(?: — (?P<summary>.*))?$", re.MULTILINE
+)
 _ATTACHMENT = re.compile(r"^> \[attachment:(?P<path>attachments/[^\]]+)\]", re.MULTILINE)
 _SID = re.compile(r"^[a-z0-9][a-z0-9._-]*$", re.IGNORECASE)
 #: Longest argument or result summary kept on a tool line.
@@ -148,7 +149,12 @@ def slug_from_messages(messages: Sequence[str], max_words: int = 6) -> str:
 
 
 _STOPWORDS = frozenset(
-    ["a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "with", "from", "by", "is", "are", "was", "were", "be", "been", "it", "this", "that", "these", "those", "i", "you", "we", "me", "my", "your", "our", "can", "could", "would", "should", "please", "let", "lets", "let's", "do", "does", "hi", "hello", "hey", "ok", "okay", "so", "just"]
+    re.findall(
+        r"\S+",
+        "a an the and or but of to in on at for with from by is are was were be been it this "
+        "that these those i you we me my your our can could would should please let lets let's "
+        "do does hi hello hey ok okay so just",
+    )
 )
 
 
@@ -232,7 +238,8 @@ def _acquire(fd: int, timeout: float, session_id: str) -> None:
                 return
             except OSError:
                 if time.monotonic() > deadline:
-                    raise MemrepoError(f"session {session_id} is locked by another process") from None
+                    raise MemrepoError(f"session {session_id} is locked by another process") \
+                        from None
                 time.sleep(0.01)
     deadline = time.monotonic() + timeout
     while True:
@@ -359,7 +366,7 @@ def start(
     when = started.astimezone(tz).replace(microsecond=0) if started else now_in(tz)
     allow = _allowlist(root)
     topic = _redact(topic, allow).strip() if topic else None
-    slug = formats.slugify(topic) if topic else PROVISIONAL_SLUG
+    slug = slug_from_messages([topic], 6) if topic else PROVISIONAL_SLUG
     meta: dict[str, Any] = {"session_id": session_id, "started": when, "timezone": tzname}
     for key, value in (("model", model), ("channel", channel), ("topic", topic)):
         if value:
@@ -520,7 +527,7 @@ def end(
         changes = [*_knowledge_lines(body), *knowledge_changes]
         if changes:
             meta["knowledge_changes"] = changes
-        meta["redactions"] = text.count("[REDACTED:")
+        meta["redactions"] = _redaction_count(meta, body)
         rel = session.path
         if session.provisional_slug and not _tracked(root, rel):
             slug = slug_from_messages(_first_messages(body))
@@ -541,6 +548,12 @@ def end(
         _state_file(root, session_id).unlink(missing_ok=True)
     _lock_file(root, session_id).unlink(missing_ok=True)
     return Ended(rel, sha, meta["redactions"], meta["turns"])
+
+
+def _redaction_count(meta: dict[str, Any], body: str) -> int:
+    """Placeholders in the body and in the frontmatter (the topic is counted once: its title)."""
+    extra = "".join(str(meta.get(k, "")) for k in ("model", "channel", "tags"))
+    return body.count("[REDACTED:") + extra.count("[REDACTED:")
 
 
 def _knowledge_lines(body: str) -> list[dict[str, str]]:
@@ -624,7 +637,8 @@ def render_conversation(
                 if data is None:
                     blocks.append(f"> [attachment:missing:{one_line(key, 120)}]")
                     continue
-                rel = store_attachment(root, data, key, (turn.when or last).astimezone(tz))
+                name = re.sub(r"^[0-9a-f]{8}-", "", key)  # the importer's dedup prefix
+                rel = store_attachment(root, data, name, (turn.when or last).astimezone(tz))
                 attachments.append(rel)
                 blocks.append(f"> [attachment:{rel}]")
             else:
@@ -643,7 +657,7 @@ def render_conversation(
     body = "".join(body_parts)
     ended = (conv.ended or last).astimezone(tz).replace(microsecond=0)
     ended = max(ended, started)
-    slug = formats.slugify(title) if title else slug_from_messages(_first_messages(body))
+    slug = slug_from_messages([title] if title else _first_messages(body))
     meta: dict[str, Any] = {"session_id": conv.session_id, "started": started, "ended": ended,
                             "timezone": tzname}
     if conv.model:
@@ -673,7 +687,8 @@ def find_transcript(root: Path, session_id: str, started: dt.datetime | None = N
     from memrepo.git import git
 
     if started is not None:
-        for full in (root / f"raw/conversations/{started:%Y/%m/%d}").glob(f"????-{session_id}-*.md"):
+        day = root / f"raw/conversations/{started:%Y/%m/%d}"
+        for full in day.glob(f"????-{session_id}-*.md"):
             return full.relative_to(root).as_posix()
     out = git(["ls-files", "-z", "--", f":(glob)raw/conversations/**/*-{session_id}-*.md"], root)
     hits = [p for p in out.split("\0") if p]

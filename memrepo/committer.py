@@ -129,6 +129,15 @@ def candidates(root: Path) -> tuple[list[str], list[str]]:
     return take, skipped
 
 
+def _addable(root: Path, paths: Sequence[str]) -> list[str]:
+    """Paths ``git add`` accepts: on disk, or still in the index (a staged deletion is not)."""
+    gone = [p for p in paths if not (root / p).exists()]
+    if not gone:
+        return list(paths)
+    known = set(git(["ls-files", "-z", "--", *gone], root).split("\0"))
+    return [p for p in paths if p not in gone or p in known]
+
+
 def _transcript_excluded(root: Path, path: str, xy: str) -> str | None:
     """Why a changed transcript is not committed by a batch (None: it is closed, take it)."""
     from memrepo import formats
@@ -155,7 +164,9 @@ def _stat(root: Path, paths: Sequence[str]) -> dict[str, tuple[int, int] | None]
     return snap
 
 
-def staged_changes(root: Path, paths: Sequence[str], env: dict[str, str] | None = None) -> list[Change]:
+def staged_changes(
+    root: Path, paths: Sequence[str], env: dict[str, str] | None = None
+) -> list[Change]:
     """The staged diff of ``paths`` against HEAD, per file: lines added/removed, sections."""
     if not paths:
         return []
@@ -396,7 +407,9 @@ def llm_message(
         messages=[{"role": "user", "content": prompt}],
     )
     text = "".join(
-        getattr(block, "text", "") for block in response.content if getattr(block, "type", "") == "text"
+        getattr(block, "text", "")
+        for block in response.content
+        if getattr(block, "type", "") == "text"
     ).strip()
     text = re.sub(r"^```\w*\n|\n```$", "", text).strip()
     if not text:
@@ -449,7 +462,8 @@ def _with_attachments(root: Path, take: list[str]) -> list[str]:
                     extra.append(m[1])
     if not extra:
         return take
-    new = git(["ls-files", "-z", "--others", "--modified", "--exclude-standard", "--", *extra], root)
+    new = git(["ls-files", "-z", "--others", "--modified", "--exclude-standard", "--", *extra],
+              root)
     return [*take, *(p for p in new.split("\0") if p)]
 
 
@@ -500,7 +514,9 @@ def run(
     if dry_run:
         return _dry_run(root, take, skipped, use_llm, client)
     before = _stat(root, take)
-    retry_locked(lambda: git(["add", "-A", "--", *take], root))
+    add = _addable(root, take)
+    if add:
+        retry_locked(lambda: git(["add", "-A", "--", *add], root))
     after = _stat(root, take)
     moving = [p for p in take if before[p] != after[p]]
     if moving:  # written while we staged: leave it for the next run, never half a file
@@ -537,7 +553,9 @@ def _dry_run(
         if real.exists():
             shutil.copyfile(real, index)
         env = {"GIT_INDEX_FILE": str(index)}
-        git(["add", "-A", "--", *take], root, env=env)
+        add = _addable(root, take)
+        if add:
+            git(["add", "-A", "--", *add], root, env=env)
         changes = staged_changes(root, take, env=env)
         if not changes:
             return Result(False, None, None, "nothing to commit", [], skipped)

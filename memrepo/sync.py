@@ -101,10 +101,8 @@ def _integrate(root: Path, upstream: str, remote: str, branch: str) -> int:
     try:
         git(["rebase", "-q", "--autostash", theirs], root)
     except GitError as exc:
-        conflicted = [
-            p for p in git(["diff", "--name-only", "--diff-filter=U"], root, check=False).split("\n")
-            if p
-        ]
+        unmerged = git(["diff", "--name-only", "--diff-filter=U"], root, check=False)
+        conflicted = [p for p in unmerged.split("\n") if p]
         git(["rebase", "--abort"], root, check=False)
         if conflicted:
             raise SyncConflict(

@@ -30,6 +30,10 @@ COMMANDS: dict[str, str] = {
     "commit": "memrepo.scripts.commit_cmd:commit",
     "sync": "memrepo.scripts.sync:sync",
     "verify": "memrepo.scripts.verify:verify",
+    "compile": "memrepo.scripts.compile:compile_cmd",
+    "topics": "memrepo.scripts.topics:topics",
+    "trim": "memrepo.scripts.trim:trim",
+    "flush": "memrepo.scripts.flush:flush",
 }
 
 

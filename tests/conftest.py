@@ -252,3 +252,42 @@ def irepo_indexed(irepo: IRepo) -> IRepo:
 
     sync(irepo.root)
     return irepo
+
+
+# --- capture / commit / sync (issue 4): a memory repo copied from one made per session ----
+
+
+@pytest.fixture(scope="session")
+def crepo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One repo made by the real `memory init` (hooks installed), copied by `crepo`."""
+    base = tmp_path_factory.getbasetemp()
+    home = base / "home"
+    home.mkdir(exist_ok=True)
+    gitconfig = home / ".gitconfig"
+    if not gitconfig.exists():
+        gitconfig.write_text(
+            "[user]\n\tname = Test\n\temail = test@example.com\n"
+            "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n"
+        )
+    env = {
+        **os.environ,
+        "GIT_CONFIG_GLOBAL": str(gitconfig),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "PRE_COMMIT_HOME": str(home / "pre-commit-cache"),
+        "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
+    }
+    env.pop("MEMORY_REPO", None)
+    root = tmp_path_factory.mktemp("crepo-template") / "mem"
+    proc = subprocess.run(["memory", "init", str(root)], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    return root
+
+
+@pytest.fixture
+def crepo(crepo_template: Path, tmp_path: Path) -> Path:
+    """A fresh copy of the template memory repo (hooks included), cheaper than `memory init`."""
+    import shutil
+
+    root = tmp_path / "mem"
+    shutil.copytree(crepo_template, root, symlinks=True)
+    return root

@@ -176,3 +176,20 @@ def test_rebuild_swaps_atomically_and_leaves_no_temp(irepo_indexed: IRepo) -> No
     assert res is not None and res.mode == "rebuild" and res.files == 3
     leftovers = [p.name for p in irepo_indexed.root.iterdir() if p.name.endswith(".tmp")]
     assert leftovers == []
+
+
+def test_heavy_embedder_is_queued_off_the_commit_path(
+    irepo: IRepo, copies: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memrepo.index.embedders import HashEmbedder
+
+    rebuild(irepo.root, "hash")
+    monkeypatch.setattr(HashEmbedder, "light", False)  # stands in for wordllama
+    irepo.write("knowledge/people/fay.md", "---\ntype: person\nname: Fay\n---\nFay knits.\n")
+    irepo.commit("fay")
+    irepo.event()
+    res = sync(irepo.root, hook=True)  # what the hook saw: chunks waiting for vectors
+    assert res is not None and res.pending_vectors > 0
+    res = sync(irepo.root)  # `memory index` catches up
+    assert res is not None and res.pending_vectors == 0 and res.embedded > 0
+    _assert_like_rebuild(irepo, copies, "hash")

@@ -1,0 +1,190 @@
+"""Tier 3 (seed 000 §5): the bypass table, the one-token LLM yes/no gate, its cache and log.
+
+The gate is asked only when the bypass table says so. Its answers are cached on disk by
+(message, topic file, model) because ``memory compile`` is one process per model call: an
+in-memory cache would never hit. Offline (no API key, no client, or the call fails) the
+Tier 2 threshold decides in the gate's place, and the decision says so.
+
+Both files live under ``.memrepo/`` (gitignored): they are this machine's operational
+data (a line per candidate per message would be commit noise and merge churn), ranking
+never reads them, and they hold only hashes of messages, never their text.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from string import Template
+from typing import Any
+
+from memrepo.atomic import atomic_write
+from memrepo.watchers.loader import Topic
+
+STATE_DIR = ".memrepo"
+CACHE_FILE = f"{STATE_DIR}/gate-cache.json"
+LOG_FILE = f"{STATE_DIR}/gate-log.jsonl"
+CACHE_MAX = 10_000
+MESSAGE_CHARS = 500
+DESCRIPTION_CHARS = 200
+
+#: seed 000 §5.4 for gated topics with a Tier 1 match: priority -> (score >= cut, below cut).
+BYPASS: dict[str, tuple[float, str, str]] = {
+    "critical": (0.0, "activate", "activate"),
+    "high": (0.3, "activate", "gate"),
+    "medium": (0.2, "gate", "drop"),
+    "low": (0.3, "gate", "drop"),
+}
+
+#: Short model names of the config -> the model ids they stand for (cheapest first).
+MODEL_ALIASES = {"haiku": "claude-3-5-haiku-latest"}
+
+Asker = Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    action: str  # activate | gate | drop
+    reason: str
+
+
+def bypass(topic: Topic, tier1: bool, score: float, threshold: float) -> Verdict:
+    """What to do with a candidate before any LLM call (seed 000 §5.2 and §5.4)."""
+    if topic.activation == "manual":
+        return Verdict("drop", "manual topic: activated only on request")
+    if not tier1:
+        if score < threshold:
+            return Verdict("drop", f"tier-2 score {score:.2f} < threshold {threshold:.2f}")
+        if topic.activation == "auto":
+            return Verdict("activate", f"auto: tier-2 score {score:.2f} >= {threshold:.2f}")
+        return Verdict("gate", f"gated: tier-2 score {score:.2f} >= {threshold:.2f}, no tier-1")
+    if topic.activation == "auto":
+        return Verdict("activate", "auto: tier-1 match, gate skipped")
+    cut, above, below = BYPASS.get(topic.priority, BYPASS["medium"])
+    action = above if score >= cut else below
+    cmp = ">=" if score >= cut else "<"
+    why = f"{topic.priority}, tier-1 match, tier-2 {score:.2f} {cmp} {cut:.1f}"
+    return Verdict(action, {"activate": "bypass: ", "gate": "gate: ", "drop": "drop: "}[action] + why)
+
+
+def resolve_model(name: str) -> str:
+    return MODEL_ALIASES.get(name, name)
+
+
+def anthropic_asker(model: str, max_tokens: int = 1, client: Any = None) -> Asker:
+    """The one place the gate talks to a model (the ``anthropic`` SDK).
+
+    TODO(helper E): switch to memrepo/llm.py, the shared LLM client, once it exists.
+    """
+
+    def ask(prompt: str) -> str:
+        import anthropic
+
+        c = client if client is not None else anthropic.Anthropic()
+        resp = c.messages.create(
+            model=resolve_model(model),
+            max_tokens=max_tokens,
+            temperature=0,
+            messages=[{"role": "user", "content": prompt}],
+        )
+        return "".join(getattr(b, "text", "") for b in resp.content)
+
+    return ask
+
+
+def online() -> bool:
+    """True when a gate call can be attempted (an API key and no MEMREPO_OFFLINE)."""
+    return bool(os.environ.get("ANTHROPIC_API_KEY")) and not os.environ.get("MEMREPO_OFFLINE")
+
+
+def message_hash(message: str) -> str:
+    return hashlib.sha256(message[:MESSAGE_CHARS].encode("utf-8")).hexdigest()[:16]
+
+
+class Gate:
+    """Asks (or recalls) the yes/no answer for a (message, topic) pair."""
+
+    def __init__(self, root: Path, model: str, asker: Asker | None):
+        self.root = Path(root)
+        self.model = model
+        self.asker = asker
+        self.calls = 0
+        self._cache: dict[str, bool] | None = None
+        self._prompt = Template(_template())
+
+    @property
+    def available(self) -> bool:
+        return self.asker is not None
+
+    def _load(self) -> dict[str, bool]:
+        if self._cache is None:
+            try:
+                data = json.loads((self.root / CACHE_FILE).read_text(encoding="utf-8"))
+                self._cache = {k: bool(v) for k, v in data.items()} if isinstance(data, dict) else {}
+            except (OSError, ValueError):
+                self._cache = {}
+        return self._cache
+
+    def key(self, message: str, topic: Topic) -> str:
+        return f"{message_hash(message)}:{topic.name}:{topic.digest}:{self.model}"
+
+    def ask(self, message: str, topic: Topic) -> tuple[bool, str]:
+        """(yes?, 'cache' or 'llm'); raises whatever the client raises when the call fails."""
+        cache = self._load()
+        key = self.key(message, topic)
+        if key in cache:
+            return cache[key], "cache"
+        assert self.asker is not None
+        prompt = self._prompt.safe_substitute(
+            message=message[:MESSAGE_CHARS],
+            topic_name=topic.name,
+            topic_description=(topic.description or topic.body.strip())[:DESCRIPTION_CHARS],
+        )
+        self.calls += 1
+        answer = self.asker(prompt).strip().upper().startswith("Y")
+        cache[key] = answer
+        while len(cache) > CACHE_MAX:
+            cache.pop(next(iter(cache)))
+        atomic_write(self.root / CACHE_FILE, json.dumps(cache, separators=(",", ":")))
+        return answer, "llm"
+
+
+def _template() -> str:
+    from memrepo.resources import template_text
+
+    try:
+        return template_text("prompts/topic_gate.md")
+    except OSError:  # pragma: no cover - a broken install
+        return "Message: $message\nTopic: $topic_name — $topic_description\nAnswer YES or NO."
+
+
+def append_log(root: Path, entries: list[dict[str, Any]]) -> None:
+    """Append decisions to the gate log (one JSON object a line; never fails the caller)."""
+    if not entries:
+        return
+    stamp = dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    path = Path(root) / LOG_FILE
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write("".join(json.dumps({"ts": stamp, **e}) + "\n" for e in entries))
+    except OSError:
+        pass
+
+
+def read_log(root: Path) -> list[dict[str, Any]]:
+    out = []
+    try:
+        with open(Path(root) / LOG_FILE, encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    continue
+    except OSError:
+        pass
+    return out

@@ -1,0 +1,167 @@
+"""memory commit: what is staged, the type, the messages (deterministic and LLM), cron safety."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import anthropic
+import pytest
+from conftest import run_git, run_memory
+
+from memrepo import capture, committer
+
+try:  # the transport module the installed SDK is built on
+    import httpx2 as httpx
+except ImportError:  # pragma: no cover - older SDKs
+    import httpx  # type: ignore[no-redef]
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text, encoding="utf-8")
+
+
+JOURNAL = "knowledge/journal/2026-02-16.md"
+
+
+def edit_knowledge(root: Path) -> None:
+    write(root, JOURNAL, "---\ntype: journal\ndate: 2026-02-16\n---\n\n## Decisions\n"
+          "- Move memory from SQLite to files\n- Keep FTS5 as the index\n")
+    mem = root / "knowledge/memory/MEMORY.md"
+    mem.write_text(mem.read_text() + "\n## Preferences\n- Prefers short answers\n")
+
+
+def test_nothing_to_commit_is_exit_0_and_no_commit(crepo: Path) -> None:
+    before = run_git(crepo, "rev-parse", "HEAD").stdout
+    (crepo / "scratch").mkdir(exist_ok=True)
+    (crepo / "scratch/notes.md").write_text("scratch")
+    proc = run_memory(crepo, "commit")
+    assert proc.returncode == 0 and "nothing to commit" in proc.stdout
+    assert run_git(crepo, "rev-parse", "HEAD").stdout == before
+
+
+def test_batch_commit_stages_knowledge_not_open_transcripts(crepo: Path, monkeypatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    edit_knowledge(crepo)
+    s = capture.start(crepo, session_id="ses_open", topic="still talking")
+    capture.append(crepo, "ses_open", "user", "hello")
+    proc = run_memory(crepo, "commit", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["committed"] and out["type"] == "memory" and not out["llm"]
+    assert sorted(out["files"]) == [JOURNAL, "knowledge/memory/MEMORY.md"]
+    assert any("open" in s for s in out["skipped"])
+    msg = run_git(crepo, "log", "-1", "--format=%B").stdout
+    first = msg.split("\n")[0]
+    assert first.startswith("memory: update journal 2026-02-16, core memory") or \
+        first.startswith("memory: ")
+    assert len(first) <= 72 and "(+3/-0 bullets)" in first
+    assert "sections: Decisions" in msg and "+ Move memory from SQLite to files" in msg
+    assert run_git(crepo, "status", "--porcelain", "--", s.path).stdout.startswith("??")
+    # Again: nothing left (the open transcript stays out).
+    assert "nothing to commit" in run_memory(crepo, "commit").stdout
+
+
+def test_types(crepo: Path) -> None:
+    soul = crepo / "knowledge/identity/SOUL.md"
+    soul.write_text(soul.read_text() + "\n- Be candid.\n")
+    r = committer.run(crepo, use_llm=False)
+    assert r.type == "identity" and r.message.startswith("identity: update SOUL")
+    edit_knowledge(crepo)
+    assert committer.run(crepo, use_llm=False).type == "memory"
+    (crepo / "archive/journal").mkdir(parents=True, exist_ok=True)
+    run_git(crepo, "mv", JOURNAL, "archive/journal/2026-02-16.md")
+    r = committer.run(crepo, use_llm=False)
+    assert r.committed and r.type == "maintenance"
+    run_git(crepo, "checkout", "-q", "-b", "explore/what-if")
+    write(crepo, "knowledge/reference/x.md", "---\ntype: reference\n---\n- idea\n")
+    assert committer.run(crepo, use_llm=False).type == "explore"
+
+
+def test_dry_run_changes_nothing(crepo: Path) -> None:
+    edit_knowledge(crepo)
+    head = run_git(crepo, "rev-parse", "HEAD").stdout
+    proc = run_memory(crepo, "commit", "--dry-run", "--no-llm")
+    assert proc.returncode == 0
+    assert proc.stdout.startswith("memory: ") and JOURNAL in proc.stdout
+    assert run_git(crepo, "rev-parse", "HEAD").stdout == head
+    assert run_git(crepo, "diff", "--cached", "--name-only").stdout == ""
+
+
+def test_waits_for_index_lock(crepo: Path) -> None:
+    edit_knowledge(crepo)
+    lock = crepo / ".git/index.lock"
+    lock.write_text("")
+    threading.Timer(0.4, lock.unlink).start()
+    t0 = time.monotonic()
+    r = committer.run(crepo, use_llm=False)
+    assert r.committed and time.monotonic() - t0 >= 0.3
+
+
+def fake_client(replies: list[tuple[int, dict]], seen: list[dict]) -> anthropic.Anthropic:
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content))
+        status, body = replies[min(len(seen), len(replies)) - 1]
+        return httpx.Response(status, json=body)
+
+    return anthropic.Anthropic(
+        api_key="test", max_retries=0,
+        http_client=httpx.Client(transport=httpx.MockTransport(handler)),
+    )
+
+
+def message(text: str) -> dict:
+    return {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
+            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+            "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 10}}
+
+
+def test_llm_message_with_fake_transport(crepo: Path) -> None:
+    edit_knowledge(crepo)
+    seen: list[dict] = []
+    client = fake_client([(200, message(
+        "memory: record storage decision and answer style\n\nFiles replace SQLite; FTS5 stays.")
+    )], seen)
+    r = committer.run(crepo, use_llm=True, client=client)
+    assert r.llm and r.committed
+    assert len(seen) == 1
+    req = seen[0]
+    assert req["model"] == "claude-haiku-4-5" and req["max_tokens"] == 200
+    prompt = req["messages"][0]["content"]
+    assert "Summarize this git diff" in prompt and "Move memory from SQLite to files" in prompt
+    leaked = committer.build_prompt("+key AKIAIOSFODNN7EXAMPLE", "memory", [], "memory: x")
+    assert "AKIAIOSFODNN7EXAMPLE" not in leaked  # a diff is redacted before it leaves
+    log = run_git(crepo, "log", "-1", "--format=%B").stdout
+    assert log.startswith("memory: record storage decision and answer style\n\nFiles replace")
+
+
+def test_llm_failure_falls_back_and_says_so(crepo: Path, capsys) -> None:
+    edit_knowledge(crepo)
+    seen: list[dict] = []
+    client = fake_client([(500, {"type": "error", "error": {"type": "api_error",
+                                                            "message": "boom"}})], seen)
+    r = committer.run(crepo, use_llm=True, client=client)
+    assert r.committed and not r.llm and r.llm_error
+    assert len(seen) == 1
+    assert "LLM commit message failed" in capsys.readouterr().err
+    assert r.message.startswith("memory: update ")
+
+
+@pytest.mark.parametrize("reply", ["", "   \n"])
+def test_llm_empty_reply_falls_back(crepo: Path, reply: str) -> None:
+    edit_knowledge(crepo)
+    seen: list[dict] = []
+    r = committer.run(crepo, use_llm=True, client=fake_client([(200, message(reply))], seen))
+    assert r.committed and not r.llm and len(seen) == 1
+
+
+def test_closed_transcript_left_by_a_crash_is_committed(crepo: Path) -> None:
+    capture.start(crepo, session_id="ses_late", topic="late")
+    capture.append(crepo, "ses_late", "user", "hi")
+    done = capture.end(crepo, "ses_late", commit=False)
+    r = committer.run(crepo, use_llm=False)
+    assert r.type == "conversation" and f"Session: {done.path}" in r.message

@@ -1,0 +1,41 @@
+"""memory verify: history audited commit by commit with the pre-commit validators' rules."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import run_git, run_memory
+
+from memrepo import capture
+
+
+def test_verify_reports_each_offending_commit(crepo: Path) -> None:
+    assert run_memory(crepo, "verify").returncode == 0
+    capture.start(crepo, session_id="ses_v", topic="verify me")
+    capture.append(crepo, "ses_v", "user", "original")
+    done = capture.end(crepo, "ses_v")
+    good = run_git(crepo, "rev-parse", "HEAD").stdout.strip()
+    t = crepo / done.path
+    t.write_text(t.read_text().replace("original", "rewritten"))
+    run_git(crepo, "commit", "-q", "--no-verify", "-am", "memory: rewrite history")
+    bad1 = run_git(crepo, "rev-parse", "HEAD").stdout.strip()
+    (crepo / "knowledge/reference/k.md").write_text(
+        "---\ntype: reference\n---\nkey AKIAIOSFODNN7EXAMPLE\n")
+    run_git(crepo, "add", "-A")
+    run_git(crepo, "commit", "-q", "--no-verify", "-m", "memory: leak")
+    bad2 = run_git(crepo, "rev-parse", "HEAD").stdout.strip()
+    run_git(crepo, "rm", "-q", done.path)
+    run_git(crepo, "commit", "-q", "--no-verify", "-m", "memory: delete evidence")
+    proc = run_memory(crepo, "verify")
+    assert proc.returncode == 1
+    out = proc.stdout
+    assert f"{bad1[:10]} memory: rewrite history" in out and "closed" in out
+    assert f"{bad2[:10]} memory: leak" in out and "aws-access-key" in out
+    assert "memory: delete evidence" in out and "may not be deleted" in out
+    assert "AKIAIOSFODNN7EXAMPLE" not in out
+    assert "3 offending" in out
+    proc = run_memory(crepo, "verify", "--since", bad1, "--json")
+    data = json.loads(proc.stdout)
+    assert proc.returncode == 1 and data["checked"] == 2 and len(data["offending"]) == 2
+    assert run_memory(crepo, "verify", "--rev", good).returncode == 0
