@@ -71,10 +71,22 @@ def commit_paths(root: Path, paths: Sequence[str], message: str) -> str | None:
     """Stage ``paths`` and commit exactly them (other staged work is left alone)."""
     paths = list(dict.fromkeys(paths))
     retry_locked(lambda: git(["add", "-A", "--", *paths], root))
-    retry_locked(
-        lambda: git(["commit", "-q", "--no-edit", "-F", "-", "--", *paths], root, input=message)
-    )
+    commit_staged(root, paths, message)
     return head(root)
+
+
+def commit_staged(root: Path, paths: Sequence[str], message: str) -> None:
+    """Commit the staged ``paths``, and nothing else someone else staged.
+
+    A plain commit of the index when only ``paths`` are staged: ``git commit -- paths``
+    rebuilds a temporary index and costs over a second in a 100K-file repo.
+    """
+    staged = {p for p in git(["diff", "--cached", "--name-only", "--no-renames", "-z"],
+                             root).split("\0") if p}
+    only = [] if staged <= set(paths) else ["--", *paths]
+    retry_locked(
+        lambda: git(["commit", "-q", "--no-edit", "-F", "-", *only], root, input=message)
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -108,7 +120,8 @@ def _bullet(line: str) -> str | None:
 def candidates(root: Path) -> tuple[list[str], list[str]]:
     """(paths to stage, paths left out with why) among the working tree's changes."""
     out = git(
-        ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--",
+        ["-c", "core.untrackedCache=true", "status", "--porcelain=v1", "-z",
+         "--untracked-files=all", "--no-renames", "--",
          *(s.rstrip("/") for s in SCOPE)],
         root,
     )
@@ -529,9 +542,7 @@ def run(
     ctype = pick_type(changes, current_branch(root))
     message, by_llm, llm_error = _message(root, changes, ctype, use_llm, client, None)
     paths = list(dict.fromkeys([*take, *(c.old_path for c in changes if c.old_path)]))
-    retry_locked(
-        lambda: git(["commit", "-q", "--no-edit", "-F", "-", "--", *paths], root, input=message)
-    )
+    commit_staged(root, paths, message)
     result = Result(True, head(root), ctype, message, [c.path for c in changes], skipped,
                     by_llm, llm_error)
     result.pushed = _maybe_push(root, push)

@@ -16,8 +16,7 @@ from typing import Any
 
 from memrepo import yamlsafe
 from memrepo.errors import ConfigError
-
-CONFIG_FILE = "memory-config.yaml"
+from memrepo.repo import CONFIG_FILE
 
 
 @dataclass(frozen=True)
@@ -39,6 +38,16 @@ SCHEMA: dict[str, dict[str, Setting]] = {
         "memory_budget_kb": _num(3, "knowledge/memory/MEMORY.md"),
         "journal_budget_kb": _num(4, "today's and yesterday's journal"),
         "topic_budget_kb": _num(6, "activated topics and their subscriptions"),
+        "projects_budget_kb": _num(1, "knowledge/projects/_active.md"),
+        "history_share": _num(
+            0.25, "share of what P0-P2 leave that P3 keeps free for --session history"
+        ),
+        "tokenizer": Setting(
+            "fast",
+            str,
+            "token counting: fast (~3.5 chars/token, no dependency) or tiktoken",
+            ("fast", "tiktoken"),
+        ),
     },
     "search": {
         "bm25_weight": _num(0.4, "weight of full-text (BM25) scores in hybrid search"),

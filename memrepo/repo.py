@@ -5,11 +5,16 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from memrepo.config import CONFIG_FILE, Config, load_config
 from memrepo.errors import MemrepoError
 
+if TYPE_CHECKING:
+    from memrepo.config import Config
+
 ENV_VAR = "MEMORY_REPO"
+#: The file that marks a memory repo's root (its settings: memrepo.config).
+CONFIG_FILE = "memory-config.yaml"
 
 
 @dataclass
@@ -22,6 +27,8 @@ class MemoryRepo:
     @property
     def config(self) -> Config:
         if self._config is None:
+            from memrepo.config import load_config  # YAML is imported only when needed
+
             self._config = load_config(self.root)
         return self._config
 

@@ -88,7 +88,9 @@ def list_(ctx: click.Context, as_json: bool) -> None:
                 }
                 for t in ts.topics
             ],
-            "problems": [{"path": p.path, "message": p.message, "skipped": p.skipped} for p in ts.problems],
+            "problems": [
+                {"path": p.path, "message": p.message, "skipped": p.skipped} for p in ts.problems
+            ],
         }
         click.echo(json.dumps(data, indent=1, ensure_ascii=False, default=str))
         return
@@ -145,7 +147,9 @@ def tune(ctx: click.Context, as_json: bool) -> None:
     if not stats:
         click.echo("no decisions logged yet (memory compile and memory topics match log them)")
         return
-    click.echo(f"{'topic':<24} {'cand':>5} {'on':>5} {'t1':>5} {'t2':>5} {'yes':>5} {'no':>5} {'off':>5}")
+    click.echo(
+        f"{'topic':<24} {'cand':>5} {'on':>5} {'t1':>5} {'t2':>5} {'yes':>5} {'no':>5} {'off':>5}"
+    )
     for s in stats:
         d = s.as_json()
         t1 = sum(s.tier1.values())

@@ -16,8 +16,8 @@ from __future__ import annotations
 import array
 import math
 import re
-import sys
 import string
+import sys
 import zlib
 from collections import Counter
 from typing import Protocol

@@ -8,6 +8,7 @@ contentless FTS delete needs is always one ``cat-file`` away). Blobs stream thro
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 from collections.abc import Iterable, Iterator
@@ -19,8 +20,13 @@ from memrepo.errors import GitError
 NULL_SHA = "0" * 40
 
 
+#: None of the commands here needs git's index; pointing GIT_INDEX_FILE at a file that
+#: does not exist spares reading it (15 ms and 30 MB for ``diff-tree`` at 100K files).
+_ENV = {**os.environ, "GIT_INDEX_FILE": os.path.join(os.sep, "nonexistent-memrepo", "index")}
+
+
 def _run(root: Path, args: list[str], check: bool = True) -> subprocess.CompletedProcess[bytes]:
-    proc = subprocess.run(["git", *args], cwd=root, capture_output=True)
+    proc = subprocess.run(["git", *args], cwd=root, capture_output=True, env=_ENV)
     if check and proc.returncode != 0:
         msg = proc.stderr.decode("utf-8", "replace").strip()
         raise GitError(f"git {' '.join(args[:2])} failed: {msg}")
@@ -100,6 +106,7 @@ def stream_blobs(root: Path, shas: Iterable[str]) -> Iterator[tuple[str, bytes |
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
+        env=_ENV,
     )
     assert proc.stdin is not None and proc.stdout is not None
 

@@ -29,14 +29,13 @@ def on_git_event(root: pathlib.Path, event: str) -> None:
         from memrepo.index.paths import db_path, state_dir
 
         root = pathlib.Path(root)
+        located = gitsource.locate(root)
+        state = state_dir(located[0])
         if not db_path(root).exists():
-            git_dir, _ = gitsource.locate(root)
-            hooklog.write(state_dir(git_dir), "INFO", event, "no index yet: run 'memory index'")
+            hooklog.write(state, "INFO", event, "no index yet: run 'memory index'")
             return
-        git_dir, _ = gitsource.locate(root)
-        state = state_dir(git_dir)
         try:
-            res = sync(root, hook=True)
+            res = sync(root, hook=True, located=located)
         except (NoIndex, NeedsRebuild) as exc:
             hooklog.write(state, "ERROR", event, f"{exc}; run 'memory index' to rebuild")
             return

@@ -90,6 +90,7 @@ class Writer:
         self.to_embed: dict[int, str] = {}
         self.dropped_hashes: set[int] = set()
         self.chunks = 0
+        self.removed_chunks = 0
         self.embedded = 0
 
     def add(
@@ -156,6 +157,7 @@ class Writer:
                 [(cid, c.text) for (cid, _), c in zip(ids, chunks, strict=True)],
             )
             self.dropped_hashes.update(h for _, h in ids)
+            self.removed_chunks += len(ids)
         self.con.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
         self.con.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
 
@@ -220,11 +222,14 @@ def pending_vectors(con: sqlite3.Connection) -> int:
     ).fetchone()[0]
 
 
-def update(root: Path, *, embedder_id: str | None = None, hook: bool = False) -> Result:
+def update(
+    root: Path, *, embedder_id: str | None = None, hook: bool = False, head: str | None = None
+) -> Result:
     """Bring an existing index to HEAD from the diff (the caller holds the lock)."""
     t0 = time.perf_counter()
     root = Path(root)
-    _git_dir, head = gitsource.locate(root)
+    if head is None:
+        _git_dir, head = gitsource.locate(root)
     con = open_index(root)
     try:
         meta = schema.get_meta(con)
@@ -302,7 +307,8 @@ def _apply_diff(
         writer.drop_orphan_vectors()
         if signals_changed:
             signals.store(con, signals.aggregate(root))
-        schema.set_meta(con, commit=head, updated=int(time.time()))
+        total = int(schema.get_meta(con).get("chunks", 0)) + writer.chunks - writer.removed_chunks
+        schema.set_meta(con, commit=head, updated=int(time.time()), chunks=total)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
@@ -370,6 +376,7 @@ def rebuild(root: Path, embedder_name: str, *, progress: Progress | None = None)
             con.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize')")
             dbmod.finish_build(con)
             res.files, res.chunks = len(files), writer.chunks
+            schema.set_meta(con, chunks=writer.chunks)
         finally:
             con.close()
         _swap(tmp, target)
@@ -469,6 +476,7 @@ def sync(
     hook: bool = False,
     progress: Progress | None = None,
     wait: float = 30.0,
+    located: tuple[Path, str | None] | None = None,
 ) -> Result | None:
     """Update (or rebuild) under the lock, looping while hooks marked work pending.
 
@@ -476,7 +484,7 @@ def sync(
     another indexer runs (that one will pick the change up) and raises NoIndex /
     NeedsRebuild for the caller to log.
     """
-    git_dir, _head = gitsource.locate(Path(root))
+    git_dir, _head = located or gitsource.locate(Path(root))
     lock = IndexLock(state_dir(git_dir))
     lock.mark_pending()
     try:
@@ -486,10 +494,13 @@ def sync(
             return None
         raise
     result: Result | None = None
+    first = True
     while True:
         try:
             while lock.take_pending():
-                result = _one_pass(root, embedder_name, force_rebuild, hook, progress, result)
+                head = _head if first else None  # later passes: HEAD may have moved
+                first = False
+                result = _one_pass(root, embedder_name, force_rebuild, hook, progress, head)
                 force_rebuild = False
         finally:
             lock.release()
@@ -507,7 +518,7 @@ def _one_pass(
     force_rebuild: bool,
     hook: bool,
     progress: Progress | None,
-    previous: Result | None,
+    head: str | None,
 ) -> Result:
     eid = None
     if embedder_name is not None:
@@ -515,7 +526,7 @@ def _one_pass(
         eid = emb.id if emb else "none"
     if not force_rebuild:
         try:
-            return update(root, embedder_id=eid, hook=hook)
+            return update(root, embedder_id=eid, hook=hook, head=head)
         except (NoIndex, NeedsRebuild) as exc:
             if hook:
                 raise

@@ -22,6 +22,11 @@ from memrepo.index.snippets import best_snippet, read_span
 
 #: Chunks taken from FTS5 (and from vectors) before rolling up to files.
 CANDIDATES = 400
+#: A query word in more than this share of all chunks (and at least COMMON_MIN) is left
+#: out of the ranked query when rarer words remain: BM25 gives it almost no weight, but
+#: ranking its 70K matches at 100K files costs ~150 ms (a corpus-driven stop list).
+COMMON_FRAC = 0.02
+COMMON_MIN = 2000
 
 
 @dataclass
@@ -137,6 +142,25 @@ class Searcher:
                 self.embedder = get_embedder(recorded)
 
     # -- candidates ---------------------------------------------------------
+    def _prune_common(self, words: list[str]) -> tuple[list[str], list[str]]:
+        """(words to rank with, words left out as too common in this index)."""
+        total = int(self.meta.get("chunks") or 0)
+        cap = max(COMMON_MIN, int(total * COMMON_FRAC))
+        if len(words) < 2 or total <= cap:
+            return words, []
+        keep = []
+        for w in words:
+            (n,) = self.con.execute(
+                "SELECT count(*) FROM (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? "
+                "LIMIT ?)",
+                (q.fts_match([w]), cap),
+            ).fetchone()
+            if n < cap:
+                keep.append(w)
+        if not keep:
+            return words, []
+        return keep, [w for w in words if w not in keep]
+
     def _fts(self, words: list[str], f: Filters) -> list[ChunkHit]:
         match = q.fts_match(words)
         if not match:
@@ -207,14 +231,18 @@ class Searcher:
     def search(self, query: str, limit: int = 10, filters: Filters | None = None) -> list[Hit]:
         f = filters or Filters()
         words = q.terms(query)
-        hits = {h.chunk_id: h for h in self._fts(words, f)}
+        ranked_words, dropped = self._prune_common(words)
+        hits = {h.chunk_id: h for h in self._fts(ranked_words, f)}
         have_vectors = self._vectors(query, f, hits)
         chunk_hits = list(hits.values())
         fuse(chunk_hits, self.settings, have_vectors)
         paths = list({h.path for h in chunk_hits})
         files = self._files(paths)
         ranked = rank(chunk_hits, files, self._signals(paths), self.settings, limit)
-        return self._hits(ranked, files, words, have_vectors, limit)
+        out = self._hits(ranked, files, words, have_vectors, limit)
+        if out and dropped and out[0].explain is not None:
+            out[0].explain["common_words_skipped"] = " ".join(dropped)
+        return out
 
     def _hits(
         self,

@@ -41,7 +41,7 @@ BYPASS: dict[str, tuple[float, str, str]] = {
 }
 
 #: Short model names of the config -> the model ids they stand for (cheapest first).
-MODEL_ALIASES = {"haiku": "claude-3-5-haiku-latest"}
+MODEL_ALIASES = {"haiku": "claude-haiku-4-5"}
 
 Asker = Callable[[str], str]
 
@@ -68,7 +68,9 @@ def bypass(topic: Topic, tier1: bool, score: float, threshold: float) -> Verdict
     action = above if score >= cut else below
     cmp = ">=" if score >= cut else "<"
     why = f"{topic.priority}, tier-1 match, tier-2 {score:.2f} {cmp} {cut:.1f}"
-    return Verdict(action, {"activate": "bypass: ", "gate": "gate: ", "drop": "drop: "}[action] + why)
+    return Verdict(
+        action, {"activate": "bypass: ", "gate": "gate: ", "drop": "drop: "}[action] + why
+    )
 
 
 def resolve_model(name: str) -> str:
@@ -82,14 +84,20 @@ def anthropic_asker(model: str, max_tokens: int = 1, client: Any = None) -> Aske
     """
 
     def ask(prompt: str) -> str:
+        import inspect
+
         import anthropic
 
         c = client if client is not None else anthropic.Anthropic()
+        kwargs: dict[str, Any] = {}
+        # temperature 0 where the SDK still takes it (newer SDKs dropped the parameter)
+        if "temperature" in inspect.signature(c.messages.create).parameters:
+            kwargs["temperature"] = 0
         resp = c.messages.create(
             model=resolve_model(model),
             max_tokens=max_tokens,
-            temperature=0,
             messages=[{"role": "user", "content": prompt}],
+            **kwargs,
         )
         return "".join(getattr(b, "text", "") for b in resp.content)
 
@@ -124,7 +132,9 @@ class Gate:
         if self._cache is None:
             try:
                 data = json.loads((self.root / CACHE_FILE).read_text(encoding="utf-8"))
-                self._cache = {k: bool(v) for k, v in data.items()} if isinstance(data, dict) else {}
+                self._cache = (
+                    {k: bool(v) for k, v in data.items()} if isinstance(data, dict) else {}
+                )
             except (OSError, ValueError):
                 self._cache = {}
         return self._cache

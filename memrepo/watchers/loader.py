@@ -61,7 +61,9 @@ class Topic:
 
     def profile_text(self) -> str:
         """What Tier 2 compares a message with: description, instructions and keywords."""
-        return " ".join([self.name.replace("-", " "), self.description, self.body, *self.all_keywords()])
+        return " ".join(
+            [self.name.replace("-", " "), self.description, self.body, *self.all_keywords()]
+        )
 
     def all_keywords(self) -> list[str]:
         """The topic's own ``keywords`` plus those of its keyword triggers (for P3 queries)."""
@@ -109,9 +111,7 @@ def _topic(root: Path, file: Path) -> tuple[Topic | None, list[TopicProblem]]:
     if fatal:
         return None, [TopicProblem(rel, p.message, True) for p in fatal]
     out = [TopicProblem(rel, p.message, False) for p in problems]
-    subs = [
-        s for s in meta.get("subscriptions") or [] if subscription_problem(root, s) is None
-    ]
+    subs = [s for s in meta.get("subscriptions") or [] if subscription_problem(root, s) is None]
     topic = Topic(
         name=str(meta.get("name") or file.stem),
         path=rel,

@@ -149,7 +149,9 @@ def match_topics(
             else global_threshold
         )
         if ev:
-            a = Activation(topic, topic.activation != "manual", "event trigger", ev, score, source="event")
+            a = Activation(
+                topic, topic.activation != "manual", "event trigger", ev, score, source="event"
+            )
         elif scope == "output":
             if not t1:
                 continue

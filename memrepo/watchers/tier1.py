@@ -22,7 +22,9 @@ REGEX_TIMEOUT = 0.02
 MAX_TEXT = 20_000
 
 _URL = regex.compile(r"\bhttps?://[^\s<>\"'`)\]]+", regex.IGNORECASE)
-_PATHLIKE = regex.compile(r"(?:[\w.~-]+/)*[\w~-][\w.~-]*\.[A-Za-z0-9]{1,10}\b|(?:[\w.~-]+/)+[\w.~-]+")
+_PATHLIKE = regex.compile(
+    r"(?:[\w.~-]+/)*[\w~-][\w.~-]*\.[A-Za-z0-9]{1,10}\b|(?:[\w.~-]+/)+[\w.~-]+"
+)
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,9 @@ class PatternMatcher:
                     self.rules.setdefault(s, []).append(rule)
 
     @staticmethod
-    def _rule(topic: Topic, kind: str, spec: dict[str, Any], scope: str, hint: str | None) -> _Rule | None:
+    def _rule(
+        topic: Topic, kind: str, spec: dict[str, Any], scope: str, hint: str | None
+    ) -> _Rule | None:
         r = _Rule(topic.name, kind, scope, hint)
         if kind == "pattern":
             r.pattern = compile_pattern(spec["match"])

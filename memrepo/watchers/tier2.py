@@ -15,13 +15,14 @@ from collections import Counter
 from memrepo.watchers.loader import Topic
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9_'-]*[a-z0-9]|[a-z0-9]")
-STOPWORDS = frozenset(
-    """a an and are as at be but by can could did do does for from had has have he her his how i
-    if in into is it its just me my no not of on or our she so than that the their them then there
-    these they this to too up us was we were what when where which who why will with would you your
-    about after all also any been before being both each few more most other over same should some
-    such only own very s t don now here again further once under until while out off down""".split()
-)  # fmt: skip
+_STOP = (
+    "a an and are as at be but by can could did do does for from had has have he her his how i "
+    "if in into is it its just me my no not of on or our she so than that the their them then "
+    "there these they this to too up us was we were what when where which who why will with would "
+    "you your about after all also any been before being both each few more most other over same "
+    "should some such only own very don now here again further once under until while out off down"
+)
+STOPWORDS = frozenset(_STOP.split())
 
 
 def terms(text: str) -> list[str]:
@@ -60,7 +61,9 @@ class SimilarityScorer:
         counts = Counter(terms(text))
         if not counts:
             return {}
-        qvec = {w: (1.0 + math.log(c)) * self.idf.get(w, self.unknown_idf) for w, c in counts.items()}
+        qvec = {
+            w: (1.0 + math.log(c)) * self.idf.get(w, self.unknown_idf) for w, c in counts.items()
+        }
         qnorm = math.sqrt(sum(v * v for v in qvec.values())) or 1.0
         acc: dict[int, float] = {}
         for w, qv in qvec.items():

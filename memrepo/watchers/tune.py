@@ -92,6 +92,10 @@ def suggest(s: TopicStats) -> str | None:
             return "gate always says YES: make the topic activation: auto (saves the calls)"
     if s.candidates >= MIN_SAMPLES and s.activated == 0:
         return "never activated: check its triggers or lower similarity_threshold"
-    if s.tier2_only >= MIN_SAMPLES and s.tier2_only > 0.8 * s.candidates and s.activated < s.candidates / 4:
-        return f"mostly tier-2 candidates that are dropped: raise similarity_threshold to {th + 0.05:.2f}"
+    if (
+        s.tier2_only >= MIN_SAMPLES
+        and s.tier2_only > 0.8 * s.candidates
+        and s.activated < s.candidates / 4
+    ):
+        return f"mostly dropped tier-2 candidates: raise similarity_threshold to {th + 0.05:.2f}"
     return None

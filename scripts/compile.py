@@ -1,0 +1,117 @@
+"""``memory compile MESSAGE``: the prompt an agent runtime sends with its next model call.
+
+``--format claude-code-hook`` reads a Claude Code SessionStart / UserPromptSubmit hook
+payload on stdin and answers with ``additionalContext`` within the 10,000 characters those
+hooks inject. SessionStart gets the fixed slots (P0 identity, P1 memory, journals,
+projects); UserPromptSubmit gets what depends on the prompt (P2 topics, P3 knowledge),
+since the fixed slots are already in the session. A hook never blocks the prompt: on any
+error it prints nothing and says why on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from memrepo.errors import MemrepoError
+from memrepo.repo import discover
+
+HOOK_CHAR_CAP = 10_000
+HOOK_SLOTS = {"SessionStart": frozenset({0, 1}), "UserPromptSubmit": frozenset({2, 3})}
+
+
+@click.command("compile")
+@click.argument("message", required=False, default="")
+@click.option("--budget", type=click.IntRange(min=0), help="Token budget (default: config).")
+@click.option(
+    "--session",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Session history: a transcript (.md) or a messages JSON / JSONL.",
+)
+@click.option("--shared", is_flag=True, help="A shared session: leave MEMORY.md out.")
+@click.option("--json", "as_json", is_flag=True, help="Sections with path, span, tokens, why.")
+@click.option("--explain", is_flag=True, help="Also say what was left out and why.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "claude-code-hook"]),
+    default="text",
+    show_default=True,
+)
+@click.option("--event", "events", multiple=True, help="cron:NAME or webhook:SOURCE:EVENT.")
+@click.pass_context
+def compile_cmd(
+    ctx: click.Context,
+    message: str,
+    budget: int | None,
+    session: Path | None,
+    shared: bool,
+    as_json: bool,
+    explain: bool,
+    fmt: str,
+    events: tuple[str, ...],
+) -> None:
+    """Assemble the densest prompt for MESSAGE within the token budget."""
+    from memrepo.compile import CompileRequest, compile_context
+
+    if fmt == "claude-code-hook":
+        _hook(ctx, budget, shared)
+        return
+    for ev in events:
+        if not ev.startswith(("cron:", "webhook:")):
+            raise MemrepoError(f"--event wants cron:NAME or webhook:SOURCE:EVENT, got {ev!r}")
+    repo = discover((ctx.obj or {}).get("repo"))
+    req = CompileRequest(message, budget, session, shared, list(events))
+    result = compile_context(repo, req)
+    if as_json:
+        click.echo(json.dumps(result.as_json(explain), indent=1, ensure_ascii=False))
+        return
+    click.echo(result.prompt())
+    if explain:
+        _explain(result)
+
+
+def _explain(result: object) -> None:
+    """What was chosen, left out and why, on stderr (stdout stays the prompt)."""
+    d = result.as_json(explain=True)  # type: ignore[attr-defined]
+    err = sys.stderr
+    print(f"# {d['tokens']} of {d['budget']} tokens", file=err)
+    for s in d["sections"]:
+        span = f"{s['start_line']}-{s['end_line']}"
+        print(f"+ {s['slot']} {s['kind']} {s['path']}:{span} {s['tokens']}t  {s['why']}", file=err)
+    for o in d["omitted"]:
+        print(f"- {o['slot']} {o['kind']} {o['path']}: {o['reason']}", file=err)
+    for t in d.get("dropped_topics", []):
+        print(f"- topic {t['topic']}: {t['reason']}", file=err)
+    if d.get("gate_mode") == "offline":
+        print("# gate offline: tier-2 similarity thresholds decided in its place", file=err)
+    for n in d["notes"]:
+        print(f"! {n}", file=err)
+
+
+def _hook(ctx: click.Context, budget: int | None, shared: bool) -> None:
+    from memrepo.compile import CompileRequest, compile_context
+
+    try:
+        payload = json.loads(sys.stdin.read() or "{}")
+        if not isinstance(payload, dict):
+            raise ValueError("not a JSON object")
+        event = str(payload.get("hook_event_name") or "UserPromptSubmit")
+        repo = discover((ctx.obj or {}).get("repo"), cwd=payload.get("cwd") or None)
+        req = CompileRequest(
+            message=str(payload.get("prompt") or ""),
+            budget=budget,
+            shared=shared,
+            slots=HOOK_SLOTS.get(event, frozenset({0, 1, 2, 3})),
+            max_chars=HOOK_CHAR_CAP,
+        )
+        prompt = compile_context(repo, req).prompt()
+    except (MemrepoError, ValueError, OSError) as exc:
+        click.echo(f"memory compile: {exc}", err=True)
+        return
+    if prompt:
+        out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": prompt}}
+        click.echo(json.dumps(out, ensure_ascii=False))

@@ -1,0 +1,162 @@
+"""The context compiler: budgets, slots, markers, deduplication, session history, hooks."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from memrepo.compile import CompileRequest, compile_context
+from memrepo.compile.tokens import estimate_tokens
+from memrepo.repo import MemoryRepo
+from conftest import run_memory
+
+TODAY = dt.date(2026, 3, 10)
+WORDS = "alpha beta gamma delta deploy payment webhook stripe kubernetes tea green invoice".split()
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text, encoding="utf-8")
+
+
+def sections_text(rng: random.Random, n: int, width: int) -> str:
+    out = []
+    for i in range(n):
+        out.append(f"## Section {i}")
+        for _ in range(rng.randint(1, width)):
+            out.append(" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 14))))
+        out.append("")
+    return "\n".join(out)
+
+
+def random_repo(root: Path, rng: random.Random) -> None:
+    for name, role in (("SOUL.md", "soul"), ("USER.md", "user"), ("AGENTS.md", "rules"), ("TOOLS.md", "tools")):
+        body = sections_text(rng, rng.randint(1, 6), rng.randint(1, 12))
+        write(root, f"knowledge/identity/{name}", f"---\ntype: identity\nrole: {role}\n---\n# {name}\n\n{body}")
+    write(root, "knowledge/memory/MEMORY.md", f"---\ntype: memory\n---\n# Core\n\n{sections_text(rng, 3, 10)}")
+    for d in (TODAY, TODAY - dt.timedelta(days=1)):
+        write(root, f"knowledge/journal/{d}.md", f"---\ntype: journal\ndate: {d}\n---\n\n## {d}\n\n{sections_text(rng, 4, 8)}")
+    for i in range(rng.randint(0, 6)):
+        write(root, f"knowledge/reference/r{i}.md", f"---\ntype: reference\n---\n# R{i}\n\n{sections_text(rng, 3, 6)}")
+
+
+def check_invariants(repo: Path, result, budget: int) -> None:
+    prompt = result.prompt()
+    assert estimate_tokens(prompt) <= budget
+    assert result.tokens <= budget
+    seen: dict[str, list[tuple[int, int]]] = {}
+    for s in result.sections:
+        if s.unit != "line" or s.slot == 4:
+            continue
+        for a, b in seen.get(s.path, []):
+            assert not (s.start_line <= b and a <= s.end_line), f"{s.path} included twice"
+        seen.setdefault(s.path, []).append((s.start_line, s.end_line))
+        # never mid-line: every line of the section is a whole line of the file, in its span
+        file_lines = (repo / s.path).read_text(encoding="utf-8").split("\n")
+        span = file_lines[s.start_line - 1 : s.end_line]
+        for line in s.text.split("\n"):
+            assert line.rstrip() in [x.rstrip() for x in span], (s.path, line)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_budget_is_never_exceeded_and_p0_comes_first(crepo: Path, seed: int) -> None:
+    """A seeded property test (hypothesis is not installed): random repos and budgets."""
+    rng = random.Random(seed)
+    random_repo(crepo, rng)
+    repo = MemoryRepo(crepo)
+    for budget in [0, 1, 10, 60, *(rng.randint(20, 4000) for _ in range(6))]:
+        msg = " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 6)))
+        res = compile_context(repo, CompileRequest(msg, budget, today=TODAY, record_hits=False))
+        check_invariants(crepo, res, budget)
+        slots = [s.slot for s in res.sections]
+        assert slots == sorted(slots)
+        identity = [s for s in res.sections if s.slot == 0]
+        if res.sections:  # P0 is never dropped for anything else
+            assert identity, "lower slots included while P0 is empty"
+        if budget >= 400:  # room for a line of each: every identity file is there
+            assert len({s.path for s in identity}) == 4
+
+
+def test_large_file_is_cut_at_a_section_boundary(crepo: Path) -> None:
+    body = "\n".join(f"## Part {i}\n\n" + "\n".join(f"line {i}.{j} " + "word " * 10 for j in range(8)) + "\n" for i in range(6))
+    write(crepo, "knowledge/memory/MEMORY.md", f"---\ntype: memory\n---\n# Core\n\n{body}")
+    for name in ("SOUL.md", "USER.md", "AGENTS.md", "TOOLS.md"):
+        (crepo / "knowledge/identity" / name).unlink()
+    res = compile_context(MemoryRepo(crepo), CompileRequest("", 400, today=TODAY, record_hits=False))
+    mem = next(s for s in res.sections if s.kind == "memory")
+    assert mem.cut
+    lines = (crepo / "knowledge/memory/MEMORY.md").read_text().split("\n")
+    nxt = next(x for x in lines[mem.end_line :] if x.strip())
+    assert nxt.startswith("## Part"), "the cut must fall before a heading"
+    assert mem.text.rstrip().split("\n")[-1].startswith("line ")
+
+
+def test_subscription_already_loaded_is_not_repeated_and_shared_leaves_memory_out(crepo: Path) -> None:
+    write(crepo, "knowledge/memory/MEMORY.md", "---\ntype: memory\n---\n# Core\n\n- the user likes green tea\n")
+    res = compile_context(MemoryRepo(crepo), CompileRequest("please remember this", 4000, today=TODAY, record_hits=False))
+    paths = [s.path for s in res.sections]
+    assert paths.count("knowledge/memory/MEMORY.md") == 1
+    assert "topics/remembering.md" in paths
+    shared = compile_context(
+        MemoryRepo(crepo), CompileRequest("please remember this", 4000, shared=True, today=TODAY, record_hits=False)
+    )
+    mem = [s for s in shared.sections if s.kind == "memory"]
+    assert not mem
+    # with --shared the topic's subscription may bring MEMORY.md back: only as a subscription
+    assert all(s.kind != "memory" for s in shared.sections)
+
+
+def test_p3_knowledge_and_p4_history(crepo: Path, tmp_path: Path) -> None:
+    write(crepo, "knowledge/reference/stripe.md", "---\ntype: reference\n---\n# Stripe\n\n## Webhooks\n\nStripe webhooks need the signing secret whsec rotation every 90 days.\n")
+    session = tmp_path / "session.json"
+    msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message number {i} " + "x " * 30} for i in range(40)]
+    session.write_text(json.dumps(msgs))
+    res = compile_context(
+        MemoryRepo(crepo), CompileRequest("how often do we rotate stripe webhook secrets?", 1500, session=session, today=TODAY, record_hits=False)
+    )
+    check_invariants(crepo, res, 1500)
+    assert any(s.path == "knowledge/reference/stripe.md" and s.slot == 3 for s in res.sections)
+    hist = [s for s in res.sections if s.slot == 4]
+    assert hist and hist[-1].start_line == 40  # the newest message is in, and last
+    nums = [s.start_line for s in hist]
+    assert nums == sorted(nums) and nums == list(range(nums[0], 41))  # a contiguous newest window
+
+
+def test_cli_json_explain_and_markers(crepo: Path) -> None:
+    proc = run_memory(crepo, "compile", "remember my tea", "--budget", "2000", "--json", "--explain")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["tokens"] <= 2000
+    for s in data["sections"]:
+        assert {"path", "start_line", "end_line", "tokens", "why"} <= set(s)
+    assert "omitted" in data
+    text = run_memory(crepo, "compile", "remember my tea").stdout
+    assert "<!-- P0 identity: knowledge/identity/SOUL.md:" in text
+
+
+def test_event_activates_cron_topic(crepo: Path) -> None:
+    write(crepo, "topics/standup.md", "---\ntype: topic\ntriggers:\n  - type: cron\n    schedule: '0 9 * * 1-5'\n    name: standup\n---\n\n# Standup\n\nSummarise yesterday's journal.\n")
+    proc = run_memory(crepo, "compile", "--event", "cron:standup", "--json")
+    data = json.loads(proc.stdout)
+    assert any(s["path"] == "topics/standup.md" for s in data["sections"])
+
+
+def test_claude_code_hook_format(crepo: Path) -> None:
+    write(crepo, "knowledge/identity/SOUL.md", "---\ntype: identity\nrole: soul\n---\n# Soul\n\n" + "I am careful.\n" * 3000)
+    start = run_memory(crepo, "compile", "--format", "claude-code-hook", "--budget", "100000",
+                       input=json.dumps({"hook_event_name": "SessionStart", "source": "startup"}))
+    assert start.returncode == 0, start.stderr
+    out = json.loads(start.stdout)["hookSpecificOutput"]
+    assert out["hookEventName"] == "SessionStart"
+    assert 0 < len(out["additionalContext"]) <= 10_000
+    prompt = run_memory(crepo, "compile", "--format", "claude-code-hook",
+                        input=json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": "please remember this"}))
+    ctx = json.loads(prompt.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "topics/remembering.md" in ctx and "P0 identity" not in ctx
+    bad = run_memory(crepo, "compile", "--format", "claude-code-hook", input="not json")
+    assert bad.returncode == 0 and bad.stdout == ""
