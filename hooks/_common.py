@@ -12,13 +12,14 @@ from __future__ import annotations
 import argparse
 import os
 import posixpath
+import stat
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memrepo import formats
-from memrepo.config import CONFIG_FILE, Config, defaults, load_config
+from memrepo.config import CONFIG_FILE, Config, defaults, load_config, validate
 from memrepo.errors import ConfigError, FormatError, MemrepoError
 
 #: How much of a file is sniffed for a NUL byte to call it binary (git uses the same idea).
@@ -123,6 +124,14 @@ class Context:
         self._data[path] = data
         return data
 
+    def size(self, path: str) -> int | None:
+        """Size of a regular file, None for what git stores as a link or not at all."""
+        try:
+            st = (self.root / path).lstat()
+        except OSError:
+            return None
+        return st.st_size if stat.S_ISREG(st.st_mode) else None
+
     def sniff(self, path: str, check: str) -> bytes | None:
         """The first SNIFF_BYTES of a file, to tell binary from text.
 
@@ -172,6 +181,43 @@ class Context:
                     self.report.error(exc.path, exc.line, exc.message, check)
         self._docs[path] = doc
         return doc
+
+
+class BlobContext(Context):
+    """A validator Context whose files are git blobs (a commit's, or the index's).
+
+    Used by the pre-receive hook and `memory verify` (a pushed commit's files) and by the
+    direct pre-commit hook (the staged versions, so a partly staged file is judged by
+    what will be committed, without stashing anything).
+    """
+
+    def __init__(self, root: Path, blobs: dict[str, bytes | None], config: bytes | None):
+        self._blobs = blobs
+        self._config_blob = config
+        super().__init__(root)
+
+    def _load_config(self) -> Config:
+        if self._config_blob is None:
+            return Config(defaults())
+        from memrepo import yamlsafe
+
+        try:
+            text = self._config_blob.decode("utf-8")
+            return validate(yamlsafe.load(text), text)
+        except (UnicodeDecodeError, yamlsafe.YAMLProblem, ConfigError) as exc:
+            self.report.error(CONFIG_FILE, None, f"invalid config: {exc}", "config")
+            return Config(defaults())
+
+    def data(self, path: str, check: str) -> bytes | None:
+        return self._blobs.get(path)
+
+    def sniff(self, path: str, check: str) -> bytes | None:
+        data = self._blobs.get(path)
+        return None if data is None else data[:SNIFF_BYTES]
+
+    def size(self, path: str) -> int | None:
+        data = self._blobs.get(path)
+        return None if data is None else len(data)
 
 
 CheckFn = Callable[[Sequence[str], Context], None]

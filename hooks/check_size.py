@@ -8,7 +8,6 @@ which .gitattributes stores with git LFS.
 
 from __future__ import annotations
 
-import stat
 from collections.abc import Sequence
 
 from ._common import Context, kb, run_main
@@ -23,26 +22,23 @@ def check(paths: Sequence[str], ctx: Context) -> None:
     for path in paths:
         if path.startswith(EXEMPT):
             continue
-        try:
-            st = (ctx.root / path).lstat()
-        except OSError:
-            continue  # deleted: nothing to commit
-        if not stat.S_ISREG(st.st_mode):
-            continue  # symlinks and submodules are stored as a few bytes
+        size = ctx.size(path)
+        if size is None:
+            continue  # deleted, a symlink or a submodule: stored as a few bytes at most
         head = ctx.sniff(path, CHECK_ID)
         if head is not None and b"\0" in head:
             ctx.report.error(
                 path,
                 None,
-                f"binary file ({kb(st.st_size)}) outside attachments/; "
+                f"binary file ({kb(size)}) outside attachments/; "
                 "binaries belong in attachments/ (stored with git LFS)",
                 CHECK_ID,
             )
-        elif st.st_size > max_kb * 1024:
+        elif size > max_kb * 1024:
             ctx.report.error(
                 path,
                 None,
-                f"file is {kb(st.st_size)}, above validation.max_file_kb ({max_kb:g} KB); "
+                f"file is {kb(size)}, above validation.max_file_kb ({max_kb:g} KB); "
                 "split it or move it to attachments/",
                 CHECK_ID,
             )

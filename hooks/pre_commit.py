@@ -3,11 +3,23 @@
 Starting a Python per check costs more than the checks; here one Context is shared, so
 each staged file is read, decoded and parsed at most once, a broken file is reported once,
 and git is asked only what the transcripts check needs (a fixed number of calls).
+
+Two ways in:
+- ``memory hook pre-commit FILES…`` (through the pre-commit framework, which passes the
+  staged file names and stashes unstaged changes so the work tree shows what is staged);
+- ``memory hook pre-commit --index`` (the direct git hook): the staged names come from
+  ``git diff --cached`` and their content from the index in one ``git cat-file --batch``,
+  so nothing is stashed and no command looks at the rest of the work tree.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
+from pathlib import Path
+
+from memrepo import git
+from memrepo.config import CONFIG_FILE
 
 from . import (
     check_frontmatter,
@@ -18,7 +30,7 @@ from . import (
     check_topics,
     check_transcripts,
 )
-from ._common import CheckFn, run_main
+from ._common import BlobContext, CheckFn, run_checks, run_main
 
 #: In report order: a file's structure first, then its content, then its bytes.
 CHECKS: tuple[tuple[str, CheckFn], ...] = tuple(
@@ -35,8 +47,24 @@ CHECKS: tuple[tuple[str, CheckFn], ...] = tuple(
 )
 
 
+def staged_context(root: Path) -> tuple[list[str], BlobContext]:
+    """The staged paths and a Context serving their staged content (and the staged config)."""
+    out = git.git(
+        ["diff", "--cached", "--name-only", "-z", "--no-ext-diff", "--diff-filter=ACMRTUXB"],
+        root,
+    )
+    paths = [p for p in out.split("\0") if p]
+    blobs = git.read_blobs(root, [f":{p}" for p in [*paths, CONFIG_FILE]])
+    staged = {p: blobs[f":{p}"] for p in paths}
+    return paths, BlobContext(root, staged, blobs[f":{CONFIG_FILE}"])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_main(argv, CHECKS, "Run every memrepo validator over the staged files.")
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--index"]:
+        paths, ctx = staged_context(Path.cwd())
+        return run_checks(CHECKS, paths, ctx)
+    return run_main(args, CHECKS, "Run every memrepo validator over the staged files.")
 
 
 if __name__ == "__main__":

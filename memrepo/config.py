@@ -92,10 +92,25 @@ SCHEMA: dict[str, dict[str, Setting]] = {
         "auto_push": Setting(True, bool, "push after committing when a remote exists"),
         "auto_tag_daily": Setting(True, bool, "tag memory/daily/DATE when something changed"),
         "commit_message_model": Setting("haiku", str, "model that writes commit messages"),
+        "hook_runner": Setting(
+            "pre-commit",
+            str,
+            "how git runs memrepo's hooks: the pre-commit framework, or direct shims whose "
+            "cost does not grow with the repo (see docs/DESIGN-NOTES.md)",
+            ("pre-commit", "direct"),
+        ),
         "remote": Setting("origin", str, "remote that memory sync fetches from and pushes to"),
         "branch": Setting(
             "", str, "branch memory sync keeps in step with the remote (empty: the current one)"
         ),
+    },
+    "llm": {
+        "extract_model": Setting("haiku", str, "model for extraction (cheap, per transcript)"),
+        "condense_model": Setting("sonnet", str, "model for journal, weekly and monthly rewrites"),
+        "timeout_seconds": _num(60, "timeout of one LLM call"),
+        "max_retries": Setting(2, int, "retries of a failed LLM call (rate limits, 5xx)"),
+        "max_concurrency": Setting(4, int, "parallel LLM calls (reconstruct)"),
+        "max_transcript_chars": Setting(12000, int, "transcript characters sent per call"),
     },
     "validation": {
         "memory_warn_lines": Setting(180, int, "MEMORY.md: warn above this many lines"),
@@ -209,8 +224,10 @@ def _yaml_scalar(value: Any) -> str:
     return json.dumps(value)
 
 
-def render_default_config() -> str:
-    """memory-config.yaml as ``memory init`` writes it: every setting, its default, its meaning."""
+def render_default_config(overrides: dict[str, dict[str, Any]] | None = None) -> str:
+    """memory-config.yaml as ``memory init`` writes it: every setting, its default (or the
+    given override), its meaning."""
+    overrides = overrides or {}
     out = [
         "# memory-config.yaml: every memrepo setting with its default (seed 000 §9.3).",
         "# Edit a value to change it; unknown keys and wrong types are refused.",
@@ -221,5 +238,26 @@ def render_default_config() -> str:
         out.append(f"{section}:")
         for key, s in keys.items():
             hint = s.help + (f" ({' | '.join(s.choices)})" if s.choices else "")
-            out.append(f"  {key}: {_yaml_scalar(s.default)}  # {hint}")
+            value = overrides.get(section, {}).get(key, s.default)
+            out.append(f"  {key}: {_yaml_scalar(value)}  # {hint}")
     return "\n".join(out) + "\n"
+
+
+def set_setting(text: str, section: str, key: str, value: Any) -> str:
+    """``text`` of a memory-config.yaml with one setting changed in place (comments kept)."""
+    scalar = _yaml_scalar(value)
+    lines = text.split("\n")
+    in_section = False
+    for i, line in enumerate(lines):
+        if re.match(r"^\S", line):
+            in_section = line.split(":", 1)[0].strip() == section
+        elif in_section and re.match(rf"^\s+{re.escape(key)}\s*:", line):
+            indent, rest = line.split(":", 1)
+            comment = rest[rest.index("  #") :] if "  #" in rest else ""
+            lines[i] = f"{indent}: {scalar}{comment}"
+            return "\n".join(lines)
+    for i, line in enumerate(lines):
+        if line.rstrip() == f"{section}:":
+            lines.insert(i + 1, f"  {key}: {scalar}")
+            return "\n".join(lines)
+    return text.rstrip("\n") + f"\n\n{section}:\n  {key}: {scalar}\n"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from memrepo import git, yamlsafe
 from memrepo.atomic import atomic_write
-from memrepo.config import CONFIG_FILE, render_default_config
+from memrepo.config import CONFIG_FILE, load_config, render_default_config, set_setting
 from memrepo.errors import MemrepoError
 from memrepo.formats import LAYOUT_DIRS
 from memrepo.resources import skeleton_dir, templates_dir
@@ -71,10 +71,11 @@ def skeleton_files() -> dict[str, bytes]:
     return files
 
 
-def planned_files(today: dt.date) -> dict[str, bytes]:
+def planned_files(today: dt.date, runner: str | None = None) -> dict[str, bytes]:
     """Everything init writes, by repo-relative path."""
     files = skeleton_files()
-    files[CONFIG_FILE] = render_default_config().encode()
+    overrides = {"git": {"hook_runner": runner}} if runner else None
+    files[CONFIG_FILE] = render_default_config(overrides).encode()
     for name, dest in KNOWLEDGE_TEMPLATES.items():
         files[dest] = render_template(name, today).encode()
     return files
@@ -126,11 +127,15 @@ def _merge_pre_commit_config(existing: str, ours: str) -> str | None:
     return yamlsafe.dump(data)
 
 
-def lay_down(root: Path, today: dt.date | None = None) -> list[Action]:
-    """Create what is missing; merge our lines into .gitignore and .gitattributes."""
+def lay_down(root: Path, today: dt.date | None = None, runner: str | None = None) -> list[Action]:
+    """Create what is missing; merge our lines into .gitignore and .gitattributes.
+
+    ``runner`` (the hook runner asked for on the command line) goes into a new config, and
+    replaces the setting in an existing one.
+    """
     today = today or dt.date.today()
     actions: list[Action] = []
-    files = planned_files(today)
+    files = planned_files(today, runner)
     for rel, content in files.items():
         path = root / rel
         if path.exists() or path.is_symlink():
@@ -140,6 +145,10 @@ def lay_down(root: Path, today: dt.date | None = None) -> list[Action]:
                 merged = _merge_lines(text, content.decode())
             elif rel == PRE_COMMIT_CONFIG:
                 merged = _merge_pre_commit_config(text, content.decode())
+            elif (
+                rel == CONFIG_FILE and runner and load_config(root)["git"]["hook_runner"] != runner
+            ):
+                merged = set_setting(text, "git", "hook_runner", runner)
             if merged is not None:
                 atomic_write(path, merged)
                 actions.append(Action("updated", rel, "added memrepo entries"))
@@ -169,8 +178,31 @@ def _pre_commit_cmd(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def hooks_status(root: Path) -> dict[str, str]:
-    """For each hook type: ok, missing, or foreign (a hook not written by pre-commit)."""
+#: First line after the shebang of a direct hook; how hooks_status recognises one.
+DIRECT_MARKER = "# memrepo direct hook"
+RUNNERS = ("pre-commit", "direct")
+
+
+def direct_hook_script(kind: str) -> str:
+    """A git hook that calls the installed ``memory`` with no framework in between."""
+    call = "memory hook pre-commit --index" if kind == "pre-commit" else f'memory hook {kind} "$@"'
+    return (
+        f"#!/bin/sh\n{DIRECT_MARKER} (git.hook_runner: direct); `memory doctor` checks it.\n"
+        f"exec {call}\n"
+    )
+
+
+def _runner_of(text: str) -> str | None:
+    if DIRECT_MARKER in text:
+        return "direct"
+    if "pre-commit" in text and "hook-impl" in text:
+        return "pre-commit"
+    return None
+
+
+def hooks_status(root: Path, runner: str = "pre-commit") -> dict[str, str]:
+    """For each hook type: ok, missing, foreign (not memrepo's), or installed by the other
+    runner than ``runner``."""
     hooks = git.hooks_dir(root)
     status = {}
     for kind in HOOK_TYPES:
@@ -178,9 +210,11 @@ def hooks_status(root: Path) -> dict[str, str]:
         if not path.is_file():
             status[kind] = "missing"
             continue
-        text = path.read_text(encoding="utf-8", errors="replace")
-        if "pre-commit" not in text or "hook-impl" not in text:
+        found = _runner_of(path.read_text(encoding="utf-8", errors="replace"))
+        if found is None:
             status[kind] = "foreign"
+        elif found != runner:
+            status[kind] = f"installed by {found}, config says {runner}"
         elif not os.access(path, os.X_OK):
             status[kind] = "not executable"
         else:
@@ -188,20 +222,41 @@ def hooks_status(root: Path) -> dict[str, str]:
     return status
 
 
-def install_hooks(root: Path) -> Action:
-    """Install the git hooks through pre-commit, for every stage memrepo uses."""
-    before = hooks_status(root)
-    if all(v == "ok" for v in before.values()):
-        return Action("found", "git hooks", ", ".join(HOOK_TYPES))
-    args = ["install", "--config", PRE_COMMIT_CONFIG]
-    for kind in HOOK_TYPES:
-        args += ["--hook-type", kind]
-    proc = _pre_commit_cmd(root, *args)
-    if proc.returncode != 0:
-        msg = (proc.stderr or proc.stdout).strip()
-        raise MemrepoError(f"pre-commit could not install the git hooks: {msg}")
-    missing = [k for k, v in before.items() if v != "ok"]
-    return Action("installed", "git hooks", ", ".join(missing))
+def install_hooks(root: Path, runner: str = "pre-commit") -> Action:
+    """Install the git hooks for every stage memrepo uses, with the configured runner.
+
+    pre-commit chains a foreign hook it finds (as ``<hook>.legacy``); the direct runner
+    refuses to replace one. Switching runners replaces memrepo's own hooks only.
+    """
+    if runner not in RUNNERS:
+        raise MemrepoError(f"unknown hook runner {runner!r} (use {' or '.join(RUNNERS)})")
+    before = hooks_status(root, runner)
+    todo = [k for k, v in before.items() if v != "ok"]
+    if not todo:
+        return Action("found", "git hooks", f"{', '.join(HOOK_TYPES)} via {runner}")
+    hooks = git.hooks_dir(root)
+    if runner == "direct":
+        foreign = [k for k in todo if before[k] == "foreign"]
+        if foreign:
+            raise MemrepoError(
+                f"{hooks / foreign[0]} is not memrepo's; move it away, or use "
+                "git.hook_runner: pre-commit, which runs an existing hook too"
+            )
+        hooks.mkdir(parents=True, exist_ok=True)
+        for kind in todo:
+            atomic_write(hooks / kind, direct_hook_script(kind), mode=0o755)
+    else:
+        for kind in todo:  # a direct shim would be chained as .legacy and run twice
+            if before[kind].startswith("installed by direct"):
+                (hooks / kind).unlink()
+        args = ["install", "--config", PRE_COMMIT_CONFIG]
+        for kind in HOOK_TYPES:
+            args += ["--hook-type", kind]
+        proc = _pre_commit_cmd(root, *args)
+        if proc.returncode != 0:
+            msg = (proc.stderr or proc.stdout).strip()
+            raise MemrepoError(f"pre-commit could not install the git hooks: {msg}")
+    return Action("installed", "git hooks", f"{', '.join(todo)} via {runner}")
 
 
 def memory_on_path() -> str | None:

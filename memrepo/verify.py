@@ -14,42 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memrepo import formats
-from memrepo.config import CONFIG_FILE, Config, defaults, validate
-from memrepo.errors import ConfigError, MemrepoError
+from memrepo.config import CONFIG_FILE
+from memrepo.errors import MemrepoError
 from memrepo.git import git, read_blobs
 from memrepo.hooks import check_secrets, check_transcripts
-from memrepo.hooks._common import SNIFF_BYTES, Context
+from memrepo.hooks._common import BlobContext
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 ZERO = "0" * 40
-
-
-class BlobContext(Context):
-    """A validator Context whose files are blobs of one commit, not a working tree."""
-
-    def __init__(self, root: Path, blobs: dict[str, bytes | None], config: bytes | None):
-        self._blobs = blobs
-        self._config_blob = config
-        super().__init__(root)
-
-    def _load_config(self) -> Config:
-        if self._config_blob is None:
-            return Config(defaults())
-        from memrepo import yamlsafe
-
-        try:
-            text = self._config_blob.decode("utf-8")
-            return validate(yamlsafe.load(text), text)
-        except (UnicodeDecodeError, yamlsafe.YAMLProblem, ConfigError) as exc:
-            self.report.error(CONFIG_FILE, None, f"invalid config: {exc}", "config")
-            return Config(defaults())
-
-    def data(self, path: str, check: str) -> bytes | None:
-        return self._blobs.get(path)
-
-    def sniff(self, path: str, check: str) -> bytes | None:
-        data = self._blobs.get(path)
-        return None if data is None else data[:SNIFF_BYTES]
 
 
 @dataclass

@@ -36,21 +36,30 @@ def _layout_check(repo: MemoryRepo) -> Check:
 def _hooks_check(repo: MemoryRepo) -> Check:
     if git.toplevel(repo.root) is None:
         return Check("git hooks", False, "not a git repository", "memory init")
-    status = scaffold.hooks_status(repo.root)
+    runner = _runner(repo)
+    status = scaffold.hooks_status(repo.root, runner)
     bad = {k: v for k, v in status.items() if v != "ok"}
     if bad:
         detail = ", ".join(f"{k}: {v}" for k, v in bad.items())
         return Check("git hooks", False, detail, "memory doctor --fix")
     cfg = repo.root / scaffold.PRE_COMMIT_CONFIG
     text = cfg.read_text(encoding="utf-8") if cfg.is_file() else ""
-    if "memory hook pre-commit" not in text:
+    if runner == "pre-commit" and "memory hook pre-commit" not in text:
         return Check(
             "git hooks",
             False,
             f"{scaffold.PRE_COMMIT_CONFIG} lacks the memrepo hooks",
             "memory doctor --fix",
         )
-    return Check("git hooks", True, "installed through pre-commit: " + ", ".join(status))
+    how = "through pre-commit" if runner == "pre-commit" else "as direct shims"
+    return Check("git hooks", True, f"installed {how}: " + ", ".join(status))
+
+
+def _runner(repo: MemoryRepo) -> str:
+    try:
+        return repo.config["git"]["hook_runner"]
+    except MemrepoError:  # an invalid config is its own failed check
+        return "pre-commit"
 
 
 def _memory_on_path_check() -> Check:
@@ -112,7 +121,7 @@ def run_checks(repo: MemoryRepo) -> list[Check]:
 def fix(repo: MemoryRepo) -> list[str]:
     """Re-run the idempotent parts of init: missing files and directories, the hooks."""
     done = [f"{a.status} {a.path}" for a in scaffold.lay_down(repo.root) if a.status != "found"]
-    action = scaffold.install_hooks(repo.root)
+    action = scaffold.install_hooks(repo.root, _runner(repo))
     if action.status != "found":
         done.append(f"{action.status} {action.path} ({action.detail})")
     return done

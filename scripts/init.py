@@ -9,14 +9,22 @@ from pathlib import Path
 import click
 
 from memrepo import scaffold
+from memrepo.config import load_config
 
 
 @click.command()
 @click.argument("path", default=".", type=click.Path(file_okay=False))
 @click.option("--no-hooks", is_flag=True, help="Lay down the files but install no git hooks.")
 @click.option("--no-commit", is_flag=True, help="Leave the new files uncommitted.")
+@click.option(
+    "--hooks",
+    "runner",
+    type=click.Choice(scaffold.RUNNERS),
+    help="How git runs the hooks (saved as git.hook_runner): through the pre-commit "
+    "framework (default), or direct shims whose cost does not grow with the repo.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Report the steps as JSON.")
-def init(path: str, no_hooks: bool, no_commit: bool, as_json: bool) -> int:
+def init(path: str, no_hooks: bool, no_commit: bool, runner: str | None, as_json: bool) -> int:
     """Scaffold a memory repo at PATH (default: the current directory).
 
     Runs `git init` when PATH is not a repository, lays down the layout, identity files,
@@ -30,9 +38,10 @@ def init(path: str, no_hooks: bool, no_commit: bool, as_json: bool) -> int:
     created_repo = scaffold.ensure_git_repo(root)
     if created_repo:
         actions.append(created_repo)
-    actions += scaffold.lay_down(root)
+    actions += scaffold.lay_down(root, runner=runner)
     if not no_hooks:
-        actions.append(scaffold.install_hooks(root))
+        runner = load_config(root)["git"]["hook_runner"]
+        actions.append(scaffold.install_hooks(root, runner))
     sha = None if no_commit else scaffold.commit(root, actions)
     on_path = scaffold.memory_on_path()
     if as_json:

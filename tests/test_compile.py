@@ -8,14 +8,14 @@ import random
 from pathlib import Path
 
 import pytest
+from conftest import run_memory
 
 from memrepo.compile import CompileRequest, compile_context
 from memrepo.compile.tokens import estimate_tokens
 from memrepo.repo import MemoryRepo
-from conftest import run_memory
 
 TODAY = dt.date(2026, 3, 10)
-WORDS = "alpha beta gamma delta deploy payment webhook stripe kubernetes tea green invoice".split()
+WORDS = "alpha beta gamma delta deploy payment webhook stripe kubernetes tea green invoice".split()  # noqa: SIM905
 
 
 def write(root: Path, rel: str, text: str) -> None:
@@ -35,20 +35,43 @@ def sections_text(rng: random.Random, n: int, width: int) -> str:
 
 
 def random_repo(root: Path, rng: random.Random) -> None:
-    for name, role in (("SOUL.md", "soul"), ("USER.md", "user"), ("AGENTS.md", "rules"), ("TOOLS.md", "tools")):
+    for name, role in (
+        ("SOUL.md", "soul"),
+        ("USER.md", "user"),
+        ("AGENTS.md", "rules"),
+        ("TOOLS.md", "tools"),
+    ):
         body = sections_text(rng, rng.randint(1, 6), rng.randint(1, 12))
-        write(root, f"knowledge/identity/{name}", f"---\ntype: identity\nrole: {role}\n---\n# {name}\n\n{body}")
-    write(root, "knowledge/memory/MEMORY.md", f"---\ntype: memory\n---\n# Core\n\n{sections_text(rng, 3, 10)}")
+        write(
+            root,
+            f"knowledge/identity/{name}",
+            f"---\ntype: identity\nrole: {role}\n---\n# {name}\n\n{body}",
+        )
+    write(
+        root,
+        "knowledge/memory/MEMORY.md",
+        f"---\ntype: memory\n---\n# Core\n\n{sections_text(rng, 3, 10)}",
+    )
     for d in (TODAY, TODAY - dt.timedelta(days=1)):
-        write(root, f"knowledge/journal/{d}.md", f"---\ntype: journal\ndate: {d}\n---\n\n## {d}\n\n{sections_text(rng, 4, 8)}")
+        write(
+            root,
+            f"knowledge/journal/{d}.md",
+            f"---\ntype: journal\ndate: {d}\n---\n\n## {d}\n\n{sections_text(rng, 4, 8)}",
+        )
     for i in range(rng.randint(0, 6)):
-        write(root, f"knowledge/reference/r{i}.md", f"---\ntype: reference\n---\n# R{i}\n\n{sections_text(rng, 3, 6)}")
+        write(
+            root,
+            f"knowledge/reference/r{i}.md",
+            f"---\ntype: reference\n---\n# R{i}\n\n{sections_text(rng, 3, 6)}",
+        )
 
 
 def check_invariants(repo: Path, result, budget: int) -> None:
     prompt = result.prompt()
     assert estimate_tokens(prompt) <= budget
     assert result.tokens <= budget
+    # the accounting is exact: the last-resort check never has to drop anything
+    assert not [o for o in result.omitted if "final budget check" in o.reason]
     seen: dict[str, list[tuple[int, int]]] = {}
     for s in result.sections:
         if s.unit != "line" or s.slot == 4:
@@ -83,11 +106,16 @@ def test_budget_is_never_exceeded_and_p0_comes_first(crepo: Path, seed: int) -> 
 
 
 def test_large_file_is_cut_at_a_section_boundary(crepo: Path) -> None:
-    body = "\n".join(f"## Part {i}\n\n" + "\n".join(f"line {i}.{j} " + "word " * 10 for j in range(8)) + "\n" for i in range(6))
+    body = "\n".join(
+        f"## Part {i}\n\n" + "\n".join(f"line {i}.{j} " + "word " * 10 for j in range(8)) + "\n"
+        for i in range(6)
+    )
     write(crepo, "knowledge/memory/MEMORY.md", f"---\ntype: memory\n---\n# Core\n\n{body}")
     for name in ("SOUL.md", "USER.md", "AGENTS.md", "TOOLS.md"):
         (crepo / "knowledge/identity" / name).unlink()
-    res = compile_context(MemoryRepo(crepo), CompileRequest("", 400, today=TODAY, record_hits=False))
+    res = compile_context(
+        MemoryRepo(crepo), CompileRequest("", 400, today=TODAY, record_hits=False)
+    )
     mem = next(s for s in res.sections if s.kind == "memory")
     assert mem.cut
     lines = (crepo / "knowledge/memory/MEMORY.md").read_text().split("\n")
@@ -96,14 +124,24 @@ def test_large_file_is_cut_at_a_section_boundary(crepo: Path) -> None:
     assert mem.text.rstrip().split("\n")[-1].startswith("line ")
 
 
-def test_subscription_already_loaded_is_not_repeated_and_shared_leaves_memory_out(crepo: Path) -> None:
-    write(crepo, "knowledge/memory/MEMORY.md", "---\ntype: memory\n---\n# Core\n\n- the user likes green tea\n")
-    res = compile_context(MemoryRepo(crepo), CompileRequest("please remember this", 4000, today=TODAY, record_hits=False))
+def test_subscription_already_loaded_is_not_repeated_and_shared_leaves_memory_out(
+    crepo: Path,
+) -> None:
+    write(
+        crepo,
+        "knowledge/memory/MEMORY.md",
+        "---\ntype: memory\n---\n# Core\n\n- the user likes green tea\n",
+    )
+    res = compile_context(
+        MemoryRepo(crepo),
+        CompileRequest("please remember this", 4000, today=TODAY, record_hits=False),
+    )
     paths = [s.path for s in res.sections]
     assert paths.count("knowledge/memory/MEMORY.md") == 1
     assert "topics/remembering.md" in paths
     shared = compile_context(
-        MemoryRepo(crepo), CompileRequest("please remember this", 4000, shared=True, today=TODAY, record_hits=False)
+        MemoryRepo(crepo),
+        CompileRequest("please remember this", 4000, shared=True, today=TODAY, record_hits=False),
     )
     mem = [s for s in shared.sections if s.kind == "memory"]
     assert not mem
@@ -112,12 +150,29 @@ def test_subscription_already_loaded_is_not_repeated_and_shared_leaves_memory_ou
 
 
 def test_p3_knowledge_and_p4_history(crepo: Path, tmp_path: Path) -> None:
-    write(crepo, "knowledge/reference/stripe.md", "---\ntype: reference\n---\n# Stripe\n\n## Webhooks\n\nStripe webhooks need the signing secret whsec rotation every 90 days.\n")
+    write(
+        crepo,
+        "knowledge/reference/stripe.md",
+        "---\ntype: reference\n---\n# Stripe\n\n## Webhooks\n\nStripe webhooks need the signing secret whsec rotation every 90 days.\n",
+    )
     session = tmp_path / "session.json"
-    msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message number {i} " + "x " * 30} for i in range(40)]
+    msgs = [
+        {
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": f"message number {i} " + "x " * 30,
+        }
+        for i in range(40)
+    ]
     session.write_text(json.dumps(msgs))
     res = compile_context(
-        MemoryRepo(crepo), CompileRequest("how often do we rotate stripe webhook secrets?", 1500, session=session, today=TODAY, record_hits=False)
+        MemoryRepo(crepo),
+        CompileRequest(
+            "how often do we rotate stripe webhook secrets?",
+            1500,
+            session=session,
+            today=TODAY,
+            record_hits=False,
+        ),
     )
     check_invariants(crepo, res, 1500)
     assert any(s.path == "knowledge/reference/stripe.md" and s.slot == 3 for s in res.sections)
@@ -128,7 +183,9 @@ def test_p3_knowledge_and_p4_history(crepo: Path, tmp_path: Path) -> None:
 
 
 def test_cli_json_explain_and_markers(crepo: Path) -> None:
-    proc = run_memory(crepo, "compile", "remember my tea", "--budget", "2000", "--json", "--explain")
+    proc = run_memory(
+        crepo, "compile", "remember my tea", "--budget", "2000", "--json", "--explain"
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["tokens"] <= 2000
@@ -140,22 +197,42 @@ def test_cli_json_explain_and_markers(crepo: Path) -> None:
 
 
 def test_event_activates_cron_topic(crepo: Path) -> None:
-    write(crepo, "topics/standup.md", "---\ntype: topic\ntriggers:\n  - type: cron\n    schedule: '0 9 * * 1-5'\n    name: standup\n---\n\n# Standup\n\nSummarise yesterday's journal.\n")
+    write(
+        crepo,
+        "topics/standup.md",
+        "---\ntype: topic\ntriggers:\n  - type: cron\n    schedule: '0 9 * * 1-5'\n    name: standup\n---\n\n# Standup\n\nSummarise yesterday's journal.\n",
+    )
     proc = run_memory(crepo, "compile", "--event", "cron:standup", "--json")
     data = json.loads(proc.stdout)
     assert any(s["path"] == "topics/standup.md" for s in data["sections"])
 
 
 def test_claude_code_hook_format(crepo: Path) -> None:
-    write(crepo, "knowledge/identity/SOUL.md", "---\ntype: identity\nrole: soul\n---\n# Soul\n\n" + "I am careful.\n" * 3000)
-    start = run_memory(crepo, "compile", "--format", "claude-code-hook", "--budget", "100000",
-                       input=json.dumps({"hook_event_name": "SessionStart", "source": "startup"}))
+    write(
+        crepo,
+        "knowledge/identity/SOUL.md",
+        "---\ntype: identity\nrole: soul\n---\n# Soul\n\n" + "I am careful.\n" * 3000,
+    )
+    start = run_memory(
+        crepo,
+        "compile",
+        "--format",
+        "claude-code-hook",
+        "--budget",
+        "100000",
+        input=json.dumps({"hook_event_name": "SessionStart", "source": "startup"}),
+    )
     assert start.returncode == 0, start.stderr
     out = json.loads(start.stdout)["hookSpecificOutput"]
     assert out["hookEventName"] == "SessionStart"
     assert 0 < len(out["additionalContext"]) <= 10_000
-    prompt = run_memory(crepo, "compile", "--format", "claude-code-hook",
-                        input=json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": "please remember this"}))
+    prompt = run_memory(
+        crepo,
+        "compile",
+        "--format",
+        "claude-code-hook",
+        input=json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": "please remember this"}),
+    )
     ctx = json.loads(prompt.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "topics/remembering.md" in ctx and "P0 identity" not in ctx
     bad = run_memory(crepo, "compile", "--format", "claude-code-hook", input="not json")

@@ -32,7 +32,7 @@ def test_missing_hook_and_directory_are_reported_then_fixed(memrepo_root: Path) 
     assert "unhealthy" in proc.stdout
     proc = run_memory(memrepo_root, "doctor", "--fix")
     assert proc.returncode == 0, proc.stdout
-    assert "fixed: installed git hooks (post-merge)" in proc.stdout
+    assert "fixed: installed git hooks (post-merge via pre-commit)" in proc.stdout
     assert (memrepo_root / "scratch").is_dir()
 
 

@@ -7,12 +7,12 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import run_memory
 
 from memrepo.watchers import gate as gatemod
 from memrepo.watchers.loader import load_topics
 from memrepo.watchers.match import match_topics
 from memrepo.watchers.tune import collect
-from conftest import run_memory
 
 try:
     import httpx2 as httpx  # what this anthropic SDK is built on
@@ -23,7 +23,9 @@ except ImportError:  # pragma: no cover - the classic name
 def write_topic(root: Path, name: str, front: str, body: str = "") -> None:
     path = root / "topics" / f"{name}.md"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"---\ntype: topic\n{front.strip()}\n---\n\n# {name}\n\n{body}\n", encoding="utf-8")
+    path.write_text(
+        f"---\ntype: topic\n{front.strip()}\n---\n\n# {name}\n\n{body}\n", encoding="utf-8"
+    )
 
 
 @pytest.fixture
@@ -123,7 +125,9 @@ def test_tier1_triggers_activate_their_topics(crepo6_topics: Path) -> None:
 
 
 def test_tier2_similarity_activates_without_a_trigger(crepo6_topics: Path) -> None:
-    res = match_topics(crepo6_topics, "stripe refunds and webhook signatures for payment processing")
+    res = match_topics(
+        crepo6_topics, "stripe refunds and webhook signatures for payment processing"
+    )
     act = {a.topic.name: a for a in res.activated}
     assert "payments" in act
     assert not act["payments"].tier1 and act["payments"].score >= 0.15
@@ -174,7 +178,7 @@ def test_gated_topic_asks_the_llm_once_then_uses_the_cache(crepo6_topics: Path) 
     root = crepo6_topics
 
     def gate() -> gatemod.Gate:  # a new Gate per call: like a new `memory compile` process
-        return gatemod.Gate(root, "haiku", gatemod.anthropic_asker("haiku", 1, client))
+        return gatemod.Gate(root, "haiku", gatemod.make_llm("haiku", client))
 
     msg = "where is the key for the staging box that runs our nightly reports in berlin?"
     first = match_topics(root, msg, gate=gate())
@@ -192,7 +196,9 @@ def test_gated_topic_asks_the_llm_once_then_uses_the_cache(crepo6_topics: Path) 
 
 def test_gate_no_drops_the_topic(crepo6_topics: Path) -> None:
     calls: list[dict] = []
-    g = gatemod.Gate(crepo6_topics, "haiku", gatemod.anthropic_asker("haiku", 1, _fake_anthropic("NO", calls)))
+    g = gatemod.Gate(
+        crepo6_topics, "haiku", gatemod.make_llm("haiku", _fake_anthropic("NO", calls))
+    )
     res = match_topics(crepo6_topics, "the key of the song is C major", gate=g)
     assert "security" not in names(res)
     assert any(a.topic.name == "security" and a.gate == "no" for a in res.dropped)
@@ -230,7 +236,9 @@ def test_a_subscription_outside_the_repo_is_refused(crepo6_topics: Path, tmp_pat
     outside.write_text("TOP SECRET outside the repo\n")
     (root / "knowledge" / "reference").mkdir(parents=True, exist_ok=True)
     (root / "knowledge" / "reference" / "link.md").symlink_to(outside)
-    (root / "knowledge" / "reference" / "ok.md").write_text("---\ntype: reference\n---\nrunbook text\n")
+    (root / "knowledge" / "reference" / "ok.md").write_text(
+        "---\ntype: reference\n---\nrunbook text\n"
+    )
     write_topic(
         root,
         "leaky",

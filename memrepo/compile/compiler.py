@@ -155,18 +155,18 @@ class _Compiler:
 
     def _place(
         self, slot: int, kind: str, path: str, lines: Lines, last: int, cap: int, why: str,
-        tail: bool = False,
+        tail: bool = False, unit: str = "line",
     ) -> Section | None:  # fmt: skip
         """Fit ``lines`` into min(cap, what is left); add the section or say why not."""
         allowance = min(cap, self.left) - self.sep
-        mc = marker_cost(slot, kind, path, last, self.count)
+        mc = marker_cost(slot, kind, path, last, self.count, unit)
         chars = self.chars_left - len(SEP) - len(path) - 64
         got = fit(lines, allowance - mc, self.count, tail=tail, max_chars=chars)
         if got is None:
             self._omit(slot, kind, path, f"does not fit ({max(allowance, 0)} tokens left for it)")
             return None
         rows, cut = got
-        s = make_section(slot, kind, path, rows, why, cut, self.count)
+        s = make_section(slot, kind, path, rows, why, cut, self.count, unit)
         if (
             s.tokens + self.sep > min(cap, self.left)
             or len(s.render()) + len(SEP) > self.chars_left
@@ -225,6 +225,10 @@ class _Compiler:
                 placed.append((i, self.sections.pop()))
         for _, s in sorted(placed, key=lambda p: p[0]):
             self.sections.append(s)
+
+    def _identity_exists(self) -> bool:
+        base = self.root / IDENTITY_DIR
+        return base.is_dir() and any(base.glob("*.md"))
 
     # -- slots ------------------------------------------------------------------------
     def p0(self) -> None:
@@ -386,20 +390,22 @@ class _Compiler:
         raw = body.split("\n")
         step = 1 if turn.unit == "line" else 0
         lines = Lines(shown, [(turn.start + i * step, t.rstrip()) for i, t in enumerate(raw)])
-        whole = self.count(body) + marker_cost(4, "history", shown, turn.end, self.count) + self.sep
+        mc = marker_cost(4, "history", shown, turn.end, self.count, turn.unit)
+        whole = self.count(body) + mc + self.sep
         if whole > self.left and not first:
             return None
         why = f"session history ({turn.role}), newest first"
-        s = self._place(4, "history", shown, lines, turn.end, self.left, why)
-        if s is not None and turn.unit == "message":
-            s.unit = "message"
-        return s
+        return self._place(4, "history", shown, lines, turn.end, self.left, why, unit=turn.unit)
 
     # -- assembly ---------------------------------------------------------------------
     def run(self) -> Compiled:
         slots = self.req.slots
         if 0 in slots:
             self.p0()
+            if self._identity_exists() and not self.sections:
+                # P0 is never dropped in favour of anything else: nothing else goes in
+                self.notes.append("the budget cannot hold a line of identity: nothing compiled")
+                slots = frozenset()
         if 1 in slots:
             self.p1()
         if 2 in slots or 3 in slots:

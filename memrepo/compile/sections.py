@@ -174,15 +174,24 @@ def _trim_blank(rows: list[tuple[int, str]]) -> list[tuple[int, str]]:
 
 
 def make_section(
-    slot: int, kind: str, path: str, rows: list[tuple[int, str]], why: str, cut: bool, count: Count
+    slot: int,
+    kind: str,
+    path: str,
+    rows: list[tuple[int, str]],
+    why: str,
+    cut: bool,
+    count: Count,
+    unit: str = "line",
 ) -> Section:
     rows = _trim_blank(rows)
-    s = Section(slot, kind, path, rows[0][0], rows[-1][0], _text(rows), why, cut=cut)
+    s = Section(slot, kind, path, rows[0][0], rows[-1][0], _text(rows), why, unit, cut)
     s.tokens = count(s.render())
     return s
 
 
-def marker_cost(slot: int, kind: str, path: str, last_line: int, count: Count) -> int:
+def marker_cost(
+    slot: int, kind: str, path: str, last_line: int, count: Count, unit: str = "line"
+) -> int:
     """An upper bound on the marker's tokens (the widest span the file allows, cut)."""
-    probe = Section(slot, kind, path, last_line, last_line, "", "", cut=True)
+    probe = Section(slot, kind, path, last_line, last_line, "", "", unit, cut=True)
     return count(probe.marker() + "\n") + 1

@@ -15,11 +15,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from string import Template
 from typing import Any
 
 from memrepo.atomic import atomic_write
@@ -31,6 +28,7 @@ LOG_FILE = f"{STATE_DIR}/gate-log.jsonl"
 CACHE_MAX = 10_000
 MESSAGE_CHARS = 500
 DESCRIPTION_CHARS = 200
+PROMPT = "topic_gate"  # templates/prompts/topic_gate.md
 
 #: seed 000 §5.4 for gated topics with a Tier 1 match: priority -> (score >= cut, below cut).
 BYPASS: dict[str, tuple[float, str, str]] = {
@@ -39,11 +37,6 @@ BYPASS: dict[str, tuple[float, str, str]] = {
     "medium": (0.2, "gate", "drop"),
     "low": (0.3, "gate", "drop"),
 }
-
-#: Short model names of the config -> the model ids they stand for (cheapest first).
-MODEL_ALIASES = {"haiku": "claude-haiku-4-5"}
-
-Asker = Callable[[str], str]
 
 
 @dataclass(frozen=True)
@@ -73,40 +66,18 @@ def bypass(topic: Topic, tier1: bool, score: float, threshold: float) -> Verdict
     )
 
 
-def resolve_model(name: str) -> str:
-    return MODEL_ALIASES.get(name, name)
+def make_llm(model: str, client: Any = None) -> Any:
+    """The shared LLM client (memrepo/llm.py) for the ``gate`` task; offline without a key."""
+    from memrepo.llm import LLM
 
-
-def anthropic_asker(model: str, max_tokens: int = 1, client: Any = None) -> Asker:
-    """The one place the gate talks to a model (the ``anthropic`` SDK).
-
-    TODO(helper E): switch to memrepo/llm.py, the shared LLM client, once it exists.
-    """
-
-    def ask(prompt: str) -> str:
-        import inspect
-
-        import anthropic
-
-        c = client if client is not None else anthropic.Anthropic()
-        kwargs: dict[str, Any] = {}
-        # temperature 0 where the SDK still takes it (newer SDKs dropped the parameter)
-        if "temperature" in inspect.signature(c.messages.create).parameters:
-            kwargs["temperature"] = 0
-        resp = c.messages.create(
-            model=resolve_model(model),
-            max_tokens=max_tokens,
-            messages=[{"role": "user", "content": prompt}],
-            **kwargs,
-        )
-        return "".join(getattr(b, "text", "") for b in resp.content)
-
-    return ask
+    return LLM({"gate": model}, client=client)
 
 
 def online() -> bool:
     """True when a gate call can be attempted (an API key and no MEMREPO_OFFLINE)."""
-    return bool(os.environ.get("ANTHROPIC_API_KEY")) and not os.environ.get("MEMREPO_OFFLINE")
+    from memrepo.llm import online_by_default
+
+    return online_by_default()
 
 
 def message_hash(message: str) -> str:
@@ -116,17 +87,17 @@ def message_hash(message: str) -> str:
 class Gate:
     """Asks (or recalls) the yes/no answer for a (message, topic) pair."""
 
-    def __init__(self, root: Path, model: str, asker: Asker | None):
+    def __init__(self, root: Path, model: str, llm: Any = None, max_tokens: int = 1):
         self.root = Path(root)
         self.model = model
-        self.asker = asker
+        self.llm = llm  # a memrepo.llm.LLM, or None: offline
+        self.max_tokens = max_tokens
         self.calls = 0
         self._cache: dict[str, bool] | None = None
-        self._prompt = Template(_template())
 
     @property
     def available(self) -> bool:
-        return self.asker is not None
+        return self.llm is not None and bool(self.llm.available)
 
     def _load(self) -> dict[str, bool]:
         if self._cache is None:
@@ -148,28 +119,21 @@ class Gate:
         key = self.key(message, topic)
         if key in cache:
             return cache[key], "cache"
-        assert self.asker is not None
-        prompt = self._prompt.safe_substitute(
+        self.calls += 1
+        text = self.llm.complete(
+            "gate",
+            PROMPT,
+            max_tokens=self.max_tokens,
             message=message[:MESSAGE_CHARS],
             topic_name=topic.name,
             topic_description=(topic.description or topic.body.strip())[:DESCRIPTION_CHARS],
         )
-        self.calls += 1
-        answer = self.asker(prompt).strip().upper().startswith("Y")
+        answer = text.strip().upper().startswith("Y")
         cache[key] = answer
         while len(cache) > CACHE_MAX:
             cache.pop(next(iter(cache)))
         atomic_write(self.root / CACHE_FILE, json.dumps(cache, separators=(",", ":")))
         return answer, "llm"
-
-
-def _template() -> str:
-    from memrepo.resources import template_text
-
-    try:
-        return template_text("prompts/topic_gate.md")
-    except OSError:  # pragma: no cover - a broken install
-        return "Message: $message\nTopic: $topic_name — $topic_description\nAnswer YES or NO."
 
 
 def append_log(root: Path, entries: list[dict[str, Any]]) -> None:

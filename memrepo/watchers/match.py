@@ -124,12 +124,8 @@ def match_topics(
     matcher, scorer = _engines(ts)
     if gate is None:
         model = str(cfg.get("gate_model", "haiku"))
-        asker = (
-            gatemod.anthropic_asker(model, int(cfg.get("gate_max_tokens", 1)))
-            if gatemod.online()
-            else None
-        )
-        gate = gatemod.Gate(root, model, asker)
+        llm = gatemod.make_llm(model) if gatemod.online() else None
+        gate = gatemod.Gate(root, model, llm, int(cfg.get("gate_max_tokens", 1)))
     global_threshold = float(cfg.get("similarity_threshold", 0.15))
     hits_by_topic: dict[str, list[Tier1Hit]] = {}
     for h in matcher.match(text, scope) if text else []:
