@@ -86,6 +86,12 @@ SCHEMA: dict[str, dict[str, Setting]] = {
         ),
         "condensation_schedule": Setting("0 23 * * *", str, "cron: daily condensation"),
         "pruning_schedule": Setting("0 0 * * 0", str, "cron: weekly pruning"),
+        "weekly_schedule": Setting("30 23 * * 0", str, "cron: weekly rollup and tag"),
+        "archive_score_threshold": _num(
+            0.01, "knowledge files scoring below this (recency x use) may be archived"
+        ),
+        "archive_min_age_days": Setting(30, int, "never archive a file changed more recently"),
+        "explore_branch_days": Setting(7, int, "explore/* branches older than this are pruned"),
     },
     "git": {
         "auto_commit": Setting(True, bool, "commit knowledge changes on the interval"),

@@ -355,3 +355,11 @@ def _create_params(client: Any) -> frozenset[str]:
         return frozenset(inspect.signature(client.messages.create).parameters)
     except (TypeError, ValueError):
         return frozenset()
+
+
+def for_repo(root: Any, *, offline: bool = False, model: str | None = None,
+             client: Any = None) -> LLM:
+    """The client for the repo at ``root`` (the commands' one-liner)."""
+    from memrepo.config import load_config
+
+    return LLM.from_config(load_config(root), offline=offline, model=model, client=client)

@@ -291,3 +291,58 @@ def crepo(crepo_template: Path, tmp_path: Path) -> Path:
     root = tmp_path / "mem"
     shutil.copytree(crepo_template, root, symlinks=True)
     return root
+
+
+# --- lifecycle (issue 5): a memory repo holding a committed week of transcripts --------
+
+LREPO_WEEK = Path(__file__).parent / "fixtures" / "lifecycle" / "week"
+
+
+@pytest.fixture
+def lrepo(crepo: Path) -> Path:
+    """``crepo`` with the week of fixture transcripts committed under raw/conversations/."""
+    import shutil
+
+    shutil.copytree(LREPO_WEEK, crepo / "raw" / "conversations", dirs_exist_ok=True)
+    run_git(crepo, "add", "-A", "raw")
+    run_git(crepo, "commit", "-q", "--no-verify", "-m", "conversation: a week")
+    return crepo
+
+
+def lrepo_fake_client(reply: object, seen: list[dict]) -> object:
+    """An anthropic client over a fake transport: ``reply(body) -> answer text``."""
+    import json as _json
+
+    import anthropic
+
+    try:
+        import httpx2 as httpx
+    except ImportError:  # pragma: no cover
+        import httpx  # type: ignore[no-redef]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = _json.loads(request.content)
+        seen.append({"body": body, "headers": dict(request.headers)})
+        text = reply(body)  # type: ignore[operator]
+        return httpx.Response(200, json={
+            "id": f"msg_{len(seen)}", "type": "message", "role": "assistant",
+            "model": body["model"], "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 1000, "output_tokens": 100,
+                      "cache_read_input_tokens": 800 if len(seen) > 1 else 0,
+                      "cache_creation_input_tokens": 0 if len(seen) > 1 else 800},
+        })
+
+    return anthropic.Anthropic(api_key="test-key", max_retries=0,
+                               http_client=httpx.Client(transport=httpx.MockTransport(handler)))
+
+
+@pytest.fixture
+def lrepo_client():
+    """Factory: ``lrepo_client(reply) -> (client, seen)``."""
+
+    def make(reply: object) -> tuple[object, list[dict]]:
+        seen: list[dict] = []
+        return lrepo_fake_client(reply, seen), seen
+
+    return make

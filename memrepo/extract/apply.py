@@ -77,14 +77,16 @@ def decide(text: str, existing: list[E.Entry]) -> tuple[str, E.Entry | None]:
         inter = len(new & old)
         if old == new or inter / len(new) >= 0.9:
             return "NONE", e
-        if inter / len(old) >= 0.8 and len(new) > len(old):
-            return "UPDATE", e
         j = inter / len(new | old)
         if j > best[0]:
             best = (j, e)
     j, e = best
     if e is not None and REPLACES.search(text) and j >= 0.2 and len(new & tokens(e.text)) >= 2:
         return "SUPERSEDE", e
+    for e in existing:
+        old = tokens(e.text)
+        if not e.superseded and old and len(new & old) / len(old) >= 0.8 and len(new) > len(old):
+            return "UPDATE", e
     return "ADD", None
 
 
@@ -174,8 +176,17 @@ class Workspace:
         return Edit("ADD", it.path, it.section, text, it.src)
 
     def write(self) -> list[str]:
-        """Write every changed file (frontmatter ``updated`` / ``sessions`` brought along)."""
-        written = []
+        """Write every changed file, atomically; the workspace is empty afterwards."""
+        out = self.rendered()
+        for path, text in out.items():
+            atomic_write(self.root / path, text)
+        self.changed.clear()
+        self.files.clear()
+        return sorted(out)
+
+    def rendered(self) -> dict[str, str]:
+        """New text of every changed file (frontmatter ``updated`` / ``sessions`` updated)."""
+        result: dict[str, str] = {}
         for path in sorted(self.changed):
             text = "\n".join(self.files[path])
             doc = parse_document(text, path)
@@ -190,13 +201,8 @@ class Workspace:
                 have = [str(s) for s in meta.get("sessions") or []]
                 meta["sessions"] = list(dict.fromkeys([*have, *self.sessions[path]]))
             out = render_document(meta, doc.body) if doc.has_frontmatter else text
-            if not out.endswith("\n"):
-                out += "\n"
-            atomic_write(self.root / path, out)
-            written.append(path)
-        self.changed.clear()
-        self.files.clear()
-        return written
+            result[path] = out if out.endswith("\n") else out + "\n"
+        return result
 
 
 def new_file(ws: Workspace, path: str, create: dict[str, Any], date: str) -> str:

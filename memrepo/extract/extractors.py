@@ -40,6 +40,15 @@ class Context:
     """What extractors may look at besides the transcript (projects that exist)."""
 
     projects: set[str] = field(default_factory=set)
+    #: first name -> full name of the people files that exist (so "Bob" is "Bob Chen")
+    people: dict[str, str] = field(default_factory=dict)
+
+    def full_name(self, name: str) -> str:
+        return self.people.get(name, name) if " " not in name else name
+
+    def learn(self, name: str) -> None:
+        if " " in name:
+            self.people.setdefault(name.split()[0], name)
 
 
 ITEM_SCHEMA: dict[str, Any] = {
@@ -139,15 +148,20 @@ class People(Extractor):
                 "person's full name, relationship = how they relate to the user")
 
     def offline(self, t: Transcript, ctx: Context) -> list[Item]:
+        found = [(role, s, h.person_mentions(s)) for role, s in self._sentences(t)]
+        for _, _, mentions in found:
+            for name, _ in mentions:
+                ctx.learn(name)
         out = []
-        for role, s in self._sentences(t):
-            for name, rel in h.person_mentions(s):
+        for role, s, mentions in found:
+            for name, rel in mentions:
                 out.append(self.item(t, ctx, h.clean(s, role),
                                      {"subject": name, "relationship": rel}))
         return out
 
     def item(self, t: Transcript, ctx: Context, text: str, extra: dict[str, Any]) -> Item:
-        name = str(extra.get("subject") or "unknown").strip()
+        name = ctx.full_name(str(extra.get("subject") or "unknown").strip())
+        ctx.learn(name)
         create = {"type": "person", "name": name}
         if extra.get("relationship"):
             create["relationship"] = str(extra["relationship"])

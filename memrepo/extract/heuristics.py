@@ -109,6 +109,9 @@ def clean(sentence: str, speaker: str = "user") -> str:
     s = re.sub(r"^(?:ok(?:ay)?|so|alright|right|great|good),?\s+", "", s, flags=re.I)
     if speaker == "user":
         s = re.sub(r"^I(?:'m| am)\b", "User is", s)
+        s = re.sub(r"^I (?:really )?(prefer|like|love|hate|want|need|think|use|dislike)\b",
+                   lambda m: f"User {m[1]}s", s)
+        s = re.sub(r"^I don'?t\b", "User does not", s)
         s = re.sub(r"^I\b", "User", s)
     s = s.rstrip(" .;:") + "."
     return s[:1].upper() + s[1:]
@@ -123,7 +126,8 @@ def person_mentions(sentence: str) -> list[tuple[str, str]]:
             first = name.split()[0]
             if first in NOT_NAMES or name in NOT_NAMES:
                 continue
-            rel = m.groupdict().get("rel") or ""
+            rel = " ".join(w for w in (m.groupdict().get("rel") or "").split()
+                           if w not in ("and", "but", "who", "he", "she", "they", "so", "of"))
             if rel and rel.split()[0] in ("best", "new", "only", "same", "first", "one"):
                 rel = ""
             found.setdefault(name, rel)

@@ -96,7 +96,12 @@ def save_state(root: Path, transcripts: dict[str, str]) -> None:
 def context(root: Path) -> X.Context:
     base = root / "knowledge/projects"
     projects = {p.name for p in base.iterdir() if p.is_dir()} if base.is_dir() else set()
-    return X.Context(projects)
+    ctx = X.Context(projects)
+    people = root / "knowledge/people"
+    for p in sorted(people.glob("*.md")) if people.is_dir() else []:
+        if not p.name.startswith("_"):
+            ctx.learn(p.stem.replace("-", " ").title())
+    return ctx
 
 
 def _closed(t: Transcript) -> bool:

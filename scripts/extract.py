@@ -1,0 +1,47 @@
+"""``memory extract [TRANSCRIPT…] [--since DATE] [--extractors a,b] [--offline]``."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command()
+@click.argument("transcripts", nargs=-1, type=click.Path())
+@click.option("--since", help="Transcripts started on or after this date (YYYY-MM-DD).")
+@click.option("--all", "everything", is_flag=True, help="Every transcript, extracted or not.")
+@click.option("--extractors", help="Comma-separated: decisions,lessons,people,procedures,"
+              "facts,journal (default: all).")
+@click.option("--offline", is_flag=True, help="No LLM: the heuristics only.")
+@click.option("--model", help="Model for this run (overrides llm.extract_model).")
+@click.option("--no-commit", is_flag=True, help="Write the files, do not commit.")
+@click.pass_context
+def extract(ctx: click.Context, transcripts: tuple[str, ...], since: str | None,
+            everything: bool, extractors: str | None, offline: bool, model: str | None,
+            no_commit: bool) -> None:
+    """Extract decisions, lessons, people, procedures, facts and journal entries.
+
+    Without TRANSCRIPT arguments: the transcripts not extracted yet. Each line written
+    carries a [src: …] reference to its transcript; the commit (``extract: …``) lists them
+    as Session: trailers. Transcripts are never modified.
+    """
+    from memrepo.extract import extract as run
+    from memrepo.extract import select
+    from memrepo.llm import for_repo
+    from memrepo.repo import discover
+
+    root = discover((ctx.obj or {}).get("repo")).root
+    paths = select(root, transcripts, since, pending_only=not everything)
+    llm = for_repo(root, offline=offline, model=model)
+    if not paths:
+        click.echo("nothing to extract")
+        return
+    names = [n.strip() for n in extractors.split(",")] if extractors else None
+    report = run(root, paths, llm, names, commit=not no_commit)
+    c = report.counts()
+    click.echo(f"{len(report.transcripts)} transcripts: {c['ADD']} added, {c['UPDATE']} updated,"
+               f" {c['SUPERSEDE']} superseded, {c['NONE']} already known; "
+               f"{len(report.written)} files" + (f", commit {report.commit[:10]}"
+                                                if report.commit else ""))
+    if report.offline_pairs and not llm.available:
+        click.echo("offline: heuristics only (no ANTHROPIC_API_KEY, or --offline)", err=True)
+    click.echo(llm.usage.summary(), err=True)

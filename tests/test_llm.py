@@ -1,0 +1,93 @@
+"""memrepo.llm against the real SDK over a fake HTTP transport (no network)."""
+
+from __future__ import annotations
+
+import json
+
+from memrepo.config import defaults
+from memrepo.llm import LLM, load_template, parse_json, schema_errors
+
+SCHEMA = {"type": "object", "required": ["items"],
+          "properties": {"items": {"type": "array", "items": {"type": "string"}}}}
+
+
+def make(lrepo_client, replies):
+    answers = iter(replies)
+    client, seen = lrepo_client(lambda body: next(answers))
+    return LLM.from_config(defaults(), client=client), seen
+
+
+def test_models_per_task_and_offline_without_key(monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    llm = LLM.from_config(defaults())
+    assert not llm.available
+    assert llm.model_for("extract") == "claude-haiku-4-5"
+    assert llm.model_for("condense") == "claude-sonnet-4-5"
+    assert llm.complete_json("extract", "extract", SCHEMA) is None
+    assert LLM.from_config(defaults(), model="opus").model_for("gate") == "claude-opus-4-1"
+
+
+def test_complete_json_sends_cached_system_and_counts_usage(lrepo_client):
+    llm, seen = make(lrepo_client, ['{"items": ["a"]}', '{"items": []}'])
+    assert llm.complete_json("extract", "extract", SCHEMA, extractor="x", transcript="t") == \
+        {"items": ["a"]}
+    assert llm.complete_json("condense", "extract", SCHEMA, extractor="y") == {"items": []}
+    assert len(seen) == 2
+    body = seen[0]["body"]
+    assert body["model"] == "claude-haiku-4-5"
+    assert seen[1]["body"]["model"] == "claude-sonnet-4-5"
+    assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert "Never extract" in body["system"][0]["text"]
+    assert "Extractor: x" in body["messages"][0]["content"]
+    u = llm.usage
+    assert u.calls == 2 and u.models["claude-haiku-4-5"].cache_write == 800
+    assert u.models["claude-sonnet-4-5"].cache_read == 800
+    assert u.cost > 0
+    assert "2 calls" in u.summary() and "claude-sonnet-4-5" in u.summary()
+
+
+def test_malformed_json_retried_once(lrepo_client):
+    llm, seen = make(lrepo_client, ["sure! here you go", '```json\n{"items": ["b"]}\n```'])
+    assert llm.complete_json("extract", "extract", SCHEMA) == {"items": ["b"]}
+    assert len(seen) == 2
+    retry = seen[1]["body"]["messages"]
+    assert retry[1]["role"] == "assistant" and "not valid" in retry[2]["content"]
+
+
+def test_malformed_twice_falls_back_and_says_so(lrepo_client, capsys):
+    llm, seen = make(lrepo_client, ['{"items": 3}', "no"])
+    assert llm.complete_json("extract", "extract", SCHEMA) is None
+    assert len(seen) == 2
+    assert llm.usage.fallbacks and "offline path" in capsys.readouterr().err
+    assert "fell back" in llm.usage.summary()
+
+
+def test_api_error_falls_back(lrepo_client):
+    import anthropic
+
+    try:
+        import httpx2 as httpx
+    except ImportError:  # pragma: no cover
+        import httpx
+
+    calls = []
+
+    def handler(request):
+        calls.append(1)
+        return httpx.Response(500, json={"type": "error", "error": {"type": "api_error",
+                                                                      "message": "boom"}})
+
+    client = anthropic.Anthropic(api_key="k", max_retries=0,
+                                 http_client=httpx.Client(transport=httpx.MockTransport(handler)))
+    llm = LLM.from_config(defaults(), client=client)
+    llm.max_retries = 0
+    assert llm.complete_json("extract", "extract", SCHEMA) is None
+    assert len(calls) == 1 and "InternalServerError" in llm.usage.fallbacks[0]
+
+
+def test_helpers():
+    assert parse_json('Answer: {"a": [1]} ') == {"a": [1]}
+    assert schema_errors({"items": [1]}, SCHEMA) == ["$.items[0]: expected string, got int"]
+    p = load_template("extract")
+    assert p.system and "$transcript" in p.user and len(p.hash) == 16
+    assert json.loads('{"x": 1}') == {"x": 1}
