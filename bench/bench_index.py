@@ -154,7 +154,8 @@ def bench_hook(root: Path, res: dict, commits: int) -> None:
         kind = i % 3
         if kind == 0:
             _, _, out = child(
-                "import time\nfrom pathlib import Path\nfrom memrepo.index.hook import on_git_event\n"
+                "import time\nfrom pathlib import Path\n"
+                "from memrepo.index.hook import on_git_event\n"
                 "t = time.perf_counter()\non_git_event(Path.cwd(), 'post-commit')\n"
                 "print(time.perf_counter() - t)",
                 root,
@@ -184,7 +185,8 @@ def bench_search(root: Path, res: dict, qs: list[str], scans: int) -> None:
         "import json, sys, time\nfrom pathlib import Path\n"
         "from memrepo.index.search import Searcher\n"
         "s = Searcher(Path('.'))\nqs = json.loads(sys.stdin.read())\ns.search(qs[0])\nts = []\n"
-        "for q in qs:\n    t = time.perf_counter(); s.search(q, 10); ts.append(time.perf_counter() - t)\n"
+        "for q in qs:\n    t = time.perf_counter(); s.search(q, 10)\n"
+        "    ts.append(time.perf_counter() - t)\n"
         "print(json.dumps(ts))"
     )
     wrapped = code + "\nimport resource\nprint(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
@@ -273,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json-out", default=str(HERE / "results" / "bench_index.json"))
     args = ap.parse_args(argv)
     results: dict[str, dict] = {}
+    load_start = os.getloadavg()[0]
     for size in args.sizes.split(","):
         root = ensure_repo(size)
         start = subprocess.run(
@@ -305,6 +308,10 @@ def main(argv: list[str] | None = None) -> int:
             except KeyError:
                 cells.append("n/a")
         print(f"| {label} | " + " | ".join(cells) + " |")
+    print(
+        f"\nload average (1 min) at start / end: {load_start:.2f} / {os.getloadavg()[0]:.2f} "
+        f"on {os.cpu_count()} cores (other work on the machine inflates every figure)"
+    )
     if len(sizes) == 2:
         a, b = (results[s].get("hook_fn_ms_p50") for s in sizes)
         if a and b:

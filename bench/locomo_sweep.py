@@ -42,7 +42,7 @@ def make(corpus_dir: str):
     return search
 
 
-def make_filelevel(corpus_dir: str):  # noqa: ANN201 - experiment: blend in whole-file BM25
+def make_filelevel(corpus_dir: str):
     """Experiment: file order = a·(chunk roll-up) + (1-a)·(BM25 over whole files)."""
     import sqlite3
 
@@ -54,14 +54,20 @@ def make_filelevel(corpus_dir: str):  # noqa: ANN201 - experiment: blend in whol
     inner = make(corpus_dir)
     root = Path(corpus_dir)
     db = sqlite3.connect(":memory:")
-    db.execute("CREATE VIRTUAL TABLE f USING fts5(body, path UNINDEXED, tokenize='porter unicode61')")
+    db.execute(
+        "CREATE VIRTUAL TABLE f USING fts5(body, path UNINDEXED, tokenize='porter unicode61')"
+    )
     for p in root.rglob("*.md"):
         db.execute("INSERT INTO f VALUES (?, ?)", (p.read_text(), p.relative_to(root).as_posix()))
 
-    def search(query: str, k: int | None):  # noqa: ANN202
+    def search(query: str, k: int | None):
         hits = inner(query, 400)
         match = qmod.fts_match(qmod.terms(query))
-        fs = dict(db.execute("SELECT path, -bm25(f) FROM f WHERE f MATCH ?", (match,)).fetchall()) if match else {}
+        fs = (
+            dict(db.execute("SELECT path, -bm25(f) FROM f WHERE f MATCH ?", (match,)).fetchall())
+            if match
+            else {}
+        )
         order: list[str] = []
         for h in hits:
             if h["path"] not in order:
@@ -69,7 +75,9 @@ def make_filelevel(corpus_dir: str):  # noqa: ANN201 - experiment: blend in whol
         n = len(order)
         chunk_score = {p: 1 - i / max(n, 1) for i, p in enumerate(order)}
         top = max(fs.values(), default=1.0) or 1.0
-        ranked = sorted(order, key=lambda p: -(alpha * chunk_score[p] + (1 - alpha) * fs.get(p, 0) / top))
+        ranked = sorted(
+            order, key=lambda p: -(alpha * chunk_score[p] + (1 - alpha) * fs.get(p, 0) / top)
+        )
         pos = {p: i for i, p in enumerate(ranked)}
         return sorted(hits, key=lambda h: pos[h["path"]])[: k or 50]
 

@@ -14,12 +14,10 @@ from __future__ import annotations
 import os
 import random
 import re
-import string
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -33,11 +31,6 @@ TYPES = ("conversation", "memory", "identity", "maintenance", "explore", "extrac
 LOCK_WAIT_SECONDS = 15.0
 SUMMARY_CHARS = 72
 #: Model aliases of the config (git.commit_message_model) to API model ids.
-MODEL_ALIASES = {
-    "haiku": "claude-haiku-4-5",
-    "sonnet": "claude-sonnet-4-5",
-    "opus": "claude-opus-4-1",
-}
 #: How much of the diff the model sees (seed 000 §3.2 uses 4000 characters).
 LLM_DIFF_CHARS = 4000
 
@@ -376,54 +369,25 @@ def _assemble(summary: str, body: str, sessions: Sequence[str]) -> str:
 # --- the LLM path ---------------------------------------------------------------------
 
 
-def resolve_model(name: str) -> str:
-    return MODEL_ALIASES.get(name.strip().lower(), name.strip())
-
-
-def prompt_template() -> string.Template:
-    text = resources.files("memrepo.templates").joinpath("prompts/commit_message.md").read_text(
-        encoding="utf-8"
-    )
-    return string.Template(text)
-
-
-def build_prompt(diff: str, ctype: str, files: Sequence[str], fallback: str) -> str:
-    """The prompt of seed 000 §3.2, filled with the redacted, truncated diff."""
+def prompt_vars(diff: str, ctype: str, files: Sequence[str], fallback: str) -> dict[str, str]:
+    """The seed 000 §3.2 prompt's variables: the diff redacted and truncated."""
     from memrepo.secrets import redact
 
     clean = redact(diff)[0]
     if len(clean) > LLM_DIFF_CHARS:
         clean = clean[:LLM_DIFF_CHARS] + "\n[… diff truncated]"
-    return prompt_template().safe_substitute(
-        type=ctype,
-        types=", ".join(TYPES),
-        files="\n".join(f"- {f}" for f in files),
-        summary=fallback.split("\n", 1)[0],
-        diff=clean,
-    ).strip()
+    return {
+        "type": ctype,
+        "types": ", ".join(TYPES),
+        "files": "\n".join(f"- {f}" for f in files),
+        "summary": fallback.split("\n", 1)[0],
+        "diff": clean,
+    }
 
 
-def make_client() -> Any:
-    """The Anthropic client (patched in tests with a fake HTTP transport)."""
-    import anthropic
-
-    return anthropic.Anthropic(max_retries=1, timeout=30.0)
-
-
-def llm_message(
-    client: Any, model: str, prompt: str, ctype: str, sessions: Sequence[str]
-) -> str:
+def llm_message(llm: Any, variables: dict[str, str], ctype: str, sessions: Sequence[str]) -> str:
     """Ask the model for ``<type>: <summary>`` and a short body; raise ValueError on nonsense."""
-    response = client.messages.create(
-        model=model,
-        max_tokens=200,
-        messages=[{"role": "user", "content": prompt}],
-    )
-    text = "".join(
-        getattr(block, "text", "")
-        for block in response.content
-        if getattr(block, "type", "") == "text"
-    ).strip()
+    text = llm.complete("commit_message", "commit_message", max_tokens=200, **variables)
     text = re.sub(r"^```\w*\n|\n```$", "", text).strip()
     if not text:
         raise ValueError("the model returned no text")
@@ -495,15 +459,16 @@ def _message(
     if not want and client is None:
         return fallback, False, None
     from memrepo.config import load_config
+    from memrepo.llm import LLM
 
     try:
-        model = resolve_model(load_config(root)["git"]["commit_message_model"])
+        llm = LLM.from_config(load_config(root), client=client, offline=False)
         base = head(root) or "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
         diff = git(["diff", "--cached", "-M", "--no-color", "--no-ext-diff", "--stat", "-p", base,
                     "--", *[c.path for c in changes], *[c.old_path for c in changes if c.old_path]],
                    root, env=diff_env)
-        prompt = build_prompt(diff, ctype, [c.path for c in changes], fallback)
-        return llm_message(client or make_client(), model, prompt, ctype, sessions), True, None
+        variables = prompt_vars(diff, ctype, [c.path for c in changes], fallback)
+        return llm_message(llm, variables, ctype, sessions), True, None
     except Exception as exc:  # any LLM failure: the deterministic message, said on stderr
         reason = f"{type(exc).__name__}: {_cut(str(exc), 160)}"
         print(f"memory commit: LLM commit message failed ({reason}); "

@@ -72,21 +72,25 @@ class Plan:
 
     def apply(self, root: Path, message: str, commit: bool = True) -> str | None:
         """Write, move (git mv) and commit; returns the commit, or None when nothing changed."""
-        from memrepo.committer import commit_paths, retry_locked
-        from memrepo.git import git
+        from memrepo.committer import commit_staged, retry_locked
+        from memrepo.git import git, head
 
         paths: list[str] = []
         for src, dst in self.moves:
             (root / dst).parent.mkdir(parents=True, exist_ok=True)
             retry_locked(lambda s=src, d=dst: git(["mv", "-k", s, d], root))
             paths += [src, dst]
-        for p, t in self.changed(root).items():
-            atomic_write(root / p, t)
-            paths.append(p)
+        written = list(self.changed(root))
+        for p in written:
+            atomic_write(root / p, self.texts[p])
+        paths += written
         if not paths or not commit:
             return None
+        if written:
+            retry_locked(lambda: git(["add", "-A", "--", *written], root))
         body = "\n".join(f"- {n}" for n in self.notes)
-        return commit_paths(root, paths, message + ("\n\n" + body if body else "") + "\n")
+        commit_staged(root, paths, message + ("\n\n" + body if body else "") + "\n")
+        return head(root)
 
 
 def line_count(text: str) -> int:

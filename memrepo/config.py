@@ -50,8 +50,8 @@ SCHEMA: dict[str, dict[str, Setting]] = {
         ),
     },
     "search": {
-        "bm25_weight": _num(0.4, "weight of full-text (BM25) scores in hybrid search"),
-        "vector_weight": _num(0.6, "weight of vector similarity in hybrid search"),
+        "bm25_weight": _num(0.7, "weight of full-text (BM25) scores in hybrid search"),
+        "vector_weight": _num(0.3, "weight of vector similarity in hybrid search"),
         "embedding_model": Setting("text-embedding-3-small", str, "embedding model name"),
         "embedding_dimensions": Setting(1536, int, "embedding vector size"),
         "embedder": Setting(
@@ -67,7 +67,7 @@ SCHEMA: dict[str, dict[str, Setting]] = {
             ("weighted", "rrf"),
         ),
         "rrf_k": Setting(60, int, "k of reciprocal rank fusion: score = weight / (k + rank)"),
-        "per_file": Setting(1, int, "results shown per file (its best chunks)"),
+        "per_file": Setting(3, int, "most results (best chunks) one file may take in a list"),
         "recency_per_day": _num(0.01, "recency: score / (1 + days x this); 0 turns it off"),
         "superseded_factor": _num(0.5, "score multiplier for superseded (and archived) files"),
         "record_hits": Setting(True, bool, "log search hits to raw/signals/ (not used in ranking)"),

@@ -30,16 +30,18 @@ from typing import Any
 from memrepo.resources import templates_dir
 
 #: Short names of the config to API model ids.
+#: Short names in the config -> model ids (none the SDK lists as deprecated on 2026-11-22).
 MODEL_ALIASES = {
     "haiku": "claude-haiku-4-5",
-    "sonnet": "claude-sonnet-4-5",
-    "opus": "claude-opus-4-1",
+    "sonnet": "claude-sonnet-4-6",
+    "opus": "claude-opus-4-5",
 }
 #: USD per million tokens (input, output); cache writes cost 1.25x input, reads 0.1x.
 PRICES: dict[str, tuple[float, float]] = {
     "claude-haiku-4-5": (1.0, 5.0),
     "claude-sonnet-4-5": (3.0, 15.0),
-    "claude-opus-4-1": (15.0, 75.0),
+    "claude-sonnet-4-6": (3.0, 15.0),
+    "claude-opus-4-5": (5.0, 25.0),
 }
 DEFAULT_PRICE = (3.0, 15.0)
 #: task -> the config key naming its model.
@@ -245,6 +247,8 @@ class LLM:
         self.concurrency = max(1, concurrency)
         self.usage = usage or Usage()
         self._client = client
+        #: optional result cache (get/put by key) for whole prompts: replays cost nothing
+        self.cache: Any = None
 
     @classmethod
     def from_config(
@@ -301,6 +305,15 @@ class LLM:
         if not self.available:
             return None
         system, user = render(template, **vars)
+        ckey = None
+        if self.cache is not None:
+            from memrepo.extract.cache import key
+
+            ckey = key("prompt", self.model_for(task), template_hash(template), system, user)
+            hit = self.cache.get(ckey)
+            if hit is not None:
+                self.usage.note_cached()
+                return hit
         messages: list[dict[str, Any]] = [{"role": "user", "content": user}]
         problem = ""
         for attempt in range(2):
@@ -315,6 +328,8 @@ class LLM:
             except ValueError as exc:
                 errors = [f"not JSON: {exc}"]
             if not errors:
+                if ckey is not None:
+                    self.cache.put(ckey, value)
                 return value
             problem = "; ".join(errors[:3])
             if attempt == 0:
@@ -361,5 +376,8 @@ def for_repo(root: Any, *, offline: bool = False, model: str | None = None,
              client: Any = None) -> LLM:
     """The client for the repo at ``root`` (the commands' one-liner)."""
     from memrepo.config import load_config
+    from memrepo.extract.cache import ResultCache
 
-    return LLM.from_config(load_config(root), offline=offline, model=model, client=client)
+    llm = LLM.from_config(load_config(root), offline=offline, model=model, client=client)
+    llm.cache = ResultCache(root)
+    return llm

@@ -34,6 +34,13 @@ COMMANDS: dict[str, str] = {
     "topics": "memrepo.scripts.topics:topics",
     "trim": "memrepo.scripts.trim:trim",
     "flush": "memrepo.scripts.flush:flush",
+    "extract": "memrepo.scripts.extract:extract",
+    "condense": "memrepo.scripts.condense:condense",
+    "prune": "memrepo.scripts.prune:prune",
+    "tag": "memrepo.scripts.tag:tag",
+    "log": "memrepo.scripts.tag:log_at",
+    "reconstruct": "memrepo.scripts.reconstruct:reconstruct",
+    "schedule": "memrepo.scripts.schedule_cmd:schedule",
 }
 
 

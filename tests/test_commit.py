@@ -12,6 +12,7 @@ import pytest
 from conftest import run_git, run_memory
 
 from memrepo import capture, committer
+from memrepo.config import defaults
 
 try:  # the transport module the installed SDK is built on
     import httpx2 as httpx
@@ -132,8 +133,10 @@ def test_llm_message_with_fake_transport(crepo: Path) -> None:
     req = seen[0]
     assert req["model"] == "claude-haiku-4-5" and req["max_tokens"] == 200
     prompt = req["messages"][0]["content"]
-    assert "Summarize this git diff" in prompt and "Move memory from SQLite to files" in prompt
-    leaked = committer.build_prompt("+key AKIAIOSFODNN7EXAMPLE", "memory", [], "memory: x")
+    system = req["system"][0]
+    assert "Summarize this git diff" in system["text"] and system["cache_control"]
+    assert "Move memory from SQLite to files" in prompt
+    leaked = committer.prompt_vars("+key AKIAIOSFODNN7EXAMPLE", "memory", [], "memory: x")["diff"]
     assert "AKIAIOSFODNN7EXAMPLE" not in leaked  # a diff is redacted before it leaves
     log = run_git(crepo, "log", "-1", "--format=%B").stdout
     assert log.startswith("memory: record storage decision and answer style\n\nFiles replace")
@@ -146,7 +149,7 @@ def test_llm_failure_falls_back_and_says_so(crepo: Path, capsys) -> None:
                                                             "message": "boom"}})], seen)
     r = committer.run(crepo, use_llm=True, client=client)
     assert r.committed and not r.llm and r.llm_error
-    assert len(seen) == 1
+    assert len(seen) == 1 + defaults()["llm"]["max_retries"]  # the shared client retries 5xx
     assert "LLM commit message failed" in capsys.readouterr().err
     assert r.message.startswith("memory: update ")
 

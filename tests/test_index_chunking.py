@@ -92,3 +92,15 @@ def test_chunker_is_deterministic_and_empty_sections_skipped() -> None:
     one = chunk_lines(lines, 1)
     assert one == chunk_lines(lines, 1)
     assert [(c.start_line, c.end_line) for c in one] == [(3, 5)]
+
+
+def test_a_turn_is_indexed_with_the_start_of_the_turn_before() -> None:
+    text = (
+        "---\ntype: conversation\nsession_id: s\nstarted: 2024-01-01T10:00:00Z\n---\n"
+        "## 10:00 — user\n\nDid you visit Lisbon?\n\n## 10:01 — agent\n\nYes, last Friday.\n"
+    )
+    first, second = _chunks(text, "raw/conversations/2024/01/01/1000-s-x.md")
+    assert (second.start_line, second.end_line) == (10, 12)  # the span stays the turn's own
+    assert second.text.endswith("Did you visit Lisbon?")
+    assert "Lisbon" not in _span_text(text, second)
+    assert "Friday" not in first.text

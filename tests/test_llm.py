@@ -22,9 +22,9 @@ def test_models_per_task_and_offline_without_key(monkeypatch):
     llm = LLM.from_config(defaults())
     assert not llm.available
     assert llm.model_for("extract") == "claude-haiku-4-5"
-    assert llm.model_for("condense") == "claude-sonnet-4-5"
+    assert llm.model_for("condense") == "claude-sonnet-4-6"
     assert llm.complete_json("extract", "extract", SCHEMA) is None
-    assert LLM.from_config(defaults(), model="opus").model_for("gate") == "claude-opus-4-1"
+    assert LLM.from_config(defaults(), model="opus").model_for("gate") == "claude-opus-4-5"
 
 
 def test_complete_json_sends_cached_system_and_counts_usage(lrepo_client):
@@ -35,15 +35,15 @@ def test_complete_json_sends_cached_system_and_counts_usage(lrepo_client):
     assert len(seen) == 2
     body = seen[0]["body"]
     assert body["model"] == "claude-haiku-4-5"
-    assert seen[1]["body"]["model"] == "claude-sonnet-4-5"
+    assert seen[1]["body"]["model"] == "claude-sonnet-4-6"
     assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
     assert "Never extract" in body["system"][0]["text"]
     assert "Extractor: x" in body["messages"][0]["content"]
     u = llm.usage
     assert u.calls == 2 and u.models["claude-haiku-4-5"].cache_write == 800
-    assert u.models["claude-sonnet-4-5"].cache_read == 800
+    assert u.models["claude-sonnet-4-6"].cache_read == 800
     assert u.cost > 0
-    assert "2 calls" in u.summary() and "claude-sonnet-4-5" in u.summary()
+    assert "2 calls" in u.summary() and "claude-sonnet-4-6" in u.summary()
 
 
 def test_malformed_json_retried_once(lrepo_client):

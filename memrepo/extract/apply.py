@@ -33,9 +33,63 @@ REPLACES = re.compile(
     re.I,
 )
 STOP = frozenset(
-    "a an the and or of to in on for with at by from is are was were be been it this that "
-    "we i you they he she our my your as use using will would should can not no do does "
-    "did has have had so but if then than into also just".split()
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "of",
+        "to",
+        "in",
+        "on",
+        "for",
+        "with",
+        "at",
+        "by",
+        "from",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "it",
+        "this",
+        "that",
+        "we",
+        "i",
+        "you",
+        "they",
+        "he",
+        "she",
+        "our",
+        "my",
+        "your",
+        "as",
+        "use",
+        "using",
+        "will",
+        "would",
+        "should",
+        "can",
+        "not",
+        "no",
+        "do",
+        "does",
+        "did",
+        "has",
+        "have",
+        "had",
+        "so",
+        "but",
+        "if",
+        "then",
+        "than",
+        "into",
+        "also",
+        "just",
+    ]
 )
 RECONCILE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -90,6 +144,14 @@ def decide(text: str, existing: list[E.Entry]) -> tuple[str, E.Entry | None]:
     return "ADD", None
 
 
+def known(it: Item, existing: list[E.Entry]) -> bool:
+    """This source already said this here (a replay): nothing to decide, nothing to ask."""
+    new = tokens(it.text)
+    return bool(new) and any(
+        it.src in e.srcs and len(new & tokens(e.text)) / len(new) >= 0.5 for e in existing
+    )
+
+
 @dataclass
 class Edit:
     action: str
@@ -132,8 +194,14 @@ class Workspace:
             lines = self.lines(path, first.create, first.date)
             span = E.ensure_section(lines, section, first.level, first.under)
             existing = E.section_entries(lines, span)
-            verdicts = decider(path, section, existing, group) if decider else None
-            for i, it in enumerate(group):
+            pending = []
+            for it in group:
+                if known(it, existing):
+                    done.append(Edit("NONE", it.path, it.section, it.text, it.src))
+                else:
+                    pending.append(it)
+            verdicts = decider(path, section, existing, pending) if decider and pending else None
+            for i, it in enumerate(pending):
                 span = E.ensure_section(lines, section, it.level, it.under)
                 existing = E.section_entries(lines, span)
                 action, old, text = "ADD", None, it.text
@@ -145,9 +213,6 @@ class Workspace:
                         action = "ADD"
                 else:
                     action, old = decide(it.text, existing)
-                if action != "NONE" and any(it.src in e.srcs and tokens(e.text) == tokens(text)
-                                            for e in existing):
-                    action = "NONE"
                 edit = self._one(lines, span, it, action, old, text)
                 if edit.action != "NONE":
                     self.changed.add(path)
@@ -159,8 +224,15 @@ class Workspace:
         self.edits += done
         return done
 
-    def _one(self, lines: list[str], span: tuple[int, int], it: Item, action: str,
-             old: E.Entry | None, text: str) -> Edit:
+    def _one(
+        self,
+        lines: list[str],
+        span: tuple[int, int],
+        it: Item,
+        action: str,
+        old: E.Entry | None,
+        text: str,
+    ) -> Edit:
         new = E.Entry(0, text.strip(), it.date if it.dated else None, (it.src,))
         if action == "NONE":
             return Edit("NONE", it.path, it.section, text, it.src, old.text if old else None)
@@ -177,9 +249,12 @@ class Workspace:
 
     def write(self) -> list[str]:
         """Write every changed file, atomically; the workspace is empty afterwards."""
-        out = self.rendered()
-        for path, text in out.items():
-            atomic_write(self.root / path, text)
+        out = {}
+        for path, text in self.rendered().items():
+            full = self.root / path
+            if not full.exists() or full.read_text(encoding="utf-8") != text:
+                atomic_write(full, text)
+                out[path] = text
         self.changed.clear()
         self.files.clear()
         return sorted(out)
@@ -214,35 +289,48 @@ def new_file(ws: Workspace, path: str, create: dict[str, Any], date: str) -> str
     if path == "knowledge/memory/MEMORY.md":
         return scaffold.render_template("MEMORY.md", day)
     if typ == "journal":
-        return render_document({"type": "journal", "date": day, "sessions": []},
-                               f"## {day.isoformat()}\n")
+        return render_document(
+            {"type": "journal", "date": day, "sessions": []}, f"## {day.isoformat()}\n"
+        )
     if typ == "project_context":
         p = create["project"]
         _index_line(ws, "knowledge/projects/_active.md", "projects_active.md", p, "", day)
-        return render_document({"type": "project_context", "project": p, "updated": day},
-                               f"# {p} — Context\n\n## Key Decisions\n")
+        return render_document(
+            {"type": "project_context", "project": p, "updated": day},
+            f"# {p} — Context\n\n## Key Decisions\n",
+        )
     if typ == "person":
         name = create["name"]
         meta: dict[str, Any] = {"type": "person", "name": name}
         if create.get("relationship"):
             meta["relationship"] = create["relationship"]
         meta["updated"] = day
-        _index_line(ws, "knowledge/people/_index.md", "people_index.md", name,
-                    create.get("relationship", ""), day)
+        _index_line(
+            ws,
+            "knowledge/people/_index.md",
+            "people_index.md",
+            name,
+            create.get("relationship", ""),
+            day,
+        )
         return render_document(meta, f"# {name}\n\n## Context\n")
     title = create.get("title") or Path(path).stem.replace("-", " ").title()
     return render_document({"type": typ or "reference", "updated": day}, f"# {title}\n")
 
 
-def _index_line(ws: Workspace, path: str, template: str, name: str, what: str,
-                day: dt.date) -> None:
+def _index_line(
+    ws: Workspace, path: str, template: str, name: str, what: str, day: dt.date
+) -> None:
     """Name a new project or person in its index file (``- **name** — what``)."""
     from memrepo import scaffold
 
     if path not in ws.files:
         full = ws.root / path
-        text = (full.read_text(encoding="utf-8") if full.exists()
-                else scaffold.render_template(template, day))
+        text = (
+            full.read_text(encoding="utf-8")
+            if full.exists()
+            else scaffold.render_template(template, day)
+        )
         ws.files[path] = text.split("\n")
     lines = ws.files[path]
     if any(line.startswith(f"- **{name}**") for line in lines):
@@ -255,22 +343,29 @@ def _index_line(ws: Workspace, path: str, template: str, name: str, what: str,
 def llm_decider(llm: Any, cache: ResultCache) -> Any:
     """A ``decider`` that asks the model (cached) for sections that already have entries."""
 
-    def decide_with_llm(path: str, section: str, existing: list[E.Entry],
-                        group: list[Item]) -> dict[int, tuple[str, int | None, str]] | None:
+    def decide_with_llm(
+        path: str, section: str, existing: list[E.Entry], group: list[Item]
+    ) -> dict[int, tuple[str, int | None, str]] | None:
         active = [e for e in existing if not e.superseded]
         if not active or not llm.available:
             return None
         from memrepo.llm import template_hash
 
-        listing = "\n".join(f"{i}. {e.text}" for i, e in enumerate(existing)
-                            if not e.superseded)
+        listing = "\n".join(f"{i}. {e.text}" for i, e in enumerate(existing) if not e.superseded)
         cands = "\n".join(f"{i}. {it.text}" for i, it in enumerate(group))
         model = llm.model_for("extract")
         k = key("reconcile", model, template_hash("reconcile"), path, section, listing, cands)
         data = cache.get(k)
         if data is None:
-            data = llm.complete_json("extract", "reconcile", RECONCILE_SCHEMA, path=path,
-                                     section=section, existing=listing, candidates=cands)
+            data = llm.complete_json(
+                "extract",
+                "reconcile",
+                RECONCILE_SCHEMA,
+                path=path,
+                section=section,
+                existing=listing,
+                candidates=cands,
+            )
             if data is None:
                 return None
             cache.put(k, data)

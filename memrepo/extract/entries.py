@@ -4,7 +4,8 @@ Why a line format: every written line must be traceable to its transcript, and a
 superseded fact is kept (nothing is deleted) but must read — and rank — as replaced::
 
     - 2026-02-16: Use PostgreSQL for the ledger [src: 2026/02/16/1845-ses_a1b2c3d4]
-    - ~~2026-02-10: Use MySQL for the ledger~~ [src: 2026/02/10/0900-ses_x] (superseded 2026-02-16 by: Use PostgreSQL for the ledger)
+    - ~~2026-02-10: Use MySQL for the ledger~~ [src: 2026/02/10/0900-ses_x] \
+      (superseded 2026-02-16 by: Use PostgreSQL for the ledger)      <- one line in the file
 
 ``[src: YYYY/MM/DD/HHMM-<session>]`` names the transcript
 ``raw/conversations/YYYY/MM/DD/HHMM-<session>-*.md`` (short, and unique by its session id).

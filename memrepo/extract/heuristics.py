@@ -58,21 +58,98 @@ HOWTO = re.compile(
 )
 NUMBERED = re.compile(r"^\s*\d+[.)]\s+(?P<step>.+)$")
 PERSON_CUES = [
-    re.compile(r"\b(?:my|our) (?P<rel>colleague|manager|boss|friend|wife|husband|partner"
-               r"|client|coworker|co-?founder|accountant|designer|lawyer|sister|brother"
-               r"|mother|father|teammate|lead)\s+(?P<name>[A-Z][a-z]+(?: [A-Z][a-z]+)?)"),
-    re.compile(r"\b(?P<name>[A-Z][a-z]+(?: [A-Z][a-z]+)?)\s+(?:is|was) (?:my|our|the)"
-               r" (?P<rel>[a-z]+(?: [a-z]+)?)"),
-    re.compile(r"\b(?P<name>[A-Z][a-z]+(?: [A-Z][a-z]+)?)\s+(?:prefers|likes|wants|said|"
-               r"mentioned|asked|told me|thinks|works (?:on|at|in)|is responsible for"
-               r"|will review|needs)\b"),
+    re.compile(
+        r"\b(?:my|our) (?P<rel>colleague|manager|boss|friend|wife|husband|partner"
+        r"|client|coworker|co-?founder|accountant|designer|lawyer|sister|brother"
+        r"|mother|father|teammate|lead)\s+(?P<name>[A-Z][a-z]+(?: [A-Z][a-z]+)?)"
+    ),
+    re.compile(
+        r"\b(?P<name>[A-Z][a-z]+(?: [A-Z][a-z]+)?)\s+(?:is|was) (?:my|our|the)"
+        r" (?P<rel>[a-z]+(?: [a-z]+)?)"
+    ),
+    re.compile(
+        r"\b(?P<name>[A-Z][a-z]+(?: [A-Z][a-z]+)?)\s+(?:prefers|likes|wants|said|"
+        r"mentioned|asked|told me|thinks|works (?:on|at|in)|is responsible for"
+        r"|will review|needs)\b"
+    ),
 ]
 NOT_NAMES = frozenset(
-    "I We You They He She It The This That These Those Let Lets Okay Ok Great Thanks "
-    "Please Also And But So Then Now Today Tomorrow Yesterday Monday Tuesday Wednesday "
-    "Thursday Friday Saturday Sunday Here There What When Where Why How Which Who Our My "
-    "Your Agent User System Yes No Sure Good Next Done Note If Use Run Check Team Everyone "
-    "Nobody Someone Git Python Docker Postgres Postgresql Redis Linux Github Slack".split()
+    [
+        "I",
+        "We",
+        "You",
+        "They",
+        "He",
+        "She",
+        "It",
+        "The",
+        "This",
+        "That",
+        "These",
+        "Those",
+        "Let",
+        "Lets",
+        "Okay",
+        "Ok",
+        "Great",
+        "Thanks",
+        "Please",
+        "Also",
+        "And",
+        "But",
+        "So",
+        "Then",
+        "Now",
+        "Today",
+        "Tomorrow",
+        "Yesterday",
+        "Monday",
+        "Tuesday",
+        "Wednesday",
+        "Thursday",
+        "Friday",
+        "Saturday",
+        "Sunday",
+        "Here",
+        "There",
+        "What",
+        "When",
+        "Where",
+        "Why",
+        "How",
+        "Which",
+        "Who",
+        "Our",
+        "My",
+        "Your",
+        "Agent",
+        "User",
+        "System",
+        "Yes",
+        "No",
+        "Sure",
+        "Good",
+        "Next",
+        "Done",
+        "Note",
+        "If",
+        "Use",
+        "Run",
+        "Check",
+        "Team",
+        "Everyone",
+        "Nobody",
+        "Someone",
+        "Git",
+        "Python",
+        "Docker",
+        "Postgres",
+        "Postgresql",
+        "Redis",
+        "Linux",
+        "Github",
+        "Slack",
+    ]
 )
 
 
@@ -104,13 +181,20 @@ def excluded(sentence: str) -> bool:
 def clean(sentence: str, speaker: str = "user") -> str:
     """A sentence as a knowledge line: no markdown emphasis, first person made explicit."""
     s = re.sub(r"[*_`]{1,2}([^*_`]+)[*_`]{1,2}", r"\1", sentence).strip()
-    s = re.sub(r"^(?:decision|decided|lesson(?: learned)?|todo|gotcha|note to self)\s*:\s*",
-               "", s, flags=re.I)
+    s = re.sub(
+        r"^(?:decision|decided|lesson(?: learned)?|todo|gotcha|note to self)\s*:\s*",
+        "",
+        s,
+        flags=re.I,
+    )
     s = re.sub(r"^(?:ok(?:ay)?|so|alright|right|great|good),?\s+", "", s, flags=re.I)
     if speaker == "user":
         s = re.sub(r"^I(?:'m| am)\b", "User is", s)
-        s = re.sub(r"^I (?:really )?(prefer|like|love|hate|want|need|think|use|dislike)\b",
-                   lambda m: f"User {m[1]}s", s)
+        s = re.sub(
+            r"^I (?:really )?(prefer|like|love|hate|want|need|think|use|dislike)\b",
+            lambda m: f"User {m[1]}s",
+            s,
+        )
         s = re.sub(r"^I don'?t\b", "User does not", s)
         s = re.sub(r"^I\b", "User", s)
     s = s.rstrip(" .;:") + "."
@@ -126,8 +210,11 @@ def person_mentions(sentence: str) -> list[tuple[str, str]]:
             first = name.split()[0]
             if first in NOT_NAMES or name in NOT_NAMES:
                 continue
-            rel = " ".join(w for w in (m.groupdict().get("rel") or "").split()
-                           if w not in ("and", "but", "who", "he", "she", "they", "so", "of"))
+            rel = " ".join(
+                w
+                for w in (m.groupdict().get("rel") or "").split()
+                if w not in ("and", "but", "who", "he", "she", "they", "so", "of")
+            )
             if rel and rel.split()[0] in ("best", "new", "only", "same", "first", "one"):
                 rel = ""
             found.setdefault(name, rel)

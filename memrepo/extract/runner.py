@@ -111,11 +111,12 @@ def _closed(t: Transcript) -> bool:
 class Extraction:
     """Items for (extractor, transcript) pairs: the model's (cached) or the heuristics'."""
 
-    def __init__(self, root: Path, llm: Any, ctx: X.Context, max_chars: int = 12000) -> None:
+    def __init__(self, root: Path, llm: Any, ctx: X.Context, max_chars: int = 12000,
+                 cache_root: Path | None = None) -> None:
         from memrepo.llm import template_hash
 
         self.root, self.llm, self.ctx = root, llm, ctx
-        self.cache = ResultCache(root)
+        self.cache = ResultCache(cache_root or root)
         self.max_chars = max_chars
         self.prompt_hash = template_hash(PROMPT)
         self.offline_pairs = 0
@@ -178,6 +179,7 @@ def extract(
     workspace: Workspace | None = None,
     progress: Callable[[int], None] | None = None,
     prefetched: dict[tuple[str, str], Any] | None = None,
+    cache_root: Path | None = None,
 ) -> Report:
     """Run the extractors over ``paths`` (chronologically), write, and commit."""
     report = Report()
@@ -186,7 +188,7 @@ def extract(
     from memrepo.config import load_config
 
     cfg_chars = int(load_config(root).get("llm", {}).get("max_transcript_chars", 12000))
-    with_llm = Extraction(root, llm, ctx, cfg_chars)
+    with_llm = Extraction(root, llm, ctx, cfg_chars, cache_root)
     ws = workspace or Workspace(root)
     decider = llm_decider(llm, with_llm.cache) if llm.available else None
     done: dict[str, str] = {}

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrepo.formats import TURN_HEADER, parse_document, parse_datetime
 from memrepo.extract.entries import source_ref
+from memrepo.formats import TURN_HEADER, parse_datetime, parse_document
 
 _QUOTE_LINE = re.compile(r"^> \[(?:tool|knowledge|attachment)[:\]]")
 

@@ -387,6 +387,58 @@ def rebuild(root: Path, embedder_name: str, *, progress: Progress | None = None)
     return res
 
 
+#: Rebuilds of at least this many files read, chunk and embed in a worker process, so
+#: Python work and SQLite's inserts run on two cores.
+PARALLEL_MIN_FILES = 2000
+PART_FILES = 256
+_WORKER_EMBEDDERS: dict[str, Embedder | None] = {}
+
+
+def _prepare_part(
+    root: str, part: list[tuple[str, str]], embedder_name: str | None
+) -> tuple[list[tuple[str, str, Parsed | None]], dict[int, bytes] | None]:
+    """Read, chunk and (when asked) embed a slice of files: runs in a worker process."""
+    blobs = dict(gitsource.stream_blobs(Path(root), dict.fromkeys(sha for _, sha in part)))
+    parsed = [
+        (path, sha, parse(path, blobs[sha]) if blobs.get(sha) is not None else None)
+        for path, sha in part
+    ]
+    vecs: dict[int, bytes] | None = None
+    if embedder_name:
+        if embedder_name not in _WORKER_EMBEDDERS:  # keep its caches across slices
+            _WORKER_EMBEDDERS[embedder_name] = get_embedder(embedder_name)
+        emb = _WORKER_EMBEDDERS[embedder_name]
+        if emb is not None:
+            texts = {c.hash: c.text for _, _, p in parsed if p for c in p.chunks}
+            vecs = dict(zip(texts, emb.embed(list(texts.values())), strict=True))
+    return parsed, vecs
+
+
+def _prepared_parts(
+    root: Path, files: list[tuple[str, str]], embedder_name: str | None
+) -> Iterable[tuple[list[tuple[str, str, Parsed | None]], dict[int, bytes] | None]]:
+    parts = [files[i : i + PART_FILES] for i in range(0, len(files), PART_FILES)]
+    if len(files) >= PARALLEL_MIN_FILES and (os.cpu_count() or 1) > 1:
+        import multiprocessing
+
+        try:
+            pool = multiprocessing.get_context().Pool(max(1, min(2, (os.cpu_count() or 2) - 1)))
+        except (OSError, ValueError):
+            pool = None
+        if pool is not None:
+            with pool:
+                yield from pool.imap(
+                    _prepare_one, [(str(root), part, embedder_name) for part in parts]
+                )
+            return
+    for part in parts:
+        yield _prepare_part(str(root), part, embedder_name)
+
+
+def _prepare_one(args: tuple[str, list[tuple[str, str]], str | None]):
+    return _prepare_part(*args)
+
+
 def _bulk_add(
     root: Path,
     con: sqlite3.Connection,
@@ -394,65 +446,23 @@ def _bulk_add(
     files: list[tuple[str, str]],
     progress: Progress | None,
 ) -> None:
-    """Insert every file; a thread reads and chunks while SQLite (which releases the GIL)
-    inserts, so the two cores both work."""
-    import queue
-    import threading
-
-    by_sha: dict[str, list[str]] = {}
-    for path, sha in files:
-        by_sha.setdefault(sha, []).append(path)
-    q: queue.Queue = queue.Queue(maxsize=256)
-    failure: list[BaseException] = []
-
-    embedder = writer.embedder if writer.embed_now else None
-
-    def send(batch: list[tuple[str, str, Parsed | None]]) -> None:
-        vecs: dict[int, bytes] | None = None
-        if embedder is not None:  # embed here too, off the inserting thread
-            texts = {c.hash: c.text for _, _, p in batch if p for c in p.chunks}
-            vecs = dict(zip(texts, embedder.embed(list(texts.values())), strict=True))
-        for path, sha, parsed in batch:
-            q.put((path, sha, parsed, vecs))
-        batch.clear()
-
-    def produce() -> None:
-        batch: list[tuple[str, str, Parsed | None]] = []
-        try:
-            for sha, data in gitsource.stream_blobs(root, by_sha):
-                for path in by_sha[sha]:
-                    batch.append((path, sha, parse(path, data) if data is not None else None))
-                    if len(batch) >= 64:
-                        send(batch)
-            send(batch)
-        except BaseException as exc:
-            failure.append(exc)
-        finally:
-            q.put(None)
-
-    reader = threading.Thread(target=produce, daemon=True)
-    reader.start()
-    # merge FTS segments once at the end ('optimize') instead of while inserting
+    """Insert every file, merging FTS segments once at the end rather than on the way."""
+    embedder_name = writer.embedder.id if writer.embedder is not None and writer.embed_now else None
     con.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('automerge', 0)")
     done = 0
     con.execute("BEGIN")
-    while (item := q.get()) is not None:
-        path, sha, parsed, vecs = item
-        if parsed is not None:
-            writer.add(path, sha, b"", parsed, vecs)
-        done += 1
-        if done % BATCH_FILES == 0:
-            con.execute("COMMIT")
-            con.execute("BEGIN")
-        if progress and done % 100 == 0:
+    for parsed, vecs in _prepared_parts(root, files, embedder_name):
+        for path, sha, p in parsed:
+            if p is not None:
+                writer.add(path, sha, b"", p, vecs)
+            done += 1
+            if done % BATCH_FILES == 0:
+                con.execute("COMMIT")
+                con.execute("BEGIN")
+        if progress:
             progress(done, len(files))
     con.execute("COMMIT")
-    reader.join()
-    if failure:
-        raise failure[0]
     con.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('automerge', 4)")
-    if progress:
-        progress(len(files), len(files))
 
 
 def _swap(tmp: Path, target: Path) -> None:

@@ -29,7 +29,7 @@ class Settings:
     reinforce_factor: float = 0.2
     superseded_factor: float = 0.5
     archived_factor: float = 0.5
-    per_file: int = 1
+    per_file: int = 3
 
 
 @dataclass
@@ -170,7 +170,7 @@ def settings_from_config(search_cfg: dict) -> Settings:
         recency_per_day=float(search_cfg.get("recency_per_day", 0.01)),
         superseded_factor=sf,
         archived_factor=sf,
-        per_file=int(search_cfg.get("per_file", 1)),
+        per_file=int(search_cfg.get("per_file", 3)),
     )
 
 

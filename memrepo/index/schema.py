@@ -16,7 +16,7 @@ from __future__ import annotations
 import sqlite3
 
 #: Bump when the tables or the chunker change: an index of another version is rebuilt.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 DDL = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

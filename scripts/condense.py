@@ -1,0 +1,38 @@
+"""``memory condense daily|weekly|monthly [--date D] [--dry-run] [--offline]``."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import click
+
+
+@click.command()
+@click.argument("period", type=click.Choice(["daily", "weekly", "monthly"]))
+@click.option("--date", "day", help="The day (or a day of the week/month); default today.")
+@click.option("--dry-run", is_flag=True, help="Show the diff; write nothing.")
+@click.option("--offline", is_flag=True, help="No LLM: the deterministic path.")
+@click.option("--model", help="Model for this run (overrides llm.condense_model).")
+@click.pass_context
+def condense(ctx: click.Context, period: str, day: str | None, dry_run: bool, offline: bool,
+             model: str | None) -> None:
+    """Daily journal from the day's transcripts; weekly rollup into MEMORY.md (within its
+    cap); monthly distillation (archive old journals, review, cap)."""
+    from memrepo import condense as C
+    from memrepo.llm import for_repo
+    from memrepo.repo import discover
+
+    root = discover((ctx.obj or {}).get("repo")).root
+    when = dt.date.fromisoformat(day) if day else dt.date.today()
+    llm = for_repo(root, offline=offline, model=model)
+    plan = {"daily": C.daily, "weekly": C.weekly, "monthly": C.monthly}[period](root, when, llm)
+    if dry_run:
+        click.echo(plan.diff(root) or "no changes")
+    elif plan.empty(root):
+        click.echo("no changes")
+    else:
+        sha = plan.apply(root, f"maintenance: {period} condensation {when}")
+        click.echo(f"committed {sha[:10] if sha else '?'}: {period} condensation {when}")
+    for note in plan.notes:
+        click.echo(f"  {note}", err=True)
+    click.echo(llm.usage.summary(), err=True)

@@ -1,0 +1,54 @@
+"""``memory reconstruct --branch NAME [--extractors …] [--model …] [--dry-run]``."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command()
+@click.option("--branch", "name", required=True, help="Replay onto extract/NAME.")
+@click.option("--extractors", help="Comma-separated extractor names (default: all).")
+@click.option("--model", help="Model for extraction (overrides llm.extract_model).")
+@click.option("--offline", is_flag=True, help="No LLM: the heuristics only.")
+@click.option("--dry-run", is_flag=True, help="Print the planned LLM calls and their cost.")
+@click.option("--batch", default=200, show_default=True, help="Transcripts per commit.")
+@click.pass_context
+def reconstruct(ctx: click.Context, name: str, extractors: str | None, model: str | None,
+                offline: bool, dry_run: bool, batch: int) -> None:
+    """Regenerate knowledge from every transcript on extract/NAME; main is never touched.
+
+    Runs in .memrepo/worktrees/NAME; an interrupted run resumes where it stopped.
+    """
+    from memrepo import reconstruct as R
+    from memrepo.llm import for_repo
+    from memrepo.repo import discover
+
+    root = discover((ctx.obj or {}).get("repo")).root
+    llm = for_repo(root, offline=offline, model=model)
+    names = [n.strip() for n in extractors.split(",")] if extractors else None
+    if dry_run:
+        p = R.plan(root, llm, names)
+        mode = "offline: no calls would be made" if not llm.available else \
+            f"model {llm.model_for('extract')}"
+        click.echo(f"planned LLM calls: {p.planned_calls} ({p.cached_calls} cached), "
+                   f"estimated cost ${p.estimated_cost:.4f} ({mode}); plus one reconcile "
+                   "call per section with entries and one weekly condensation")
+        return
+    bar: list = []
+
+    def start(total: int, done: int) -> None:
+        if done:
+            click.echo(f"resuming: {done} of {total} transcripts already replayed", err=True)
+        bar.append(click.progressbar(length=total - done, label="replaying", file=None))
+        bar[0].__enter__()
+
+    res = R.reconstruct(root, name, llm, names, batch=batch,
+                        progress=lambda n: bar[0].update(n) if bar else None, start=start)
+    if bar:
+        bar[0].__exit__(None, None, None)
+    e = res.edits
+    click.echo(f"{res.branch}: {res.replayed} transcripts replayed; {e.get('ADD', 0)} added, "
+               f"{e.get('UPDATE', 0)} updated, {e.get('SUPERSEDE', 0)} superseded, "
+               f"{e.get('NONE', 0)} already known (worktree {res.worktree})")
+    click.echo(res.diffstat.rstrip() or "no difference with main under knowledge/")
+    click.echo(llm.usage.summary(), err=True)

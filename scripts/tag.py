@@ -1,0 +1,46 @@
+"""``memory tag daily|weekly|milestone|before|extract …`` and ``memory log --at TAG PATH``."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import click
+
+
+@click.command()
+@click.argument("kind", type=click.Choice(["daily", "weekly", "milestone", "before", "extract"]))
+@click.argument("name", required=False)
+@click.option("--date", "day", help="Date for daily/weekly tags (default: today).")
+@click.option("--force", is_flag=True, help="Move an existing tag.")
+@click.pass_context
+def tag(ctx: click.Context, kind: str, name: str | None, day: str | None, force: bool) -> None:
+    """Tag the memory (annotated, with a summary of what changed).
+
+    daily and weekly tags are made only when knowledge changed since the previous one.
+    """
+    from memrepo import tags
+    from memrepo.errors import MemrepoError
+    from memrepo.repo import discover
+
+    root = discover((ctx.obj or {}).get("repo")).root
+    if kind in ("daily", "weekly"):
+        value: str | dt.date = dt.date.fromisoformat(day) if day else dt.date.today()
+    elif not name:
+        raise MemrepoError(f"memory tag {kind} needs a NAME")
+    else:
+        value = name
+    made = tags.make(root, kind, value, force)
+    click.echo(made or f"no {kind} tag: nothing changed since {tags.previous(root, kind)}")
+
+
+@click.command("log")
+@click.option("--at", "at", required=True, help="A tag (memory/daily/2026-02-01 or daily/…).")
+@click.argument("path")
+@click.pass_context
+def log_at(ctx: click.Context, at: str, path: str) -> None:
+    """Show what PATH said at a memory tag (same as git show TAG:PATH)."""
+    from memrepo import tags
+    from memrepo.repo import discover
+
+    root = discover((ctx.obj or {}).get("repo")).root
+    click.echo(tags.show_at(root, at, path), nl=False)
