@@ -21,7 +21,6 @@ import json
 import os
 import re
 import secrets as _random
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from memrepo.errors import MemrepoError
+from memrepo.locks import LockBusy, file_lock
 from memrepo.secrets import redact
 
 #: Where per-session state and locks live (gitignored by the skeleton's `.memrepo/`).
@@ -214,42 +214,12 @@ def _check_sid(session_id: str) -> str:
 
 @contextmanager
 def session_lock(root: Path, session_id: str, timeout: float = 30.0) -> Iterator[None]:
-    """Exclusive per-session lock (flock), so appends from many processes never interleave."""
-    path = _lock_file(root, session_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    """Exclusive per-session lock, so appends from many processes never interleave."""
     try:
-        _acquire(fd, timeout, session_id)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
-
-
-def _acquire(fd: int, timeout: float, session_id: str) -> None:
-    try:
-        import fcntl
-    except ImportError:  # Windows: msvcrt locks a byte range
-        import msvcrt
-
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise MemrepoError(f"session {session_id} is locked by another process") \
-                        from None
-                time.sleep(0.01)
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                raise MemrepoError(f"session {session_id} is locked by another process") from None
-            time.sleep(0.002)
+        with file_lock(_lock_file(root, session_id), wait=timeout, poll=0.002):
+            yield
+    except LockBusy:
+        raise MemrepoError(f"session {session_id} is locked by another process") from None
 
 
 def save_session(root: Path, session: Session) -> None:

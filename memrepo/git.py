@@ -123,6 +123,11 @@ def staged_status(root: str | Path, *pathspecs: str) -> list[tuple[str, str, str
         ],
         root,
     )
+    return parse_name_status(out)
+
+
+def parse_name_status(out: str) -> list[tuple[str, str, str | None]]:
+    """Rows of ``--name-status -z`` output as (status letter, path, new path for R/C)."""
     fields = out.split("\0")
     rows: list[tuple[str, str, str | None]] = []
     i = 0

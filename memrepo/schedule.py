@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import fcntl
 import json
 import os
 import shlex
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from memrepo.config import load_config
+from memrepo.locks import LockBusy, file_lock
 
 LOCK = ".memrepo/schedule.lock"
 LOG = ".memrepo/schedule.log"
@@ -65,28 +65,25 @@ def log_event(root: Path, event: dict[str, Any]) -> None:
 
 def run_job(root: Path, job: Job, wait: float = 0.0) -> int:
     """Run one job under the lock; returns its exit status (75 when the lock is busy)."""
-    lock = root / LOCK
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock, "w") as fh:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    log_event(root, {"job": job.name, "start": _now(), "status": "skipped",
-                                     "detail": "another job holds the lock"})
-                    return 75
-                time.sleep(0.5)
-        start = _now()
-        proc = subprocess.run([*memory_argv(), "--repo", str(root), *job.args],
-                              capture_output=True, text=True)
-        log_event(root, {"job": job.name, "start": start, "end": _now(),
-                         "status": "ok" if proc.returncode == 0 else "failed",
-                         "code": proc.returncode,
-                         "detail": (proc.stderr or proc.stdout).strip()[-500:]})
-        return proc.returncode
+    try:
+        with file_lock(root / LOCK, wait=wait, poll=0.5):
+            return _run_locked(root, job)
+    except LockBusy:
+        log_event(root, {"job": job.name, "start": _now(), "status": "skipped",
+                         "detail": "another job holds the lock"})
+        return 75
+
+
+def _run_locked(root: Path, job: Job) -> int:
+    start = _now()
+    proc = subprocess.run(
+        [*memory_argv(), "--repo", str(root), *job.args], capture_output=True, text=True
+    )
+    log_event(root, {"job": job.name, "start": start, "end": _now(),
+                     "status": "ok" if proc.returncode == 0 else "failed",
+                     "code": proc.returncode,
+                     "detail": (proc.stderr or proc.stdout).strip()[-500:]})
+    return proc.returncode
 
 
 def _now() -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 from memrepo import formats
 from memrepo.config import CONFIG_FILE
 from memrepo.errors import MemrepoError
-from memrepo.git import git, read_blobs
+from memrepo.git import git, parse_name_status, read_blobs
 from memrepo.hooks import check_secrets, check_transcripts
 from memrepo.hooks._common import BlobContext
 
@@ -33,20 +33,10 @@ class Finding:
 
 def _changes(root: Path, base: str, target: str) -> list[tuple[str, str, str | None]]:
     """(status, path, new path) between two trees, renames detected."""
-    out = git(["diff-tree", "-r", "-M", "-z", "--no-commit-id", "--name-status", base, target],
-              root)
-    fields = out.split("\0")
-    rows: list[tuple[str, str, str | None]] = []
-    i = 0
-    while i < len(fields) - 1:
-        st = fields[i]
-        if st[:1] in ("R", "C"):
-            rows.append((st[:1], fields[i + 1], fields[i + 2]))
-            i += 3
-        else:
-            rows.append((st[:1], fields[i + 1], None))
-            i += 2
-    return rows
+    out = git(
+        ["diff-tree", "-r", "-M", "-z", "--no-commit-id", "--name-status", base, target], root
+    )
+    return parse_name_status(out)
 
 
 def audit_change(root: Path, base: str, target: str) -> list[str]:

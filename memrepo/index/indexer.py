@@ -12,7 +12,9 @@ An index of another schema version or embedder is rebuilt, never half-used.
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import itertools
 import json
 import os
 import sqlite3
@@ -426,17 +428,23 @@ def _prepared_parts(
         except (OSError, ValueError):
             pool = None
         if pool is not None:
-            with pool:
-                yield from pool.imap(
-                    _prepare_one, [(str(root), part, embedder_name) for part in parts]
+            with pool:  # a few slices in flight: the worker never runs far ahead (RSS)
+                todo = iter(parts)
+                window = collections.deque(
+                    pool.apply_async(_prepare_part, (str(root), part, embedder_name))
+                    for part in itertools.islice(todo, 3)
                 )
+                while window:
+                    result = window.popleft().get()
+                    nxt = next(todo, None)
+                    if nxt is not None:
+                        window.append(
+                            pool.apply_async(_prepare_part, (str(root), nxt, embedder_name))
+                        )
+                    yield result
             return
     for part in parts:
         yield _prepare_part(str(root), part, embedder_name)
-
-
-def _prepare_one(args: tuple[str, list[tuple[str, str]], str | None]):
-    return _prepare_part(*args)
 
 
 def _bulk_add(

@@ -1,0 +1,55 @@
+"""One advisory file lock for every writer that must run alone (sessions, jobs, indexer).
+
+flock where the OS has it (released by the kernel when the process dies, so a crash
+never leaves a stale lock); an ``O_EXCL`` lock file elsewhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+
+class LockBusy(Exception):
+    """Another process holds the lock and ``wait`` ran out."""
+
+
+def _try(path: Path) -> int | None:
+    if fcntl is None:  # pragma: no cover - Windows
+        try:
+            return os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return None
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, wait: float = 0.0, poll: float = 0.01) -> Iterator[None]:
+    """Hold an exclusive lock on ``path``, waiting up to ``wait`` seconds, else LockBusy."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + wait
+    while (fd := _try(path)) is None:
+        if time.monotonic() >= deadline:
+            raise LockBusy(str(path))
+        time.sleep(poll)
+    try:
+        yield
+    finally:
+        os.close(fd)  # closing releases a flock
+        if fcntl is None:  # pragma: no cover - Windows
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
