@@ -108,28 +108,6 @@ def parse_set(items: list[str]) -> dict[str, object]:
     return out
 
 
-def compact_markers() -> None:
-    """Experiment only: P3/P4 markers name a transcript by its short reference.
-
-    ``<!-- P3 knowledge: raw/conversations/2023/05/08/1356-ses_conv26_s01-caroline-melanie.md:3-4
-    -->`` costs ~28 tokens, as much as the LoCoMo turn it labels; ``<!-- P3
-    2023/05/08/1356-ses_conv26_s01:3-4 -->`` (the ``[src: …]`` form) about half.
-    """
-    from memrepo.compile import sections as S
-    from memrepo.extract.entries import source_ref
-
-    full = S.Section.marker
-
-    def marker(self: Any) -> str:
-        if self.slot < 3 or not self.path.startswith("raw/conversations/"):
-            return full(self)
-        cut = " (cut)" if self.cut else ""
-        name = S.SLOT_NAMES[self.slot]
-        return f"<!-- {name} {source_ref(self.path)}:{self.start_line}-{self.end_line}{cut} -->"
-
-    S.Section.marker = marker  # type: ignore[method-assign]
-
-
 def evaluate(
     budget: int, split: str, work: Path, settings: dict[str, object], build: bool = True
 ) -> dict[str, Any]:
@@ -178,8 +156,7 @@ def table(res: dict[str, Any]) -> str:
     head = (
         f"LoCoMo {res['split']}: evidence turns inside a {res['budget']}-token context "
         f"(P3 asks search for {res['p3']['limit']} passages, {res['p3']['per_file']} per file;"
-        f" search overrides {res['search'] or 'none'}"
-        f"{'; compact markers' if res['p3']['compact_markers'] else ''})\n"
+        f" search overrides {res['search'] or 'none'})\n"
         f"{'category':14} {'questions':>9} {'evidence':>8} {'compile':>8} {'window':>8} "
         f"{'q all: compile':>15} {'window':>7} {'mean tokens':>11}"
     )
@@ -202,13 +179,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", action="append", default=[], help="search.KEY=VALUE override")
     ap.add_argument("--p3-limit", type=int, help="experiment: passages P3 asks of search")
     ap.add_argument("--p3-per-file", type=int, help="experiment: passages per file")
-    ap.add_argument("--compact-markers", action="store_true", help="experiment: short markers")
     ap.add_argument("--json-out", default=str(HERE / "results" / "eval_compile_locomo.json"))
     args = ap.parse_args(argv)
     p3 = tune_p3(args.p3_limit, args.p3_per_file)
     settings = parse_set(args.set)
-    if args.compact_markers:
-        compact_markers()
     if args.keep:  # a kept repo is built once and reused
         args.keep.mkdir(parents=True, exist_ok=True)
         res = evaluate(args.budget, args.split, args.keep, settings, build=False)
@@ -216,10 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             res = evaluate(args.budget, args.split, Path(tmp), settings)
     res["p3"], res["search"] = (
-        {
-            **p3,
-            "compact_markers": args.compact_markers,
-        },
+        p3,
         settings,
     )
     print(table(res))

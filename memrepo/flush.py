@@ -35,10 +35,9 @@ from memrepo.errors import MemrepoError
 from memrepo.extract import extractors as X
 from memrepo.extract import heuristics as h
 from memrepo.extract.apply import Edit, Workspace
-from memrepo.extract.entries import source_ref
 from memrepo.extract.transcript import Transcript, parse_transcript
 from memrepo.extract.transcript import Turn as XTurn
-from memrepo.formats import is_transcript
+from memrepo.formats import is_transcript, source_ref
 from memrepo.secrets import find_secrets, redact
 
 FLUSH_OK = "FLUSH_OK"

@@ -297,6 +297,15 @@ def transcript_path(started: dt.datetime, session_id: str, slug: str) -> str:
     return f"{TRANSCRIPT_ROOT}{started:%Y/%m/%d/%H%M}-{session_id}-{slug}.md"
 
 
+def source_ref(transcript_path: str) -> str:
+    """``YYYY/MM/DD/HHMM-<session>`` for a transcript path (the whole path when unusual)."""
+    m = TRANSCRIPT_PATH.match(transcript_path)
+    if not m:
+        return transcript_path
+    session = m["rest"].split("-", 1)[0]
+    return f"{m['y']}/{m['m']}/{m['d']}/{m['hh']}{m['mm']}-{session}"
+
+
 def is_transcript(path: str) -> bool:
     return path.startswith(TRANSCRIPT_ROOT) and path.endswith(".md")
 

@@ -309,32 +309,59 @@ def lrepo(crepo: Path) -> Path:
     return crepo
 
 
-def lrepo_fake_client(reply: object, seen: list[dict]) -> object:
-    """An anthropic client over a fake transport: ``reply(body) -> answer text``."""
+def fake_anthropic(replies: object, seen: list[dict]) -> object:
+    """The real anthropic SDK over a fake HTTP transport: no network, no key.
+
+    ``replies`` is the answer text, a list of answers in call order (the last repeats),
+    a function ``body -> text``, or ``(status, json body)`` pairs for error responses.
+    Every request's JSON body is appended to ``seen``; usage reports 800 cached input
+    tokens from the second call on, as a cached system prompt would.
+    """
     import json as _json
 
     import anthropic
 
     try:
-        import httpx2 as httpx
+        import httpx2 as httpx  # what the installed SDK is built on
     except ImportError:  # pragma: no cover
         import httpx  # type: ignore[no-redef]
 
     def handler(request: httpx.Request) -> httpx.Response:
         body = _json.loads(request.content)
-        seen.append({"body": body, "headers": dict(request.headers)})
-        text = reply(body)  # type: ignore[operator]
-        return httpx.Response(200, json={
-            "id": f"msg_{len(seen)}", "type": "message", "role": "assistant",
-            "model": body["model"], "content": [{"type": "text", "text": text}],
-            "stop_reason": "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": 1000, "output_tokens": 100,
-                      "cache_read_input_tokens": 800 if len(seen) > 1 else 0,
-                      "cache_creation_input_tokens": 0 if len(seen) > 1 else 800},
-        })
+        seen.append(body)
+        n = len(seen)
+        if callable(replies):
+            reply = replies(body)
+        elif isinstance(replies, (str, tuple)):
+            reply = replies
+        else:
+            reply = replies[min(n, len(replies)) - 1]  # type: ignore[index]
+        if isinstance(reply, tuple):
+            return httpx.Response(reply[0], json=reply[1])
+        return httpx.Response(
+            200,
+            json={
+                "id": f"msg_{n}",
+                "type": "message",
+                "role": "assistant",
+                "model": body["model"],
+                "content": [{"type": "text", "text": reply}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {
+                    "input_tokens": 1000,
+                    "output_tokens": 100,
+                    "cache_read_input_tokens": 800 if n > 1 else 0,
+                    "cache_creation_input_tokens": 0 if n > 1 else 800,
+                },
+            },
+        )
 
-    return anthropic.Anthropic(api_key="test-key", max_retries=0,
-                               http_client=httpx.Client(transport=httpx.MockTransport(handler)))
+    return anthropic.Anthropic(
+        api_key="test-key",
+        max_retries=0,
+        http_client=httpx.Client(transport=httpx.MockTransport(handler)),
+    )
 
 
 @pytest.fixture
@@ -343,6 +370,6 @@ def lrepo_client():
 
     def make(reply: object) -> tuple[object, list[dict]]:
         seen: list[dict] = []
-        return lrepo_fake_client(reply, seen), seen
+        return fake_anthropic(reply, seen), seen
 
     return make

@@ -7,17 +7,11 @@ import threading
 import time
 from pathlib import Path
 
-import anthropic
 import pytest
-from conftest import run_git, run_memory
+from conftest import fake_anthropic, run_git, run_memory
 
 from memrepo import capture, committer
 from memrepo.config import defaults
-
-try:  # the transport module the installed SDK is built on
-    import httpx2 as httpx
-except ImportError:  # pragma: no cover - older SDKs
-    import httpx  # type: ignore[no-redef]
 
 
 def write(root: Path, rel: str, text: str) -> None:
@@ -103,30 +97,13 @@ def test_waits_for_index_lock(crepo: Path) -> None:
     assert r.committed and time.monotonic() - t0 >= 0.3
 
 
-def fake_client(replies: list[tuple[int, dict]], seen: list[dict]) -> anthropic.Anthropic:
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(json.loads(request.content))
-        status, body = replies[min(len(seen), len(replies)) - 1]
-        return httpx.Response(status, json=body)
-
-    return anthropic.Anthropic(
-        api_key="test", max_retries=0,
-        http_client=httpx.Client(transport=httpx.MockTransport(handler)),
-    )
-
-
-def message(text: str) -> dict:
-    return {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
-            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
-            "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 10}}
-
-
 def test_llm_message_with_fake_transport(crepo: Path) -> None:
     edit_knowledge(crepo)
     seen: list[dict] = []
-    client = fake_client([(200, message(
-        "memory: record storage decision and answer style\n\nFiles replace SQLite; FTS5 stays.")
-    )], seen)
+    client = fake_anthropic(
+        "memory: record storage decision and answer style\n\nFiles replace SQLite; FTS5 stays.",
+        seen,
+    )
     r = committer.run(crepo, use_llm=True, client=client)
     assert r.llm and r.committed
     assert len(seen) == 1
@@ -145,7 +122,7 @@ def test_llm_message_with_fake_transport(crepo: Path) -> None:
 def test_llm_failure_falls_back_and_says_so(crepo: Path, capsys) -> None:
     edit_knowledge(crepo)
     seen: list[dict] = []
-    client = fake_client([(500, {"type": "error", "error": {"type": "api_error",
+    client = fake_anthropic([(500, {"type": "error", "error": {"type": "api_error",
                                                             "message": "boom"}})], seen)
     r = committer.run(crepo, use_llm=True, client=client)
     assert r.committed and not r.llm and r.llm_error
@@ -158,7 +135,7 @@ def test_llm_failure_falls_back_and_says_so(crepo: Path, capsys) -> None:
 def test_llm_empty_reply_falls_back(crepo: Path, reply: str) -> None:
     edit_knowledge(crepo)
     seen: list[dict] = []
-    r = committer.run(crepo, use_llm=True, client=fake_client([(200, message(reply))], seen))
+    r = committer.run(crepo, use_llm=True, client=fake_anthropic(reply, seen))
     assert r.committed and not r.llm and len(seen) == 1
 
 

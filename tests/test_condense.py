@@ -71,7 +71,7 @@ def test_model_rewrite_over_cap_or_silent_drop_is_rejected(crepo: Path, lrepo_cl
     plan = C.cap_plan(crepo, text, llm)
     assert C.line_count(plan.texts[MEMORY]) <= 200
     assert "moved to: archive" in plan.texts[C.ARCHIVE_MEMORY]
-    assert seen[0]["body"]["model"] == "claude-sonnet-4-6"
+    assert seen[0]["model"] == "claude-sonnet-4-6"
 
 
 def test_weekly_never_leaves_memory_over_cap(lrepo: Path):

@@ -8,16 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import run_git, run_memory
+from conftest import fake_anthropic, run_git, run_memory
 
 from memrepo.config import load_config
 from memrepo.flush import FLUSH_OK, flush, summary
 from memrepo.llm import LLM
-
-try:
-    import httpx2 as httpx  # what the installed anthropic SDK is built on
-except ImportError:  # pragma: no cover
-    import httpx  # type: ignore[no-redef]
 
 SECRET = "sk-ant-api03-" + "A" * 86 + "-AAAAAAAA"
 TODAY = dt.date.today().isoformat()
@@ -211,36 +206,10 @@ def test_transcript_in_the_repo_cites_its_session(memrepo_root: Path) -> None:
 # --- the LLM path: the real SDK against a fake transport --------------------------------
 
 
-def _fake_client(answers: list[str], calls: list[dict]) -> object:
-    import anthropic
-
-    replies = iter(answers)
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        calls.append(json.loads(request.content))
-        body = {
-            "id": "msg_1",
-            "type": "message",
-            "role": "assistant",
-            "model": "claude-haiku-4-5",
-            "content": [{"type": "text", "text": next(replies)}],
-            "stop_reason": "end_turn",
-            "stop_sequence": None,
-            "usage": {"input_tokens": 900, "output_tokens": 120},
-        }
-        return httpx.Response(200, json=body)
-
-    return anthropic.Anthropic(
-        api_key="test-key",
-        max_retries=0,
-        http_client=httpx.Client(transport=httpx.MockTransport(handler)),
-    )
-
-
 @pytest.fixture
 def llm_for(memrepo_root: Path) -> Callable[[list[str], list[dict]], LLM]:
     def make(answers: list[str], calls: list[dict]) -> LLM:
-        return LLM.from_config(load_config(memrepo_root), client=_fake_client(answers, calls))
+        return LLM.from_config(load_config(memrepo_root), client=fake_anthropic(answers, calls))
 
     return make
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from conftest import fake_anthropic
+
 from memrepo.config import defaults
 from memrepo.llm import LLM, load_template, parse_json, schema_errors
 
@@ -33,9 +35,9 @@ def test_complete_json_sends_cached_system_and_counts_usage(lrepo_client):
         {"items": ["a"]}
     assert llm.complete_json("condense", "extract", SCHEMA, extractor="y") == {"items": []}
     assert len(seen) == 2
-    body = seen[0]["body"]
+    body = seen[0]
     assert body["model"] == "claude-haiku-4-5"
-    assert seen[1]["body"]["model"] == "claude-sonnet-4-6"
+    assert seen[1]["model"] == "claude-sonnet-4-6"
     assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
     assert "Never extract" in body["system"][0]["text"]
     assert "Extractor: x" in body["messages"][0]["content"]
@@ -50,7 +52,7 @@ def test_malformed_json_retried_once(lrepo_client):
     llm, seen = make(lrepo_client, ["sure! here you go", '```json\n{"items": ["b"]}\n```'])
     assert llm.complete_json("extract", "extract", SCHEMA) == {"items": ["b"]}
     assert len(seen) == 2
-    retry = seen[1]["body"]["messages"]
+    retry = seen[1]["messages"]
     assert retry[1]["role"] == "assistant" and "not valid" in retry[2]["content"]
 
 
@@ -62,24 +64,10 @@ def test_malformed_twice_falls_back_and_says_so(lrepo_client, capsys):
     assert "fell back" in llm.usage.summary()
 
 
-def test_api_error_falls_back(lrepo_client):
-    import anthropic
-
-    try:
-        import httpx2 as httpx
-    except ImportError:  # pragma: no cover
-        import httpx
-
-    calls = []
-
-    def handler(request):
-        calls.append(1)
-        return httpx.Response(500, json={"type": "error", "error": {"type": "api_error",
-                                                                      "message": "boom"}})
-
-    client = anthropic.Anthropic(api_key="k", max_retries=0,
-                                 http_client=httpx.Client(transport=httpx.MockTransport(handler)))
-    llm = LLM.from_config(defaults(), client=client)
+def test_api_error_falls_back() -> None:
+    calls: list[dict] = []
+    boom = (500, {"type": "error", "error": {"type": "api_error", "message": "boom"}})
+    llm = LLM.from_config(defaults(), client=fake_anthropic(boom, calls))
     llm.max_retries = 0
     assert llm.complete_json("extract", "extract", SCHEMA) is None
     assert len(calls) == 1 and "InternalServerError" in llm.usage.fallbacks[0]

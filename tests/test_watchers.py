@@ -7,17 +7,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_memory
+from conftest import fake_anthropic, run_memory
 
 from memrepo.watchers import gate as gatemod
 from memrepo.watchers.loader import load_topics
 from memrepo.watchers.match import match_topics
 from memrepo.watchers.tune import collect
-
-try:
-    import httpx2 as httpx  # what this anthropic SDK is built on
-except ImportError:  # pragma: no cover - the classic name
-    import httpx  # type: ignore[no-redef]
 
 
 def write_topic(root: Path, name: str, front: str, body: str = "") -> None:
@@ -150,31 +145,9 @@ def test_events_activate_cron_and_webhook_topics(crepo6_topics: Path) -> None:
     assert "security" not in names(match_topics(crepo6_topics, events=["webhook:github:issue"]))
 
 
-def _fake_anthropic(answer: str, calls: list[dict]):
-    import anthropic
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        calls.append(json.loads(request.content))
-        body = {
-            "id": "msg_1",
-            "type": "message",
-            "role": "assistant",
-            "model": "claude-haiku-4-5",
-            "content": [{"type": "text", "text": answer}],
-            "stop_reason": "max_tokens",
-            "stop_sequence": None,
-            "usage": {"input_tokens": 30, "output_tokens": 1},
-        }
-        return httpx.Response(200, json=body)
-
-    return anthropic.Anthropic(
-        api_key="test-key", http_client=httpx.Client(transport=httpx.MockTransport(handler))
-    )
-
-
 def test_gated_topic_asks_the_llm_once_then_uses_the_cache(crepo6_topics: Path) -> None:
     calls: list[dict] = []
-    client = _fake_anthropic("YES", calls)
+    client = fake_anthropic("YES", calls)
     root = crepo6_topics
 
     def gate() -> gatemod.Gate:  # a new Gate per call: like a new `memory compile` process
@@ -197,7 +170,7 @@ def test_gated_topic_asks_the_llm_once_then_uses_the_cache(crepo6_topics: Path) 
 def test_gate_no_drops_the_topic(crepo6_topics: Path) -> None:
     calls: list[dict] = []
     g = gatemod.Gate(
-        crepo6_topics, "haiku", gatemod.make_llm("haiku", _fake_anthropic("NO", calls))
+        crepo6_topics, "haiku", gatemod.make_llm("haiku", fake_anthropic("NO", calls))
     )
     res = match_topics(crepo6_topics, "the key of the song is C major", gate=g)
     assert "security" not in names(res)

@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 #: Passages asked of search per compile, and how many of them may come from one file.
-LIMIT = 40
-PER_FILE = 4
+#: Enough that P3 fills its budget: at 40 / 4 it used ~3,000 of 4,000 tokens, and the
+#: LoCoMo dev evidence coverage rose from 70.3 to 77.8 % with 100 / 10 and short markers.
+LIMIT = 100
+PER_FILE = 10
 
 
 @dataclass(frozen=True)

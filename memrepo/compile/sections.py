@@ -13,6 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from memrepo import formats
+from memrepo.formats import source_ref
+
 SLOT_NAMES = {0: "P0", 1: "P1", 2: "P2", 3: "P3", 4: "P4"}
 _HEADING = re.compile(r"^#{1,6}\s")
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -38,9 +41,14 @@ class Section:
     tokens: int = 0
 
     def marker(self) -> str:
+        """``<!-- P3 knowledge: path:A-B -->``; a transcript passage is named by its short
+        reference (``2026/02/16/1845-ses_x:3-4``, the ``[src: …]`` form of knowledge
+        lines): a full transcript path costs as many tokens as the turn it labels."""
         span = f"{self.start_line}-{self.end_line}"
         unit = "" if self.unit == "line" else f" {self.unit}s"
         cut = " (cut)" if self.cut else ""
+        if self.slot >= 3 and formats.is_transcript(self.path):
+            return f"<!-- {SLOT_NAMES[self.slot]} {source_ref(self.path)}:{span}{unit}{cut} -->"
         return f"<!-- {SLOT_NAMES[self.slot]} {self.kind}: {self.path}:{span}{unit}{cut} -->"
 
     def render(self) -> str:

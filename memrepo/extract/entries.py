@@ -17,8 +17,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memrepo.formats import TRANSCRIPT_PATH
-
 SRC = re.compile(r"\s*\[src: (?P<src>[^\]]+)\]")
 #: A superseded entry (search down-ranks lines that match this).
 SUPERSEDED_LINE = re.compile(
@@ -28,15 +26,6 @@ SUPERSEDED_LINE = re.compile(
 _BULLET = re.compile(r"^(?P<indent>\s*)[-*] (?P<rest>.+?)\s*$")
 _DATED = re.compile(r"^(?P<date>\d{4}-\d{2}-\d{2}):\s+(?P<text>.+)$")
 HEADING = re.compile(r"^(?P<hashes>#{1,6})\s+(?P<title>.+?)\s*$")
-
-
-def source_ref(transcript_path: str) -> str:
-    """``YYYY/MM/DD/HHMM-<session>`` for a transcript path (the whole path when unusual)."""
-    m = TRANSCRIPT_PATH.match(transcript_path)
-    if not m:
-        return transcript_path
-    session = m["rest"].split("-", 1)[0]
-    return f"{m['y']}/{m['m']}/{m['d']}/{m['hh']}{m['mm']}-{session}"
 
 
 @dataclass

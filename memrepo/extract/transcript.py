@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrepo.extract.entries import source_ref
-from memrepo.formats import TURN_HEADER, parse_datetime, parse_document
+from memrepo.formats import TURN_HEADER, parse_datetime, parse_document, source_ref
 
 _QUOTE_LINE = re.compile(r"^> \[(?:tool|knowledge|attachment)[:\]]")
 
