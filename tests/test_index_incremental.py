@@ -193,3 +193,22 @@ def test_heavy_embedder_is_queued_off_the_commit_path(
     res = sync(irepo.root)  # `memory index` catches up
     assert res is not None and res.pending_vectors == 0 and res.embedded > 0
     _assert_like_rebuild(irepo, copies, "hash")
+
+
+def test_the_hook_path_stays_light(irepo_indexed: IRepo) -> None:
+    """No numpy, YAML or click on the commit path (each costs tens of ms per commit)."""
+    import subprocess
+    import sys
+
+    irepo_indexed.write("knowledge/people/g.md", "---\ntype: person\nname: G\n---\ng\n")
+    irepo_indexed.commit("g")
+    code = (
+        "import sys\nfrom pathlib import Path\nfrom memrepo.index.hook import on_git_event\n"
+        "on_git_event(Path.cwd(), 'post-commit')\n"
+        "print(sorted(m for m in ('numpy', 'yaml', 'click', 'frontmatter') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=irepo_indexed.root, capture_output=True, text=True
+    )
+    assert out.stdout.strip() == "[]", out.stderr
+    assert irepo_indexed.snapshot()["commit"] == irepo_indexed.git("rev-parse", "HEAD").strip()

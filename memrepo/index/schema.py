@@ -16,7 +16,7 @@ from __future__ import annotations
 import sqlite3
 
 #: Bump when the tables or the chunker change: an index of another version is rebuilt.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 DDL = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -45,7 +45,8 @@ CREATE TABLE chunks (
 CREATE INDEX chunks_doc ON chunks(doc_id);
 CREATE INDEX chunks_hash ON chunks(hash);
 CREATE VIRTUAL TABLE chunks_fts USING fts5(text, content='', tokenize='porter unicode61');
-CREATE TABLE vectors (hash INTEGER PRIMARY KEY, vec BLOB NOT NULL);
+-- rowid order = insertion order, so BLOBs append; the hash lookup is a small index
+CREATE TABLE vectors (id INTEGER PRIMARY KEY, hash INTEGER NOT NULL UNIQUE, vec BLOB NOT NULL);
 CREATE TABLE signals (
     path TEXT NOT NULL,
     line INTEGER NOT NULL,       -- 0 = the whole file
