@@ -69,6 +69,9 @@ SCHEMA: dict[str, dict[str, Setting]] = {
         "rrf_k": Setting(60, int, "k of reciprocal rank fusion: score = weight / (k + rank)"),
         "per_file": Setting(3, int, "most results (best chunks) one file may take in a list"),
         "recency_per_day": _num(0.01, "recency: score / (1 + days x this); 0 turns it off"),
+        "date_boost": _num(
+            1.0, "files dated on a day (or month) the query names: score x (1 + this)"
+        ),
         "superseded_factor": _num(0.5, "score multiplier for superseded (and archived) files"),
         "record_hits": Setting(True, bool, "log search hits to raw/signals/ (not used in ranking)"),
     },

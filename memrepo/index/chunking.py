@@ -16,6 +16,8 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+from memrepo.markers import superseded_share
+
 MAX_CHARS = 1500
 TARGET_CHARS = 1000
 #: A transcript turn is indexed with the start of the turn before it: a reply means little
@@ -33,6 +35,7 @@ class Chunk:
     start_line: int  # 1-based, inclusive
     end_line: int
     text: str  # what is indexed: heading trail (if any) + the lines
+    stale: float = 0.0  # share of its bullets that are superseded entries (down-ranked)
 
     @property
     def hash(self) -> int:
@@ -135,7 +138,8 @@ def chunk_lines(lines: list[str], body_line: int, *, transcript: bool = False) -
             text = f"{head}\n{body}" if head else body
             if transcript and previous:
                 text = f"{text}\n{_lead(previous)}"
-            chunks.append(Chunk(len(chunks), s + 1, e, text))
+            stale = 0.0 if transcript else superseded_share(lines[s:e])
+            chunks.append(Chunk(len(chunks), s + 1, e, text, stale))
             previous = "\n".join(lines[s + 1 : e]) if level and k == 0 else body
     return chunks
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from memrepo.index import query as q
 from memrepo.index import signals as sig
+from memrepo.index.dates import date_ranges
 from memrepo.index.indexer import parse
 from memrepo.index.paths import is_indexed
 from memrepo.index.ranking import ChunkHit, FileInfo, Settings, flatten, fuse, rank
@@ -100,7 +101,7 @@ class Scanner:
                     for w in words:
                         if _stem_match(t, w):
                             counts[w] += 1
-                hit = ChunkHit(-1, path, c.ord, c.start_line, c.end_line)
+                hit = ChunkHit(-1, path, c.ord, c.start_line, c.end_line, stale=c.stale)
                 units.append((hit, counts, len(tokens)))
         if not units:
             return []
@@ -117,7 +118,9 @@ class Scanner:
                 hit.bm25 = s
                 scored.append(hit)
         fuse(scored, self.settings, False)
-        ranked = rank(scored, files, self._signal_map(), self.settings, limit)
+        ranked = rank(
+            scored, files, self._signal_map(), self.settings, limit, dates=date_ranges(query)
+        )
         out = []
         for r, c, score in flatten(ranked, limit):
             span = texts[r.path][c.start_line - 1 : c.end_line]

@@ -126,8 +126,9 @@ class Writer:
         for c in p.chunks:
             h = c.hash
             cid = self.con.execute(
-                "INSERT INTO chunks(doc_id, ord, start_line, end_line, hash) VALUES (?,?,?,?,?)",
-                (doc_id, c.ord, c.start_line, c.end_line, h),
+                "INSERT INTO chunks(doc_id, ord, start_line, end_line, hash, stale)"
+                " VALUES (?,?,?,?,?,?)",
+                (doc_id, c.ord, c.start_line, c.end_line, h, c.stale),
             ).lastrowid
             self.con.execute("INSERT INTO chunks_fts(rowid, text) VALUES (?, ?)", (cid, c.text))
             if vectors is not None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import sqlite3
 
 #: Bump when the tables or the chunker change: an index of another version is rebuilt.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 DDL = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -40,7 +40,8 @@ CREATE TABLE chunks (
     ord INTEGER NOT NULL,        -- 0-based position in the file (the #N anchor)
     start_line INTEGER NOT NULL, -- 1-based, inclusive
     end_line INTEGER NOT NULL,
-    hash INTEGER NOT NULL        -- 64-bit content hash of the indexed text
+    hash INTEGER NOT NULL,       -- 64-bit content hash of the indexed text
+    stale REAL NOT NULL DEFAULT 0 -- share of its bullets that are superseded entries
 );
 CREATE INDEX chunks_doc ON chunks(doc_id);
 CREATE INDEX chunks_hash ON chunks(hash);

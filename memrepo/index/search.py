@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from memrepo.index import db as dbmod
 from memrepo.index import query as q
 from memrepo.index import schema
+from memrepo.index.dates import date_ranges
 from memrepo.index.embedders import get_embedder
 from memrepo.index.paths import db_path
 from memrepo.index.ranking import ChunkHit, FileInfo, Ranked, Settings, flatten, fuse, rank
@@ -167,13 +168,13 @@ class Searcher:
             return []
         extra, args = _doc_filter_sql(f)
         sql = (
-            "SELECT c.id, d.path, c.ord, c.start_line, c.end_line, -bm25(chunks_fts) "
+            "SELECT c.id, d.path, c.ord, c.start_line, c.end_line, c.stale, -bm25(chunks_fts) "
             "FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
             "JOIN documents d ON d.id = c.doc_id "
             f"WHERE chunks_fts MATCH ?{extra} ORDER BY rank LIMIT ?"
         )
         rows = self.con.execute(sql, [match, *args, CANDIDATES]).fetchall()
-        return [ChunkHit(cid, p, o, a, b, bm25=s) for cid, p, o, a, b, s in rows]
+        return [ChunkHit(cid, p, o, a, b, bm25=s, stale=st) for cid, p, o, a, b, st, s in rows]
 
     def _vectors(self, text: str, f: Filters, hits: dict[int, ChunkHit]) -> bool:
         if self.embedder is None or not text.strip():
@@ -192,14 +193,14 @@ class Searcher:
         for i in range(0, len(hashes), 500):
             part = hashes[i : i + 500]
             sql = (
-                "SELECT c.id, d.path, c.ord, c.start_line, c.end_line, c.hash FROM chunks c "
-                "JOIN documents d ON d.id = c.doc_id "
+                "SELECT c.id, d.path, c.ord, c.start_line, c.end_line, c.hash, c.stale "
+                "FROM chunks c JOIN documents d ON d.id = c.doc_id "
                 f"WHERE c.hash IN ({_in(len(part))}){extra}"
             )
-            for cid, p, o, a, b, h in self.con.execute(sql, [*part, *args]):
+            for cid, p, o, a, b, h, st in self.con.execute(sql, [*part, *args]):
                 hit = hits.get(cid)
                 if hit is None:
-                    hit = hits[cid] = ChunkHit(cid, p, o, a, b)
+                    hit = hits[cid] = ChunkHit(cid, p, o, a, b, stale=st)
                 hit.vector = sim[h]
         return True
 
@@ -238,7 +239,9 @@ class Searcher:
         fuse(chunk_hits, self.settings, have_vectors)
         paths = list({h.path for h in chunk_hits})
         files = self._files(paths)
-        ranked = rank(chunk_hits, files, self._signals(paths), self.settings, limit)
+        ranked = rank(
+            chunk_hits, files, self._signals(paths), self.settings, limit, dates=date_ranges(query)
+        )
         out = self._hits(ranked, files, words, have_vectors, limit)
         if out and dropped and out[0].explain is not None:
             out[0].explain["common_words_skipped"] = " ".join(dropped)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from memrepo.markers import SUPERSEDED_LINE
+
 _WORD = re.compile(r"\w+")
 WIDTH = 220
 
@@ -20,12 +22,14 @@ def _matches(word: str, terms: list[str]) -> bool:
 
 def best_snippet(lines: list[str], terms: list[str], width: int = WIDTH) -> str:
     """The line with the most query words, cut to ``width`` characters around them."""
-    best, best_n = "", -1
+    best, best_n = "", -1.0
     for line in lines:
         s = line.strip()
         if not s or (s.startswith("## ") and len(s) < 40):
             continue
         n = sum(1 for w in _WORD.findall(s) if _matches(w, terms)) if terms else 0
+        if n and SUPERSEDED_LINE.match(line):
+            n /= 100  # any matching current line is the better snippet
         if n > best_n:
             best, best_n = s, n
     text = " ".join(best.split())

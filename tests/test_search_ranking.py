@@ -1,0 +1,99 @@
+"""Ranking details: dates named in the query, superseded entries, the best chunk per file."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from conftest import IRepo
+
+from memrepo.index.dates import date_ranges, in_ranges
+from memrepo.index.indexer import sync
+from memrepo.index.ranking import Settings
+from memrepo.index.search import Searcher
+from memrepo.markers import superseded_share
+
+
+def test_date_ranges_reads_explicit_calendar_dates_only() -> None:
+    day = (dt.date(2023, 6, 3), dt.date(2023, 6, 3))
+    assert date_ranges("What did Maria do on 3 June, 2023?") == [day]
+    assert date_ranges("as of June 3rd 2023") == [day]
+    assert date_ranges("the 3rd of June 2023") == [day]
+    assert date_ranges("see 2023-06-03") == [day]
+    assert date_ranges("in Sept. 2023") == [(dt.date(2023, 9, 1), dt.date(2023, 9, 30))]
+    assert date_ranges("in December 2023") == [(dt.date(2023, 12, 1), dt.date(2023, 12, 31))]
+    assert date_ranges("in February 2024") == [(dt.date(2024, 2, 1), dt.date(2024, 2, 29))]
+    for text in ["May I ask", "last week", "on 3 June", "31 February 2023", "2023-13-01", ""]:
+        assert all(a <= b for a, b in date_ranges(text))
+    assert date_ranges("May I ask what happened last week?") == []
+    assert date_ranges("on 3 June") == []  # no year: no guess
+    assert in_ranges("2023-06-03T10:00:00+00:00", [day])
+    assert not in_ranges("2023-06-04", [day]) and not in_ranges(None, [day])
+
+
+def _journal(day: str, text: str) -> str:
+    return f"---\ntype: journal\ndate: {day}\n---\n\n## {day}\n\n- {text}\n"
+
+
+def test_a_file_dated_on_the_day_the_query_names_ranks_first(irepo: IRepo) -> None:
+    irepo.write(
+        "knowledge/journal/2024-05-02.md",
+        _journal("2024-05-02", "Deployed the billing worker twice, billing worker restarted."),
+    )
+    irepo.write(
+        "knowledge/journal/2024-05-09.md", _journal("2024-05-09", "Deployed the billing worker.")
+    )
+    irepo.commit("journals")
+    sync(irepo.root)
+    s = Searcher(irepo.root)
+    try:
+        plain = [h.path for h in s.search("billing worker deployed", 5)]
+        dated = s.search(
+            "billing worker deployed on 9 May 2024",
+            5,
+        )
+    finally:
+        s.close()
+    assert plain[0].endswith("2024-05-02.md")  # more matches wins without a date
+    assert dated[0].path.endswith("2024-05-09.md")
+    assert dated[0].explain is not None and dated[0].explain["date_factor"] == 2.0
+
+
+SUPERSEDED = (
+    "- ~~2024-03-02: Use MySQL for the ledger database, MySQL replicas~~ "
+    "[src: 2024/03/02/0910-s1] (superseded 2024-03-05 by: Use PostgreSQL for the ledger database)"
+)
+
+
+def test_superseded_entries_are_down_ranked_and_not_the_snippet(irepo: IRepo) -> None:
+    assert superseded_share([SUPERSEDED, "- Use PostgreSQL", "prose"]) == 0.5
+    irepo.write(
+        "knowledge/projects/ledger/context.md",
+        "---\ntype: project_context\n---\n# Ledger\n\n## Key Decisions\n\n" + SUPERSEDED + "\n",
+    )
+    irepo.write(
+        "knowledge/reference/db.md",
+        "---\ntype: reference\n---\n# Databases\n\nThe reporting service reads a MySQL ledger copy.\n",
+    )
+    irepo.write(
+        "knowledge/projects/billing/context.md",
+        "---\ntype: project_context\n---\n# Billing\n\n## Key Decisions\n\n"
+        + SUPERSEDED.replace("ledger", "billing")
+        + "\n- 2024-03-05: Use PostgreSQL for the billing database (MySQL retired)\n",
+    )
+    irepo.commit("decisions")
+    sync(irepo.root)
+
+    def top(settings: Settings, query: str) -> list:
+        s = Searcher(irepo.root, settings)
+        try:
+            return s.search(query, 5)
+        finally:
+            s.close()
+
+    neutral = top(Settings(superseded_factor=1.0), "MySQL ledger database")
+    assert neutral[0].path == "knowledge/projects/ledger/context.md"  # more matching words
+    ranked = top(Settings(), "MySQL ledger database")
+    assert ranked[0].path == "knowledge/reference/db.md"
+    assert ranked[0].score > next(h.score for h in ranked if "ledger/context" in h.path)
+    billing = next(h for h in top(Settings(), "MySQL billing") if "billing" in h.path)
+    assert billing.snippet.startswith("- 2024-03-05: Use PostgreSQL")  # the current entry
