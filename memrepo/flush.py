@@ -13,7 +13,10 @@ the ``flush`` prompt when one is available and otherwise uses the extraction heu
 - facts about a person to ``knowledge/people/<name>.md`` — only with a clear relationship
   cue or an existing file for that name, since a capitalised word is not a person.
 
-Every bullet carries ``[src: …]`` (the session). A note already present (lexically) is
+Every bullet carries ``[src: …]``: the transcript's short reference when the session is a
+transcript in the repo, else its repo path, its session id, or (outside the repo) its file
+name. A note that changes a fact already written supersedes it (the old line is kept,
+struck through), as extraction does. A note already present (lexically) is
 not written again, so a second flush of the same session writes nothing. Secrets are
 redacted before the model sees the session and before anything is written. When nothing
 is worth keeping the answer is ``FLUSH_OK`` and no file is touched.
@@ -31,10 +34,10 @@ from typing import Any
 
 from memrepo import scaffold
 from memrepo.compile import messages as M
-from memrepo.errors import MemrepoError
+from memrepo.extract import entries as E
 from memrepo.extract import extractors as X
 from memrepo.extract import heuristics as h
-from memrepo.extract.apply import Edit, Workspace
+from memrepo.extract.apply import Edit, Workspace, decide, tokens
 from memrepo.extract.transcript import Transcript, parse_transcript
 from memrepo.extract.transcript import Turn as XTurn
 from memrepo.formats import is_transcript, source_ref
@@ -204,19 +207,6 @@ def _looks_like_json(text: str) -> bool:
     return text.lstrip()[:1] in ("[", "{")
 
 
-def _messages_from_text(text: str, name: str) -> list[dict[str, Any]]:
-    """Messages from JSON / JSONL text (``messages.load_messages`` reads files; stdin too)."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        p = Path(tmp) / "session.json"
-        p.write_text(text, encoding="utf-8")
-        try:
-            return M.load_messages(p)
-        except MemrepoError as exc:
-            raise MemrepoError(f"{name}: {exc.args[0] if exc.args else exc}") from None
-
-
 def read_session(root: Path, text: str, path: Path | None, source: str | None = None) -> Session:
     """The session in ``text`` (from ``path``, or stdin when None), secrets redacted."""
     clean, n = redact(text)
@@ -233,7 +223,7 @@ def read_session(root: Path, text: str, path: Path | None, source: str | None = 
     digest = hashlib.sha256(clean.encode("utf-8")).hexdigest()[:24]
     if is_json:
         turns = []
-        for msg in _messages_from_text(clean, name):
+        for msg in M.parse_messages(clean, name)[0]:
             role = _agent_role(M.role(msg))
             body = _message_text(msg).strip() if role else ""
             if body:
@@ -251,7 +241,7 @@ def read_session(root: Path, text: str, path: Path | None, source: str | None = 
     elif sid:
         src = sid
     elif path is not None:
-        src = str(path.resolve())
+        src = path.name  # outside the repo: an absolute path would mean nothing elsewhere
     else:
         src = f"stdin {dt.datetime.now().strftime('%Y-%m-%d %H:%M')}"
     src = src.replace("]", ")").replace("[", "(")
@@ -433,6 +423,22 @@ def _known_people(root: Path) -> set[str]:
     return names
 
 
+def keep_history(
+    path: str, section: str, existing: list[E.Entry], pending: list[X.Item]
+) -> dict[int, tuple[str, int | None, str]]:
+    """Extraction's offline decisions, except that an UPDATE which drops words of the old
+    entry (TTL 15 → 30 minutes) supersedes it instead: the old fact stays, struck through
+    with the date and what replaced it, rather than vanishing in place. An UPDATE that only
+    adds detail keeps its in-place form (sources appended). Undecided items fall through
+    to the workspace's own ``decide``."""
+    out: dict[int, tuple[str, int | None, str]] = {}
+    for i, it in enumerate(pending):
+        action, old = decide(it.text, existing)
+        if action == "UPDATE" and old is not None and tokens(old.text) - tokens(it.text):
+            out[i] = ("SUPERSEDE", existing.index(old), it.text)
+    return out
+
+
 def _workspace(root: Path, day: dt.date) -> Workspace:
     """A workspace whose missing journal for ``day`` comes from templates/knowledge/journal.md."""
     ws = Workspace(root)
@@ -473,7 +479,7 @@ def flush(
     if not notes:
         return report
     ws = _workspace(root, day)
-    report.edits = ws.apply(items_for(notes, s, context(root), day))
+    report.edits = ws.apply(items_for(notes, s, context(root), day), keep_history)
     if not report.new:
         return report
     if dry_run:

@@ -6,7 +6,10 @@ the last N turns, the last tool call span and any recalled-context block; (2) dr
 messages least relevant (BM25) to the last user messages; (3) drop the oldest. A tool call
 and its results are one unit, never split. What was dropped comes back, condensed, as one
 ``<recalled-context>`` message: 30 % facts, 70 % detail, within min(cap, 10 % of the
-window). A trimmed result is under the safe limit, so trimming it again changes nothing.
+window), placed after the system prompt and the compaction summary. Trimming its own
+output again changes nothing: a trimmed result is under the safe limit, and when the
+protected messages alone are over it, nothing is left to remove (the existing block is
+kept as it is, not summarised into itself) and the result says it does not fit.
 """
 
 from __future__ import annotations
@@ -29,6 +32,23 @@ _FACT = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+#: Roles runtimes give a compaction summary message (Pi: compactionSummary).
+SUMMARY_ROLES = frozenset({"compactionSummary", "compaction_summary", "compaction", "summary"})
+#: How compaction summaries open when they are sent as an ordinary message: Pi's framing,
+#: Claude Code's, a bare <summary> element, or a heading that says what it is.
+_SUMMARY_OPENING = re.compile(
+    r"\A\s*(?:\[compaction[- ]summary\]|<summary>|the conversation history before this point"
+    r"|this session is being continued from a previous conversation"
+    r"|#*\s*(?:previous |compaction |conversation |session |context )+summary\b"
+    r"|summary of (?:the|our) (?:previous |earlier )?(?:conversation|session)\b)",
+    re.IGNORECASE,
+)
+#: A compaction summary sits right after the system prompt (seed 002: index 1–2).
+SUMMARY_MAX_INDEX = 2
+#: The smallest share of the detail budget a snippet gets (a few lines say something).
+MIN_SNIPPET_TOKENS = 60
+SNIPPET_LINES = 12
+ELLIPSIS = "…"
 
 
 def tokens(msg: dict[str, Any]) -> int:
@@ -37,6 +57,22 @@ def tokens(msg: dict[str, Any]) -> int:
 
 def is_recall(msg: dict[str, Any]) -> bool:
     return RECALL_TAG in m.text(msg)
+
+
+def is_compaction_summary(msg: dict[str, Any]) -> bool:
+    """A runtime's compaction summary: by its role, or by how summaries open (a message that
+    merely mentions "summary" is a request for one, not one)."""
+    return m.role(msg) in SUMMARY_ROLES or bool(_SUMMARY_OPENING.match(m.text(msg)[:300]))
+
+
+def summaries(msgs: list[dict[str, Any]]) -> list[int]:
+    """Indices of the compaction summaries at the head of ``msgs`` (after the system prompt)."""
+    return [
+        i
+        for i, x in enumerate(msgs[: SUMMARY_MAX_INDEX + 1])
+        if m.role(x) not in ("system", "developer") and not is_recall(x)
+        and is_compaction_summary(x)
+    ]  # fmt: skip
 
 
 @dataclass
@@ -48,6 +84,12 @@ class TrimResult:
     tokens_after: int = 0
     safe_limit: int = 0
     recall_tokens: int = 0
+    #: Said when the result is still over the safe limit (or the window): never silent.
+    warning: str | None = None
+
+    @property
+    def over_limit(self) -> bool:
+        return self.warning is not None
 
 
 def _words(text: str) -> list[str]:
@@ -105,14 +147,17 @@ def query_of(msgs: list[dict[str, Any]], last: int = 3) -> str:
 
 
 def _protected(msgs: list[dict[str, Any]], keep_last: int) -> set[int]:
-    prot: set[int] = set()
+    prot: set[int] = set(summaries(msgs))
     for i, msg in enumerate(msgs):
-        r = m.role(msg)
-        if r in ("system", "developer") or is_recall(msg):
+        if m.role(msg) in ("system", "developer") or is_recall(msg):
             prot.add(i)
-        if i <= 2 and "summary" in m.text(msg)[:200].lower():
-            prot.add(i)
-    convo = [i for i, x in enumerate(msgs) if m.role(x) in ("user", "assistant", "human", "model")]
+    # a recalled-context block is not a turn: counting it would shift the last N turns
+    # between a trim and a trim of its output
+    convo = [
+        i
+        for i, x in enumerate(msgs)
+        if m.role(x) in ("user", "assistant", "human", "model") and not is_recall(x)
+    ]
     prot.update(convo[-keep_last:] if keep_last > 0 else [])
     for i in range(len(msgs) - 1, -1, -1):  # the last tool call span
         if m.tool_calls(msgs[i]):
@@ -154,7 +199,11 @@ def smart_trim(
     # recalled context has its own cap (outside the safe limit): only the rest must fit
     total = sum(n for n, x in zip(sizes, msgs, strict=True) if not is_recall(x))
     query = query_of(msgs)
-    if total <= safe or len(query.strip()) < 3:
+    if total <= safe:
+        return res
+    if len(query.strip()) < 3:
+        why = "not trimmed: the last user messages give no query of 3+ characters to rank by"
+        res.warning = _over(res, total, context_window, why)
         return res
     prot = _protected(msgs, keep_last)
     groups = [g for g in units(msgs) if not prot.intersection(g)]
@@ -179,21 +228,46 @@ def smart_trim(
     kept = sanitize([x for i, x in enumerate(msgs) if i not in removed])
     kept_ids = {id(x) for x in kept}
     removed.update(i for i, x in enumerate(msgs) if id(x) not in kept_ids)
+    if not removed:
+        # everything left is protected: the messages (and any recalled block) stay as they
+        # are, so a trim of a trimmed result is the identity
+        why = f"nothing left to trim: the protected messages alone are {total} tokens"
+        res.warning = _over(res, total, context_window, why)
+        return res
+    head = {id(msgs[i]) for i in summaries(msgs)}
     old_recall = [x for x in kept if is_recall(x)]
     kept = [x for x in kept if not is_recall(x)]
+    body = sum(tokens(x) for x in kept)
     trimmed = [msgs[i] for i in sorted(removed)] + old_recall
     block = recalled_context(trimmed, query, cap)
     if block:
-        at = next(
-            (i for i, x in enumerate(kept) if m.role(x) not in ("system", "developer")), len(kept)
-        )
+        # after the system prompt and the compaction summary, before the conversation
+        at = 0
+        while at < len(kept) and m.role(kept[at]) in ("system", "developer"):
+            at += 1
+        while at < len(kept) and id(kept[at]) in head:
+            at += 1
         kept.insert(at, {"role": "user", "content": block})
     res.messages = kept
     res.trimmed = sorted(removed)
-    res.did_trim = bool(removed)
+    res.did_trim = True
     res.recall_tokens = estimate_tokens(block) if block else 0
     res.tokens_after = sum(tokens(x) for x in kept)
+    why = f"the protected messages alone are {body} tokens"
+    res.warning = _over(res, body, context_window, why)
     return res
+
+
+def _over(res: TrimResult, body: int, window: int, why: str) -> str | None:
+    """The warning for a result still over its limits (None when it fits)."""
+    if body <= res.safe_limit:
+        return None
+    where = (
+        f"over the {window}-token context window"
+        if res.tokens_after > window
+        else f"over the safe limit of {res.safe_limit} (into the reply's reserve)"
+    )
+    return f"{why}; the result ({res.tokens_after} tokens) is {where}"
 
 
 def _facts(texts: list[str]) -> list[str]:
@@ -224,6 +298,27 @@ def _fill(lines: list[str], budget: int) -> list[str]:
     return out
 
 
+def cut_text(text: str, budget: int) -> str:
+    """``text`` within ``budget`` tokens: cut at a word boundary and marked with …
+    (empty when not even a word fits)."""
+    if estimate_tokens(text) <= budget:
+        return text
+    lo, hi = 0, len(text)
+    while lo < hi:  # the longest prefix that fits with its mark (the estimate is monotone)
+        mid = (lo + hi + 1) // 2
+        if estimate_tokens(text[:mid] + ELLIPSIS) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    head = text[:lo]
+    if lo < len(text) and not text[lo].isspace():
+        space = max(head.rfind(" "), head.rfind("\n"))
+        if space > len(head) // 2:  # else a very long word: cut inside it
+            head = head[:space]
+    head = head.rstrip()
+    return head + ELLIPSIS if head else ""
+
+
 def recalled_context(trimmed: list[dict[str, Any]], query: str, cap: int) -> str:
     """The ``<recalled-context>`` block: facts in 30 % of ``cap``, detail in 70 %, hard cap."""
     if not trimmed or cap <= 0:
@@ -234,14 +329,7 @@ def recalled_context(trimmed: list[dict[str, Any]], query: str, cap: int) -> str
     ]
     facts = [f"- {f}" for f in _facts(texts)]
     scores = bm25(query, texts)
-    ranked = sorted(range(len(texts)), key=lambda i: -scores[i])
-    detail = []
-    for i in ranked:
-        if not texts[i]:
-            continue
-        lines = texts[i].split("\n")
-        snippet = "\n".join(lines[:12])
-        detail.append(f"[{m.role(trimmed[i]) or 'message'}] {snippet}")
+    ranked = [i for i in sorted(range(len(texts)), key=lambda i: -scores[i]) if texts[i]]
     frame = (
         '<recalled-context source="memrepo">\n\n<knowledge>\n</knowledge>\n\n'
         "<detail>\n</detail>\n\n</recalled-context>"
@@ -250,7 +338,20 @@ def recalled_context(trimmed: list[dict[str, Any]], query: str, cap: int) -> str
     if room <= 0:
         return ""
     k = _fill(facts, int(room * 0.3))
-    d = _fill(detail, room - sum(estimate_tokens(x) + 1 for x in k))
+    detail_room = room - sum(estimate_tokens(x) + 1 for x in k)
+    # each snippet is cut to its share, so a long message is recalled in part rather than
+    # dropped whole for not fitting (the best-ranked come first)
+    share = max(detail_room // max(len(ranked), 1), min(detail_room, MIN_SNIPPET_TOKENS)) - 1
+    detail = []
+    for i in ranked:
+        lines = texts[i].split("\n")
+        snippet = "\n".join(lines[:SNIPPET_LINES])
+        if len(lines) > SNIPPET_LINES:
+            snippet += ELLIPSIS
+        cut = cut_text(f"[{m.role(trimmed[i]) or 'message'}] {snippet}", share)
+        if cut:
+            detail.append(cut)
+    d = _fill(detail, detail_room)
     while True:
         parts = ['<recalled-context source="memrepo">']
         if k:

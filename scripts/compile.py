@@ -92,17 +92,34 @@ def _explain(result: object) -> None:
         print(f"! {n}", file=err)
 
 
+def _hook_request(raw: str) -> tuple[str, str, str | None]:
+    """(event, prompt, cwd) of a hook payload, or ValueError saying what is wrong with it."""
+    try:
+        payload = json.loads(raw or "{}")
+    except ValueError as exc:
+        raise ValueError(f"hook payload is not JSON ({exc})") from None
+    if not isinstance(payload, dict):
+        raise ValueError("hook payload is not a JSON object")
+    fields: dict[str, str | None] = {}
+    for key in ("hook_event_name", "prompt", "cwd"):
+        value = payload.get(key)
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"hook payload field {key!r} is not a string")
+        fields[key] = value or None
+    event = fields["hook_event_name"] or "UserPromptSubmit"
+    return event, fields["prompt"] or "", fields["cwd"]
+
+
 def _hook(ctx: click.Context, budget: int | None, shared: bool) -> None:
+    """Run as a Claude Code hook: never block the prompt. Any failure (a bad payload, no
+    repo, a broken file) prints nothing on stdout, exits 0 and says why in one stderr line."""
     from memrepo.compile import CompileRequest, compile_context
 
     try:
-        payload = json.loads(sys.stdin.read() or "{}")
-        if not isinstance(payload, dict):
-            raise ValueError("not a JSON object")
-        event = str(payload.get("hook_event_name") or "UserPromptSubmit")
-        repo = discover((ctx.obj or {}).get("repo"), cwd=payload.get("cwd") or None)
+        event, message, cwd = _hook_request(sys.stdin.read())
+        repo = discover((ctx.obj or {}).get("repo"), cwd=cwd)
         req = CompileRequest(
-            message=str(payload.get("prompt") or ""),
+            message=message,
             budget=budget,
             shared=shared,
             slots=HOOK_SLOTS.get(event, frozenset({0, 1, 2, 3})),
@@ -110,8 +127,16 @@ def _hook(ctx: click.Context, budget: int | None, shared: bool) -> None:
         )
         prompt = compile_context(repo, req).prompt()
     except (MemrepoError, ValueError, OSError) as exc:
-        click.echo(f"memory compile: {exc}", err=True)
+        _hook_skipped(str(exc))
+        return
+    except Exception as exc:  # a hook must not block the prompt, whatever went wrong
+        _hook_skipped(f"{type(exc).__name__}: {exc}")
         return
     if prompt:
         out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": prompt}}
         click.echo(json.dumps(out, ensure_ascii=False))
+
+
+def _hook_skipped(reason: str) -> None:
+    """The one stderr line a skipped hook leaves (stdout stays empty: nothing injected)."""
+    click.echo(f"memory compile: hook skipped: {' '.join(reason.split())}", err=True)

@@ -39,17 +39,19 @@ def flush(
 ) -> None:
     """Save the session's decisions, lessons, people and tasks to memory (or say FLUSH_OK)."""
     from memrepo import flush as F
+    from memrepo.compile.messages import read_text
+    from memrepo.formats import decode
     from memrepo.llm import for_repo
 
     repo = discover((ctx.obj or {}).get("repo"))
     if session is None or str(session) == "-":
         if sys.stdin.isatty():
             raise MemrepoError("give --session FILE or pipe the session on stdin")
-        text, path = sys.stdin.read(), None
+        text, path = decode(sys.stdin.buffer.read(), "stdin"), None
     else:
         if not session.is_file():
             raise MemrepoError("session file not found", session)
-        text, path = session.read_text(encoding="utf-8"), session
+        text, path = read_text(session), session
     llm = for_repo(repo.root, offline=offline)
     chars = int(repo.config.get("llm", {}).get("max_transcript_chars", 12000)) * 2
     report = F.flush(

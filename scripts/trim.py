@@ -14,7 +14,7 @@ import click
     "path",
     required=True,
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    help='A messages JSON: a list, or {"messages": [...]} (Anthropic or OpenAI shape).',
+    help='Messages: a JSON list, {"messages": [...]} (Anthropic or OpenAI shape), or JSONL.',
 )
 @click.option("--context-window", type=click.IntRange(min=100), required=True, help="Tokens.")
 @click.option("--reserve", type=click.IntRange(min=0), help="Tokens kept free for the reply.")
@@ -24,14 +24,18 @@ import click
 def trim(
     path: Path, context_window: int, reserve: int | None, hard_cap: int, keep_last: int
 ) -> None:
-    """Print the messages trimmed to fit CONTEXT-WINDOW (same JSON shape); a summary on stderr."""
-    from memrepo.compile.messages import load_messages
+    """Print the messages trimmed to fit CONTEXT-WINDOW (same JSON shape); a summary on stderr.
+
+    A {"messages": [...]} object keeps its other keys; a list or JSONL prints as a list.
+    When the protected messages alone do not fit, the output is as small as trimming can
+    make it and a warning on stderr says by how much it is over.
+    """
+    from memrepo.compile.messages import parse_messages, read_text
     from memrepo.trim import smart_trim
 
-    raw = json.loads(path.read_text(encoding="utf-8"))
-    msgs = load_messages(path)
+    msgs, wrapper = parse_messages(read_text(path), str(path))
     res = smart_trim(msgs, context_window, reserve=reserve, hard_cap=hard_cap, keep_last=keep_last)
-    out = {**raw, "messages": res.messages} if isinstance(raw, dict) else res.messages
+    out = {**wrapper, "messages": res.messages} if wrapper is not None else res.messages
     click.echo(json.dumps(out, ensure_ascii=False, indent=1))
     click.echo(
         f"memory trim: {res.tokens_before} -> {res.tokens_after} tokens (safe limit "
@@ -39,3 +43,5 @@ def trim(
         f"{res.recall_tokens} tokens",
         err=True,
     )
+    if res.warning:
+        click.echo(f"memory trim: warning: {res.warning}", err=True)

@@ -64,6 +64,17 @@ def random_repo(root: Path, rng: random.Random) -> None:
             f"knowledge/reference/r{i}.md",
             f"---\ntype: reference\n---\n# R{i}\n\n{sections_text(rng, 3, 6)}",
         )
+    turns = []
+    for i in range(rng.randint(2, 12)):
+        who = "user" if i % 2 == 0 else "agent"
+        text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 40)))
+        turns.append(f"## 09:{i:02d} — {who}\n{text}\n")
+    write(root, SESSION, TRANSCRIPT_HEAD + "\n".join(turns))
+
+
+#: An indexed transcript in the repo that is also the ``--session``: P3 and P4 both see it.
+SESSION = "raw/conversations/2026/03/10/0900-ses_prop-chat.md"
+TRANSCRIPT_HEAD = "---\nsession_id: ses_prop\nstarted: 2026-03-10T09:00:00+00:00\n---\n\n# Chat\n\n"
 
 
 def check_invariants(repo: Path, result, budget: int) -> None:
@@ -74,7 +85,7 @@ def check_invariants(repo: Path, result, budget: int) -> None:
     assert not [o for o in result.omitted if "final budget check" in o.reason]
     seen: dict[str, list[tuple[int, int]]] = {}
     for s in result.sections:
-        if s.unit != "line" or s.slot == 4:
+        if s.unit != "line":  # messages of a JSON session have no file lines to overlap
             continue
         for a, b in seen.get(s.path, []):
             assert not (s.start_line <= b and a <= s.end_line), f"{s.path} included twice"
@@ -92,9 +103,11 @@ def test_budget_is_never_exceeded_and_p0_comes_first(crepo: Path, seed: int) -> 
     rng = random.Random(seed)
     random_repo(crepo, rng)
     repo = MemoryRepo(crepo)
-    for budget in [0, 1, 10, 60, *(rng.randint(20, 4000) for _ in range(6))]:
+    for k, budget in enumerate([0, 1, 10, 60, *(rng.randint(20, 4000) for _ in range(6))]):
         msg = " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 6)))
-        res = compile_context(repo, CompileRequest(msg, budget, today=TODAY, record_hits=False))
+        session = crepo / SESSION if k % 2 else None  # half the runs: P3 and P4 on one file
+        req = CompileRequest(msg, budget, session=session, today=TODAY, record_hits=False)
+        res = compile_context(repo, req)
         check_invariants(crepo, res, budget)
         slots = [s.slot for s in res.sections]
         assert slots == sorted(slots)
@@ -132,21 +145,27 @@ def test_subscription_already_loaded_is_not_repeated_and_shared_leaves_memory_ou
         "knowledge/memory/MEMORY.md",
         "---\ntype: memory\n---\n# Core\n\n- the user likes green tea\n",
     )
+    # the message matches MEMORY.md three ways: P1, the topic's subscription, and search
+    msg = "please remember this: does the user like green tea?"
     res = compile_context(
-        MemoryRepo(crepo),
-        CompileRequest("please remember this", 4000, today=TODAY, record_hits=False),
+        MemoryRepo(crepo), CompileRequest(msg, 4000, today=TODAY, record_hits=False)
     )
     paths = [s.path for s in res.sections]
     assert paths.count("knowledge/memory/MEMORY.md") == 1
     assert "topics/remembering.md" in paths
-    shared = compile_context(
-        MemoryRepo(crepo),
-        CompileRequest("please remember this", 4000, shared=True, today=TODAY, record_hits=False),
+    assert any(
+        o.path == "knowledge/memory/MEMORY.md" and "already included" in o.reason
+        for o in res.omitted
     )
-    mem = [s for s in shared.sections if s.kind == "memory"]
-    assert not mem
-    # with --shared the topic's subscription may bring MEMORY.md back: only as a subscription
-    assert all(s.kind != "memory" for s in shared.sections)
+    shared = compile_context(
+        MemoryRepo(crepo), CompileRequest(msg, 4000, shared=True, today=TODAY, record_hits=False)
+    )
+    # --shared keeps MEMORY.md out of every slot: not P1, not a subscription, not search
+    assert "topics/remembering.md" in [s.path for s in shared.sections]
+    assert all(s.path != "knowledge/memory/MEMORY.md" for s in shared.sections)
+    assert "green tea" not in shared.prompt()
+    left_out = {(o.slot, o.kind) for o in shared.omitted if o.path == "knowledge/memory/MEMORY.md"}
+    assert {(1, "memory"), (2, "subscription"), (3, "knowledge")} <= left_out
 
 
 def test_p3_knowledge_and_p4_history(crepo: Path, tmp_path: Path) -> None:
@@ -237,3 +256,92 @@ def test_claude_code_hook_format(crepo: Path) -> None:
     assert "topics/remembering.md" in ctx and "P0 identity" not in ctx
     bad = run_memory(crepo, "compile", "--format", "claude-code-hook", input="not json")
     assert bad.returncode == 0 and bad.stdout == ""
+
+
+def test_session_transcript_in_the_repo_is_not_repeated_by_p3(crepo: Path) -> None:
+    """P4 carries the session: P3 finds the same transcript in the index but leaves it out."""
+    turns = [
+        "## 09:00 — user\nOur stripe webhook secret rotates every 90 days.\n",
+        "## 09:01 — agent\nNoted: stripe webhook rotation every 90 days.\n",
+        "## 09:02 — user\nWhen does the stripe webhook secret rotate?\n",
+    ]
+    write(crepo, SESSION, TRANSCRIPT_HEAD + "\n".join(turns))
+    req = CompileRequest(
+        "stripe webhook secret rotation", 4000, session=crepo / SESSION, today=TODAY,
+        record_hits=False,
+    )  # fmt: skip
+    res = compile_context(MemoryRepo(crepo), req)
+    check_invariants(crepo, res, 4000)
+    assert [s.slot for s in res.sections if s.path == SESSION] == [4, 4, 4]
+    assert any(
+        o.slot == 3 and o.path == SESSION and "left to P4" in o.reason for o in res.omitted
+    ), "the search did find the session: P3 must say it left it out"
+    assert res.prompt().count("rotates every 90 days") == 1
+    # without P4 in the prompt, P3 is free to bring the session's passages
+    no_p4 = compile_context(
+        MemoryRepo(crepo),
+        CompileRequest(
+            "stripe webhook secret rotation", 4000, session=crepo / SESSION,
+            slots=frozenset({0, 1, 2, 3}), today=TODAY, record_hits=False,
+        ),
+    )  # fmt: skip
+    assert any(s.slot == 3 and s.path == SESSION for s in no_p4.sections)
+
+
+def test_p3_why_prints_enough_digits(crepo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memrepo.compile import compiler, retrieve
+
+    write(
+        crepo,
+        "knowledge/reference/tea.md",
+        "---\ntype: reference\n---\n# Tea\n\n- green tea at 80 degrees\n\n## Black\n\n- black tea at 95\n",
+    )
+    hits = [
+        retrieve.Passage("knowledge/reference/tea.md", 6, 6, 1.0, "reference"),
+        retrieve.Passage("knowledge/reference/tea.md", 10, 10, 0.99996, "reference"),
+    ]
+    monkeypatch.setattr(retrieve, "retrieve", lambda *a, **k: (hits, None))
+    res = compile_context(MemoryRepo(crepo), CompileRequest("tea", 4000, record_hits=False))
+    whys = [s.why for s in res.sections if s.slot == 3]
+    assert "score 1)" in whys[0] and "score 0.99996)" in whys[1]  # .3g printed both as 1
+    assert compiler.score_text(0.000123456) == "0.000123456"
+
+
+def test_bad_session_files_are_one_line_errors(crepo: Path, tmp_path: Path) -> None:
+    latin = tmp_path / "y.md"
+    latin.write_bytes(b"## 09:00 \xe2\x80\x94 user\ncaf\xe9 au lait\n")
+    cases = [
+        (latin, f"{latin}:2: not UTF-8 text (byte 0xe9)"),
+        (
+            tmp_path / "s.json",
+            f"{tmp_path / 's.json'}: messages[1] is a number, not a message object",
+        ),
+        (tmp_path / "b.json", f"{tmp_path / 'b.json'}:3: invalid JSON: Expecting value"),
+    ]
+    (tmp_path / "s.json").write_text('[{"role": "user", "content": "hi"}, 5]')
+    (tmp_path / "b.json").write_text('[\n {"role": "user", "content": "hi"},\n {"role": }\n]')
+    for path, want in cases:
+        proc = run_memory(crepo, "compile", "hi", "--session", str(path))
+        assert proc.returncode == 1, (path, proc.stdout)
+        assert "Traceback" not in proc.stderr
+        assert proc.stderr.strip() == f"memory: {want}"
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        ('{"cwd": 5}', "field 'cwd' is not a string"),
+        ('{"prompt": ["hi"]}', "field 'prompt' is not a string"),
+        ("[1, 2]", "not a JSON object"),
+        ("not json", "not JSON"),
+    ],
+)
+def test_hook_with_a_bad_payload_prints_nothing_and_says_why(
+    crepo: Path, payload: str, reason: str
+) -> None:
+    proc = run_memory(crepo, "compile", "--format", "claude-code-hook", input=payload)
+    assert proc.returncode == 0 and proc.stdout == ""
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("memory compile: hook skipped: ")
+    assert reason in lines[0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -123,7 +124,7 @@ def test_offline_flush_of_a_realistic_session(memrepo_root: Path, tmp_path: Path
     journal = (root / f"knowledge/journal/{TODAY}.md").read_text(encoding="utf-8")
     memory = (root / "knowledge/memory/MEMORY.md").read_text(encoding="utf-8")
     person = (root / "knowledge/people/ana-souza.md").read_text(encoding="utf-8")
-    src = f"[src: {sess.resolve()}]"
+    src = "[src: session.json]"  # outside the repo: its file name, never an absolute path
     # the journal: created from the template, one heading, dated bullets with their source
     assert journal.startswith("---\ntype: journal\n")
     assert f"## {TODAY}\n\n### Flush: session\n" in journal
@@ -284,3 +285,48 @@ def test_malformed_llm_answer_falls_back_offline_and_says_so(
     journal = (root / f"knowledge/journal/{TODAY}.md").read_text(encoding="utf-8")
     assert "Decided: We decided to use PostgreSQL 16 for the ledger instead of MySQL." in journal
     _assert_valid(root)
+
+
+def test_a_changed_fact_supersedes_the_old_line_instead_of_replacing_it(
+    memrepo_root: Path, tmp_path: Path
+) -> None:
+    from memrepo.extract.entries import SUPERSEDED_LINE
+
+    root = memrepo_root
+    first = "We decided to keep the session cache TTL at 15 minutes in Redis."
+    second = "We decided to keep the session cache TTL at 30 minutes in Redis for now."
+    for name, text in (("sess1.json", first), ("sess2.json", second)):
+        p = tmp_path / name
+        p.write_text(json.dumps([{"role": "user", "content": text}]), encoding="utf-8")
+        proc = run_memory(root, "flush", "--session", str(p), "--offline")
+        assert proc.returncode == 0, proc.stderr
+    memory = (root / "knowledge/memory/MEMORY.md").read_text(encoding="utf-8")
+    decisions = memory.split("## Key Decisions")[1].split("\n## ")[0]
+    old = [x for x in decisions.splitlines() if "15 minutes" in x]
+    assert len(old) == 1 and SUPERSEDED_LINE.match(old[0]), decisions
+    assert "[src: sess1.json]" in old[0] and f"(superseded {TODAY} by: " in old[0]
+    assert f"- {TODAY}: {second} [src: sess2.json]" in decisions
+    assert str(tmp_path) not in memory  # sources are never absolute paths outside the repo
+    # an update that only adds detail keeps its in-place form, sources appended
+    more = "We decided to keep the session cache TTL at 30 minutes in Redis for now, per Ana."
+    p = tmp_path / "sess3.json"
+    p.write_text(json.dumps([{"role": "user", "content": more}]), encoding="utf-8")
+    assert run_memory(root, "flush", "--session", str(p), "--offline").returncode == 0
+    decisions = (root / "knowledge/memory/MEMORY.md").read_text(encoding="utf-8")
+    assert f"{more} [src: sess2.json; sess3.json]" in decisions
+    _assert_valid(root)
+
+
+def test_a_session_that_is_not_utf8_is_a_one_line_error(memrepo_root: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "y.md"
+    bad.write_bytes(b"## 09:00 \xe2\x80\x94 user\nWe decided on caf\xe9 au lait.\n")
+    proc = run_memory(memrepo_root, "flush", "--session", str(bad), "--offline")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr == f"memory: {bad}:2: not UTF-8 text (byte 0xe9)\n"
+    piped = subprocess.run(
+        ["memory", "flush", "--offline"], cwd=memrepo_root, input=bad.read_bytes(),
+        capture_output=True,
+    )  # fmt: skip
+    assert piped.returncode == 1
+    assert piped.stderr.decode() == "memory: stdin:2: not UTF-8 text (byte 0xe9)\n"
+    assert run_git(memrepo_root, "status", "--porcelain").stdout == ""

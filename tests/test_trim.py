@@ -112,3 +112,121 @@ def test_cli(tmp_path: Path) -> None:
     assert out["model"] == "x"
     pairs_intact(out["messages"])
     assert "trimmed" in proc.stderr
+
+
+def filler(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(FILLER) for _ in range(n))
+
+
+def test_protected_messages_over_the_limit_trim_once_then_stay_and_say_so() -> None:
+    rng = random.Random(5)
+    system = {"role": "system", "content": "You are an agent. " + filler(rng, 1200)}
+    older = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"old {i}: {filler(rng, 60)}"}
+        for i in range(10)
+    ]
+    last = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"recent {i}: {filler(rng, 80)}"}
+        for i in range(5)
+    ]
+    msgs = [system, *older, *last, {"role": "user", "content": "which deploy day did we pick?"}]
+    window = 1500
+    res = smart_trim(msgs, window)
+    assert res.did_trim and len(res.trimmed) == len(older)  # all that was not protected
+    body = sum(tokens(x) for x in res.messages if not is_recall(x))
+    assert body > res.safe_limit
+    assert res.over_limit and "protected messages alone" in res.warning
+    assert sum(is_recall(x) for x in res.messages) == 1
+    again = smart_trim(res.messages, window)
+    assert not again.did_trim
+    assert again.messages == res.messages  # the recalled block is not summarised into itself
+    assert again.over_limit and "nothing left to trim" in again.warning
+    third = smart_trim(again.messages, window)
+    assert third.messages == res.messages
+
+
+def test_a_long_one_line_message_is_recalled_cut_to_its_share() -> None:
+    rng = random.Random(9)
+    long_line = "The kubernetes ingress certificate renewal runbook: " + " ".join(
+        f"step{i} rotate the ingress certificate in namespace edge{i}" for i in range(120)
+    )
+    assert "\n" not in long_line and estimate_tokens(long_line) > 1000
+    msgs: list[dict] = [{"role": "system", "content": "You are an agent."}]
+    msgs.append({"role": "user", "content": long_line})
+    for i in range(30):
+        msgs.append(
+            {"role": "user" if i % 2 else "assistant", "content": f"turn {i}: {filler(rng, 80)}"}
+        )
+    msgs.append({"role": "user", "content": "how do we renew the kubernetes ingress certificate?"})
+    res = smart_trim(msgs, 3000, hard_cap=300)
+    assert 1 in res.trimmed
+    block = next(m.text(x) for x in res.messages if is_recall(x))
+    assert estimate_tokens(block) <= 300
+    detail = block.split("<detail>")[1].split("</detail>")[0]
+    snippet = next(
+        p for p in detail.strip().split("\n\n") if "ingress certificate renewal runbook" in p
+    )
+    assert snippet.startswith("[user] The kubernetes ingress")
+    assert snippet.endswith("…") and not snippet.endswith(" …")
+    assert snippet[:-1] in "[user] " + long_line  # a prefix of the message, cut between words
+    assert long_line[len(snippet) - len("[user] ") - 1] == " "
+
+
+SUMMARY = (
+    "The conversation history before this point was compacted into the following summary:"
+    "\n\n<summary>\nWe set up the billing service and chose PostgreSQL.\n</summary>"
+)
+
+
+def test_recalled_context_goes_after_the_system_prompt_and_the_compaction_summary() -> None:
+    msgs = anthropic_session(random.Random(4))
+    with_summary = [
+        {"role": "system", "content": "You are a helpful agent."},
+        {"role": "user", "content": SUMMARY},
+        *msgs,
+    ]
+    res = smart_trim(with_summary, 3000)
+    assert res.messages[0]["role"] == "system"
+    assert res.messages[1]["content"] == SUMMARY  # protected, and still first after system
+    assert is_recall(res.messages[2])
+    # a request for a summary is not a compaction summary: the block goes right after system
+    asks = [
+        {"role": "system", "content": "You are a helpful agent."},
+        {"role": "user", "content": "Give me a summary of the billing work, then continue."},
+        *msgs,
+    ]
+    res = smart_trim(asks, 3000)
+    assert is_recall(res.messages[1])
+    again = smart_trim(smart_trim(with_summary, 3000).messages, 3000)
+    assert not again.did_trim
+
+
+def test_cli_reads_jsonl_and_warns_when_over(tmp_path: Path) -> None:
+    rng = random.Random(2)
+    msgs = [{"role": "system", "content": filler(rng, 1500)}, *anthropic_session(rng, 20)]
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(json.dumps({"type": x["role"], "message": x}) for x in msgs))
+    proc = run_memory(tmp_path, "trim", "--messages", str(path), "--context-window", "1000")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert isinstance(out, list) and out[0] == msgs[0] and out[-1] == msgs[-1]
+    pairs_intact(out)
+    assert "memory trim: warning: " in proc.stderr and "over the" in proc.stderr
+
+
+def test_cli_bad_messages_are_one_line_errors(tmp_path: Path) -> None:
+    cases = {
+        "broken.json": ('[\n {"role": "user", "content": "hi"},\n {"role": "user" "x"}\n]', ":3: invalid JSON: Expecting ',' delimiter"),
+        "broken.jsonl": ('{"role": "user", "content": "a"}\n{"role": \n', ":2: invalid JSONL line: Expecting value"),
+        "entry.json": ('{"messages": [{"role": "user", "content": "hi"}, "oops"]}', ": messages[1] is a string, not a message object"),
+        "entry.jsonl": ('{"role": "user", "content": "a"}\n\n[1]\n', ":3: entry is an array, not a message object"),
+    }  # fmt: skip
+    for name, (text, _) in cases.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "latin.json").write_bytes(b'[{"role": "user", "content": "caf\xe9"}]')
+    cases["latin.json"] = ("", ":1: not UTF-8 text (byte 0xe9)")
+    for name, (_, want) in cases.items():
+        path = tmp_path / name
+        proc = run_memory(tmp_path, "trim", "--messages", str(path), "--context-window", "1000")
+        assert proc.returncode == 1 and proc.stdout == "", name
+        assert proc.stderr == f"memory: {path}{want}\n", name

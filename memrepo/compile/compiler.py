@@ -4,7 +4,9 @@ Each slot has a cap from the config (KB in the config, tokens here) and everythi
 the total budget: a section is added only if its tokens (marker included) fit both. P0 is
 filled first and shared fairly between the identity files, so none of them is dropped
 while another is whole. Nothing enters twice: every included span is remembered and a
-subscription or passage that overlaps one is skipped. A last check on the assembled text
+subscription or passage that overlaps one is skipped, and P3 leaves the ``--session`` file
+to P4 (which runs after it). ``--shared`` keeps MEMORY.md out of every slot, not only P1.
+A last check on the assembled text
 drops the lowest-priority sections should a non-additive tokenizer overshoot.
 """
 
@@ -36,9 +38,12 @@ from memrepo.topics import subscription_problem
 IDENTITY_DIR = "knowledge/identity"
 IDENTITY_ORDER = ("SOUL.md", "USER.md", "AGENTS.md", "TOOLS.md")
 MEMORY_FILE = "knowledge/memory/MEMORY.md"
+#: Where MEMORY.md's overflow goes (memrepo.condense): as private as MEMORY.md itself.
+MEMORY_ARCHIVE_DIR = "archive/memory/"
 ACTIVE_PROJECTS = "knowledge/projects/_active.md"
 JOURNAL_DIR = "knowledge/journal"
 SEP = "\n\n"
+SHARED_WHY = "MEMORY.md is for the main session only"
 #: Below this many tokens left, P3 stops looking for a passage small enough.
 MIN_USEFUL = 24
 
@@ -124,6 +129,21 @@ class _Compiler:
         self.spans: dict[str, list[tuple[int, int]]] = {}
         self.files: dict[str, tuple[Lines, int] | None] = {}
         self.topics: Any = None
+        self.session_rel = self._session_rel()
+
+    def _session_rel(self) -> str | None:
+        """The ``--session`` file's repo path (None outside the repo or with no session)."""
+        if self.req.session is None:
+            return None
+        try:
+            return self.req.session.resolve().relative_to(self.root.resolve()).as_posix()
+        except ValueError:
+            return None
+
+    def _private(self, rel: str) -> bool:
+        """MEMORY.md (and its archive) stay out of a shared session in every slot, not
+        only P1: a subscription or a search hit would leak it just the same."""
+        return self.req.shared and (rel == MEMORY_FILE or rel.startswith(MEMORY_ARCHIVE_DIR))
 
     # -- bookkeeping ------------------------------------------------------------------
     def _add(self, s: Section) -> None:
@@ -244,7 +264,7 @@ class _Compiler:
     def p1(self) -> None:
         cc = self.cfg["context_compiler"]
         if self.req.shared:
-            self._omit(1, "memory", MEMORY_FILE, "--shared: MEMORY.md is for the main session only")
+            self._omit(1, "memory", MEMORY_FILE, f"--shared: {SHARED_WHY}")
         elif (self.root / MEMORY_FILE).is_file():
             self._place_file(
                 1,
@@ -308,6 +328,8 @@ class _Compiler:
                 why = subscription_problem(self.root, rel)
                 if why:
                     self._omit(2, "subscription", rel, f"refused: {why}")
+                elif self._private(rel):
+                    self._omit(2, "subscription", rel, f"--shared: {SHARED_WHY}")
                 elif rel in self.spans:
                     self._omit(2, "subscription", rel, f"already included (subscribed by {t.name})")
                 else:
@@ -342,6 +364,14 @@ class _Compiler:
                     3, "knowledge", p.path, f"rank {rank}: topic files enter only when activated"
                 )
                 continue
+            if self._private(p.path):
+                self._omit(3, "knowledge", p.path, f"rank {rank}: --shared: {SHARED_WHY}")
+                continue
+            if p.path == self.session_rel and 4 in self.req.slots:
+                # P4 carries the session (newest turns first): a passage of it here would
+                # repeat lines P4 includes, or spend P3's budget on what P4 is for
+                self._omit(3, "knowledge", p.path, f"rank {rank}: the session, left to P4")
+                continue
             if self._overlaps(p.path, p.start_line, p.end_line):
                 self._omit(3, "knowledge", p.path, f"rank {rank}: already included")
                 continue
@@ -350,7 +380,7 @@ class _Compiler:
                 continue
             self._place(
                 3, "knowledge", p.path, lines, p.end_line, self.left - floor,
-                f"search rank {rank} (score {p.score:.3g}) for the message"
+                f"search rank {rank} (score {score_text(p.score)}) for the message"
                 + (" and topic keywords" if query != self.req.message.strip() else ""),
             )  # fmt: skip
 
@@ -366,10 +396,7 @@ class _Compiler:
         if self.req.session is None:
             return
         path = self.req.session
-        try:
-            shown = path.resolve().relative_to(self.root).as_posix()
-        except ValueError:
-            shown = str(path)
+        shown = self.session_rel or str(path)
         turns = load_session(path)
         kept: list[Section] = []
         for k, turn in enumerate(reversed(turns)):
@@ -434,6 +461,13 @@ class _Compiler:
             ]
             retr.record_hits(self.root, refs)
         return Compiled(self.sections, self.omitted, self.budget, total, self.notes, self.topics)
+
+
+def score_text(score: float) -> str:
+    """A search score with 6 significant digits, so that close and low scores read as
+    what they are (``.3g`` printed 0.99996 as "1", the same as the best hit). A score of
+    exactly 0 is real: with min-max fusion the weakest candidate of a query scores 0."""
+    return f"{score:.6g}"
 
 
 def compile_context(repo: MemoryRepo, req: CompileRequest) -> Compiled:
