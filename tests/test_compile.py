@@ -345,3 +345,16 @@ def test_hook_with_a_bad_payload_prints_nothing_and_says_why(
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("memory compile: hook skipped: ")
     assert reason in lines[0]
+
+
+def test_a_transcript_passage_carries_its_turn_header_in_the_marker() -> None:
+    from memrepo.compile.sections import Section
+
+    path = "raw/conversations/2026/02/16/1845-ses_x-deploy.md"
+    first = Section(3, "knowledge", path, 12, 13, "## 18:45 — agent\nUse blue-green.", "")
+    later = Section(3, "knowledge", path, 20, 21, "## 19:02 — user\nok", "")
+    assert later.render() == "<!-- P3 2026/02/16/1845-ses_x:20-21 19:02 user -->\nok"
+    memory = Section(3, "knowledge", path, 20, 21, "## 19:02 — agent [memory]\nnoted", "")
+    assert memory.render() == "<!-- P3 2026/02/16/1845-ses_x:20-21 19:02 agent [memory] -->\nnoted"
+    note = Section(3, "knowledge", "knowledge/reference/x.md", 3, 4, "## Deploys\nblue", "")
+    assert note.render() == "<!-- P3 knowledge: knowledge/reference/x.md:3-4 -->\n## Deploys\nblue"

@@ -52,7 +52,20 @@ class Section:
         return f"<!-- {SLOT_NAMES[self.slot]} {self.kind}: {self.path}:{span}{unit}{cut} -->"
 
     def render(self) -> str:
-        return f"{self.marker()}\n{self.text}"
+        """The marker, then the text; a transcript passage's turn header goes into the
+        marker (``… user -->``, the time only when it is not the session's start), which
+        fits ~10 % more passages into P3."""
+        marker, text = self.marker(), self.text
+        if self.slot >= 3 and formats.is_transcript(self.path):
+            first, _, rest = text.partition("\n")
+            m = formats.TURN_HEADER.match(first)
+            if m and rest.strip():
+                start = formats.TRANSCRIPT_PATH.match(self.path)
+                same = start is not None and (m["hh"], m["mm"]) == (start["hh"], start["mm"])
+                time = "" if same else f" {m['hh']}:{m['mm']}"
+                role = m["role"] + (" [memory]" if m["memory"] else "")
+                marker, text = f"{marker[: -len(' -->')]}{time} {role} -->", rest
+        return f"{marker}\n{text}"
 
     def as_json(self) -> dict[str, Any]:
         return {
