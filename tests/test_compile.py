@@ -352,6 +352,7 @@ def test_a_transcript_passage_carries_its_turn_header_in_the_marker() -> None:
 
     path = "raw/conversations/2026/02/16/1845-ses_x-deploy.md"
     first = Section(3, "knowledge", path, 12, 13, "## 18:45 — agent\nUse blue-green.", "")
+    assert first.render() == "<!-- P3 2026/02/16/1845-ses_x:12-13 agent -->\nUse blue-green."
     later = Section(3, "knowledge", path, 20, 21, "## 19:02 — user\nok", "")
     assert later.render() == "<!-- P3 2026/02/16/1845-ses_x:20-21 19:02 user -->\nok"
     memory = Section(3, "knowledge", path, 20, 21, "## 19:02 — agent [memory]\nnoted", "")
