@@ -419,6 +419,8 @@ class Result:
     llm: bool = False
     llm_error: str | None = None
     pushed: str | None = None
+    #: the token and cost line of the LLM message (``Usage.summary``), when one was asked
+    llm_usage: str | None = None
 
 
 def _sessions(changes: Sequence[Change]) -> list[str]:
@@ -451,29 +453,33 @@ def _message(
     use_llm: bool | None,
     client: Any,
     diff_env: dict[str, str] | None,
-) -> tuple[str, bool, str | None]:
-    """(message, written by the LLM, why the LLM was not used when it should have been)."""
+) -> tuple[str, bool, str | None, str | None]:
+    """(message, written by the LLM, why the LLM was not used when it should have been,
+    the LLM's token and cost line when it was asked)."""
     sessions = _sessions(changes)
     fallback = deterministic_message(changes, ctype, sessions)
     want = use_llm if use_llm is not None else bool(os.environ.get("ANTHROPIC_API_KEY"))
     if not want and client is None:
-        return fallback, False, None
+        return fallback, False, None, None
     from memrepo.config import load_config
-    from memrepo.llm import LLM
+    from memrepo.llm import LLM, Usage
 
+    usage = Usage()
     try:
         llm = LLM.from_config(load_config(root), client=client, offline=False)
+        llm.usage = usage
         base = head(root) or "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
         diff = git(["diff", "--cached", "-M", "--no-color", "--no-ext-diff", "--stat", "-p", base,
                     "--", *[c.path for c in changes], *[c.old_path for c in changes if c.old_path]],
                    root, env=diff_env)
         variables = prompt_vars(diff, ctype, [c.path for c in changes], fallback)
-        return llm_message(llm, variables, ctype, sessions), True, None
+        return llm_message(llm, variables, ctype, sessions), True, None, usage.summary()
     except Exception as exc:  # any LLM failure: the deterministic message, said on stderr
         reason = f"{type(exc).__name__}: {_cut(str(exc), 160)}"
         print(f"memory commit: LLM commit message failed ({reason}); "
               "used the deterministic message", file=sys.stderr)
-        return fallback, False, reason
+        usage.note_fallback(f"commit_message: {reason}")
+        return fallback, False, reason, usage.summary()
 
 
 def run(
@@ -505,11 +511,11 @@ def run(
     if not changes:
         return Result(False, None, None, "nothing to commit", [], skipped)
     ctype = pick_type(changes, current_branch(root))
-    message, by_llm, llm_error = _message(root, changes, ctype, use_llm, client, None)
+    message, by_llm, llm_error, usage = _message(root, changes, ctype, use_llm, client, None)
     paths = list(dict.fromkeys([*take, *(c.old_path for c in changes if c.old_path)]))
     commit_staged(root, paths, message)
     result = Result(True, head(root), ctype, message, [c.path for c in changes], skipped,
-                    by_llm, llm_error)
+                    by_llm, llm_error, llm_usage=usage)
     result.pushed = _maybe_push(root, push)
     return result
 
@@ -536,8 +542,9 @@ def _dry_run(
         if not changes:
             return Result(False, None, None, "nothing to commit", [], skipped)
         ctype = pick_type(changes, current_branch(root))
-        message, by_llm, err = _message(root, changes, ctype, use_llm, client, env)
-    return Result(False, None, ctype, message, [c.path for c in changes], skipped, by_llm, err)
+        message, by_llm, err, usage = _message(root, changes, ctype, use_llm, client, env)
+    return Result(False, None, ctype, message, [c.path for c in changes], skipped, by_llm, err,
+                  llm_usage=usage)
 
 
 def _maybe_push(root: Path, push: bool | None) -> str | None:

@@ -2,10 +2,11 @@
 
 Why the guard: MEMORY.md is loaded into every main session, so it must never exceed its
 cap, and a model rewriting it must not silently forget. A rewrite is rejected — and the
-offline path used instead, saying so — when it is over the cap or drops more than a
-quarter of the existing entries without saying where they went. The offline cap
-enforcement moves superseded, then the oldest, entries to ``archive/memory/`` (named in
-the commit), so nothing is lost.
+offline path used instead, saying so — when it is over the cap, drops more than a
+quarter of the existing entries without saying where they went, or keeps entries
+without the ``[src: …]`` they had (every line must stay traceable); the superseded
+entries it drops go to the archive. The offline cap enforcement moves superseded, then
+the oldest, entries to ``archive/memory/`` (named in the commit), so nothing is lost.
 
 Every change is first a ``Plan`` (new file texts and moves), which ``--dry-run`` prints
 as a diff and a real run writes atomically and commits as ``maintenance: …``.
@@ -17,13 +18,16 @@ import datetime as dt
 import difflib
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memrepo.atomic import atomic_write
 from memrepo.config import load_config
+from memrepo.errors import MemrepoError
 from memrepo.extract import entries as E
+from memrepo.extract import heuristics as h
 from memrepo.extract.apply import Workspace, tokens
 from memrepo.extract.extractors import MEMORY, Context, Item, Journal
 from memrepo.extract.transcript import read_transcript
@@ -49,6 +53,8 @@ class Plan:
     texts: dict[str, str] = field(default_factory=dict)
     moves: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: ``path:line: reason`` of inputs that could not be read (skipped; exit non-zero)
+    errors: list[str] = field(default_factory=list)
 
     def changed(self, root: Path) -> dict[str, str]:
         out = {}
@@ -122,8 +128,7 @@ def cap_plan(root: Path, text: str, llm: Any = None, cap: int | None = None) -> 
         if data is not None:
             new_text, why = guarded_rewrite(text, data, cap)
             if why is None:
-                plan.texts[MEMORY] = new_text
-                _moved_to_archive(root, plan, data.get("moved") or [], text)
+                _accept_rewrite(root, plan, text, new_text, data)
                 plan.notes.append(f"MEMORY.md rewritten by the model under {cap} lines")
                 return plan
             llm.usage.note_fallback(f"prune_memory: rewrite rejected ({why})")
@@ -225,27 +230,90 @@ def guarded_rewrite(old_text: str, data: dict[str, Any], cap: int) -> tuple[str,
     if line_count(new_text) > cap:
         return new_text, f"{line_count(new_text)} lines, over the cap of {cap}"
     old = _active(old_text)
-    new = [e.text for e in _active(new_text)]
+    new = _active(new_text)
     moved = [str(m.get("entry", "")) for m in data.get("moved") or []]
-    silent = [e for e in old if not any(_similar(e.text, n) for n in new)
+    silent = [e for e in old if not any(_similar(e.text, n.text) for n in new)
               and not any(_similar(e.text, m) for m in moved)]
     if old and len(silent) > MAX_SILENT_DROP * len(old):
         return new_text, (f"drops {len(silent)} of {len(old)} entries without saying where "
                           f"(more than {MAX_SILENT_DROP:.0%})")
+    # traceability: an entry the rewrite keeps must keep the [src: …] it had
+    untraced = _untraced(old, new, moved)
+    if untraced:
+        return new_text, (f"{len(untraced)} kept entries lost their [src: …] reference "
+                          f"(first: {untraced[0].text[:60]!r})")
     return new_text, None
 
 
-def _moved_to_archive(root: Path, plan: Plan, moved: list[dict[str, Any]], old: str) -> None:
-    """Entries the model moved out are kept in the archive with where they were meant to go."""
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a | b else 0.0
+
+
+def _untraced(old: list[E.Entry], new: list[E.Entry], moved: list[str]) -> list[E.Entry]:
+    """Old entries kept by the rewrite without a source they had.
+
+    Kept means: the closest new entry (by word overlap; "Fact 15" is not "Fact 150") is
+    similar to it, and no entry said to be moved out is closer.
+    """
+    new_t = [(tokens(n.text), n) for n in new]
+    moved_t = [tokens(m) for m in moved]
+    out = []
+    for e in old:
+        te = tokens(e.text)
+        if not e.srcs or not te or not new_t:
+            continue
+        scores = [(_jaccard(te, t), n) for t, n in new_t]
+        best = max(score for score, _ in scores)
+        closest = [n for score, n in scores if score == best]
+        if not _similar(e.text, closest[0].text):
+            continue  # not kept: dropped (counted above) or moved
+        if any(_jaccard(te, t) > best for t in moved_t):
+            continue
+        if not set(e.srcs) <= {s for n in closest for s in n.srcs}:
+            out.append(e)
+    return out
+
+
+def dropped_superseded(old_text: str, new_text: str) -> list[tuple[str, str]]:
+    """(section, line) of the superseded entries a rewrite left out.
+
+    A rewrite may drop replaced facts (that is what condensing is for), but nothing is
+    deleted: they go to the archive, as the offline cap moves them.
+    """
+    kept = set(new_text.split("\n"))
+    lines = old_text.split("\n")
+    out: list[tuple[str, str]] = []
+    for section in MEMORY_SECTIONS:
+        span = E.find_section(lines, section)
+        if span:
+            out += [(section, lines[e.line_no]) for e in E.section_entries(lines, span)
+                    if e.superseded and lines[e.line_no] not in kept]
+    return out
+
+
+def _accept_rewrite(root: Path, plan: Plan, old_text: str, new_text: str,
+                    data: dict[str, Any]) -> None:
+    """Take a guarded rewrite: the new MEMORY.md, and in the archive what it moved out."""
+    plan.texts[MEMORY] = new_text
+    _moved_to_archive(root, plan, data.get("moved") or [],
+                      dropped_superseded(old_text, new_text))
+
+
+def _moved_to_archive(root: Path, plan: Plan, moved: list[dict[str, Any]],
+                      superseded: Sequence[tuple[str, str]] = ()) -> None:
+    """Entries the model moved out are kept in the archive with where they were meant to
+    go; superseded entries it dropped are kept there too, under their section."""
     keep = []
     for m in moved:
         entry = str(m.get("entry", "")).strip()
         if entry:
             keep.append(("Moved", f"- {entry.lstrip('- ')} (moved to: {m.get('to', '?')})"))
+    keep += list(superseded)
     if keep:
         plan.texts[ARCHIVE_MEMORY] = _archive_text(root, keep)
         plan.notes.append(f"{len(keep)} entries moved out of MEMORY.md are kept in "
-                          f"{ARCHIVE_MEMORY}")
+                          f"{ARCHIVE_MEMORY}"
+                          + (f" ({len(superseded)} superseded)" if superseded else ""))
 
 
 # ---------------------------------------------------------------------------
@@ -270,9 +338,16 @@ def day_transcripts(root: Path, day: dt.date) -> list[str]:
 
 def daily(root: Path, day: dt.date, llm: Any) -> Plan:
     """The day's journal entry from its closed transcripts: topics, bullets, sources."""
-    paths = day_transcripts(root, day)
-    ts = [t for t in (read_transcript(root, p) for p in paths) if t.meta.get("ended")]
     plan = Plan()
+    ts = []
+    for p in day_transcripts(root, day):
+        try:
+            t = read_transcript(root, p)
+        except MemrepoError as exc:  # reported and skipped: the others still make the day
+            plan.errors.append(str(exc))
+            continue
+        if t.meta.get("ended"):
+            ts.append(t)
     if not ts:
         plan.notes.append(f"no closed transcripts on {day}")
         return plan
@@ -291,12 +366,25 @@ def daily(root: Path, day: dt.date, llm: Any) -> Plan:
                                  if journal.exists() else "(empty)")
     jx = Journal()
     if data is not None:
+        unsourced = excluded = 0
         for topic in data["topics"]:
             for b in topic["bullets"]:
-                t = ts[b["source"]] if 0 <= b["source"] < len(ts) else ts[0]
-                it = jx.item(t, Context(), b["text"].strip(), {})
+                if not 0 <= b["source"] < len(ts):  # no transcript to trace it to: dropped
+                    unsourced += 1
+                    continue
+                text = b["text"].strip()
+                if not text or h.excluded(text):  # the exclusions extraction applies
+                    excluded += 1
+                    continue
+                it = jx.item(ts[b["source"]], Context(), text, {})
                 it.section = topic["topic"].strip().lower() or it.section
                 items.append(it)
+        if unsourced:
+            plan.notes.append(f"dropped {unsourced} model bullets whose source is not one of "
+                              f"the {len(ts)} transcripts")
+        if excluded:
+            plan.notes.append(f"dropped {excluded} model bullets the extraction exclusions "
+                              "reject (small talk, questions, speculation, secrets)")
     else:
         for t in ts:
             items += jx.offline(t, Context())
@@ -339,8 +427,7 @@ def weekly(root: Path, day: dt.date, llm: Any) -> Plan:
         if data is not None:
             new_text, why = guarded_rewrite(memory_text, data, cap)
             if why is None:
-                plan.texts[MEMORY] = new_text
-                _moved_to_archive(root, plan, data.get("moved") or [], memory_text)
+                _accept_rewrite(root, plan, memory_text, new_text, data)
                 plan.notes.append(f"weekly rollup of {len(journals)} journals by the model")
                 return plan
             llm.usage.note_fallback(f"condense_weekly: rewrite rejected ({why})")

@@ -9,8 +9,16 @@ cost account printed at the end of a run. Offline (no ``ANTHROPIC_API_KEY``,
 deterministic path.
 
 Templates: ``templates/prompts/NAME.md``; the text above a line ``<<<INPUT>>>`` is the
-system prompt (the shared instructions, sent with ``cache_control``), the text below it is
-the user message. Both are ``string.Template`` texts (``$var``).
+system prompt (the instructions), the text below it is the user message. A line
+``<<<CACHE>>>`` in the user message ends its *shared* part: what several calls of a run
+send alike (the transcript the six extractors read), put before what differs per call
+(which extractor). All are ``string.Template`` texts (``$var``).
+
+Prompt caching: the cached prefix is the system prompt plus the shared part, marked with
+``cache_control`` only when it is plausibly above the model's minimum cacheable length
+(``MIN_CACHE_TOKENS``; below it the API caches nothing, and a prompt that is never
+reused would only pay the 1.25x cache write). The instructions alone (~350 tokens) are
+far below every minimum, which is why the transcript goes into the cached prefix.
 """
 
 from __future__ import annotations
@@ -52,6 +60,17 @@ TASK_MODEL_KEYS = {
     "condense": "llm.condense_model",
 }
 INPUT_MARKER = "<<<INPUT>>>"
+CACHE_MARKER = "<<<CACHE>>>"
+#: Minimum cacheable prefix per model, in tokens (shorter prefixes are not cached).
+#: Sonnet 4.6 is documented at 1,024 but reported to cache from 2,048 only.
+MIN_CACHE_TOKENS: dict[str, int] = {
+    "claude-haiku-4-5": 4096,
+    "claude-opus-4-5": 4096,
+    "claude-sonnet-4-5": 1024,
+    "claude-sonnet-4-6": 2048,
+}
+#: Unknown models: the largest minimum, so that nothing is marked for nothing.
+DEFAULT_MIN_CACHE_TOKENS = 4096
 #: ~chars per token, for estimates before a call (dry runs).
 CHARS_PER_TOKEN = 3.5
 
@@ -79,30 +98,71 @@ class Prompt:
     system: str
     user: str
     hash: str
+    #: the shared part of the user message (before ``<<<CACHE>>>``), "" when none
+    shared: str = ""
 
 
 @functools.cache
 def load_template(name: str) -> Prompt:
-    """``templates/prompts/NAME.md`` split into system and user parts, with its hash."""
+    """``templates/prompts/NAME.md`` split into system, shared and user parts, with its hash."""
     text = (templates_dir() / "prompts" / f"{name}.md").read_text(encoding="utf-8")
     system, sep, user = text.partition(f"\n{INPUT_MARKER}\n")
     if not sep:
         system, user = "", text
+    shared, sep, rest = user.partition(f"\n{CACHE_MARKER}\n")
+    if not sep:
+        shared, rest = "", user
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-    return Prompt(name, system.strip(), user.strip(), digest)
+    return Prompt(name, system.strip(), rest.strip(), digest, shared.strip())
 
 
 def template_hash(name: str) -> str:
     return load_template(name).hash
 
 
-def render(name: str, **variables: Any) -> tuple[str, str]:
-    """(system, user) of a template filled with ``variables``."""
+@dataclass(frozen=True)
+class Rendered:
+    """A filled template: the system prompt, the shared part and the per-call part."""
+
+    system: str
+    shared: str
+    user: str
+
+
+def render(name: str, **variables: Any) -> Rendered:
+    """The parts of a template filled with ``variables``."""
     p = load_template(name)
     values = {k: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
               for k, v in variables.items()}
-    return (string.Template(p.system).safe_substitute(values),
-            string.Template(p.user).safe_substitute(values))
+
+    def fill(text: str) -> str:
+        return string.Template(text).safe_substitute(values)
+
+    return Rendered(fill(p.system), fill(p.shared), fill(p.user))
+
+
+def estimate_tokens(chars: int) -> int:
+    return int(chars / CHARS_PER_TOKEN)
+
+
+def cacheable(model: str, chars: int) -> bool:
+    """Whether a prefix of ``chars`` characters is plausibly long enough to be cached."""
+    return estimate_tokens(chars) >= MIN_CACHE_TOKENS.get(model, DEFAULT_MIN_CACHE_TOKENS)
+
+
+def request_parts(prompt: Rendered, model: str) -> tuple[list[dict[str, Any]], Any]:
+    """(system blocks, first user message content), with ``cache_control`` on the end of
+    the shared prefix when it is long enough to be cached for ``model``."""
+    system: list[dict[str, Any]] = [{"type": "text", "text": prompt.system}] \
+        if prompt.system else []
+    if not prompt.shared:
+        if system and cacheable(model, len(prompt.system)):
+            system[-1]["cache_control"] = {"type": "ephemeral"}
+        return system, prompt.user
+    shared: dict[str, Any] = {"type": "text", "text": prompt.shared}
+    if cacheable(model, len(prompt.system) + len(prompt.shared)):
+        shared["cache_control"] = {"type": "ephemeral"}  # caches the system prompt and this block
+    return system, [shared, {"type": "text", "text": prompt.user}]
 
 
 # ---------------------------------------------------------------------------
@@ -286,8 +346,8 @@ class LLM:
 
     def complete(self, task: str, template: str, *, max_tokens: int = 1024, **vars: Any) -> str:
         """The model's text answer; raises LLMUnavailable offline or when the call fails."""
-        system, user = render(template, **vars)
-        return self._call(task, system, [{"role": "user", "content": user}], max_tokens)
+        system, content = request_parts(render(template, **vars), self.model_for(task))
+        return self._call(task, system, [{"role": "user", "content": content}], max_tokens)
 
     def complete_json(
         self,
@@ -304,17 +364,19 @@ class LLM:
         """
         if not self.available:
             return None
-        system, user = render(template, **vars)
+        prompt = render(template, **vars)
+        system, content = request_parts(prompt, self.model_for(task))
         ckey = None
         if self.cache is not None:
             from memrepo.extract.cache import key
 
-            ckey = key("prompt", self.model_for(task), template_hash(template), system, user)
+            ckey = key("prompt", self.model_for(task), template_hash(template), prompt.system,
+                       prompt.shared, prompt.user)
             hit = self.cache.get(ckey)
             if hit is not None:
                 self.usage.note_cached()
                 return hit
-        messages: list[dict[str, Any]] = [{"role": "user", "content": user}]
+        messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
         problem = ""
         for attempt in range(2):
             try:
@@ -341,7 +403,7 @@ class LLM:
         print(f"memory: LLM {why}; used the offline path", file=sys.stderr)
         return None
 
-    def _call(self, task: str, system: str, messages: list[dict[str, Any]],
+    def _call(self, task: str, system: list[dict[str, Any]], messages: list[dict[str, Any]],
               max_tokens: int) -> str:
         if not self.available:
             raise LLMUnavailable("offline")
@@ -349,9 +411,7 @@ class LLM:
         kwargs: dict[str, Any] = {"model": model, "max_tokens": max_tokens,
                                   "messages": messages}
         if system:
-            # the long shared instructions: cached across calls of a run
-            kwargs["system"] = [{"type": "text", "text": system,
-                                 "cache_control": {"type": "ephemeral"}}]
+            kwargs["system"] = system
         if "temperature" in _create_params(self.client):
             kwargs["temperature"] = 0
         try:

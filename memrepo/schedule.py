@@ -1,54 +1,130 @@
 """``memory schedule``: the lifecycle jobs on a clock, never two at once.
 
-``run`` is a foreground scheduler (the ``schedule`` package) for machines without cron;
-``install`` writes the same jobs as crontab lines. Each job runs under a lock file
-(``.memrepo/schedule.lock``) so jobs never overlap, and appends a JSON line to
-``.memrepo/schedule.log`` that ``status`` reads for last runs and failures.
+The jobs come from memory-config.yaml (seed 000 §8, §10.3):
+
+- ``commit`` every ``lifecycle.commit_interval_minutes`` (when ``git.auto_commit``); with
+  ``lifecycle.extraction_trigger: on_session_end`` it goes on with ``memory extract``,
+  so the sessions that ended since the last run are extracted;
+- ``extract`` hourly when the trigger is ``hourly`` (``manual``: no job);
+- ``condense-daily`` at ``lifecycle.condensation_schedule``;
+- ``weekly`` at ``lifecycle.weekly_schedule``: the weekly rollup, then the weekly tag —
+  one job, because the two share a schedule and would otherwise collide;
+- ``condense-monthly`` (archive old journals, review, cap) on the 1st of the month;
+- ``prune`` at ``lifecycle.pruning_schedule``; ``tag-daily`` (``git.auto_tag_daily``).
+
+Cron expressions are read by ``croniter`` (ranges, lists, steps, day of month, month,
+names); an expression system cron would not run the same way is a config error naming
+its key. ``run`` is a foreground loop that sleeps until the next job is due: the
+``schedule`` package has no day of month, month, ranges or hour steps, so it could not
+run what the crontab lines run. Each job holds a lock (``.memrepo/schedule.lock``) —
+waiting for it up to ``LOCK_WAIT`` seconds rather than failing — and appends a JSON line
+to ``.memrepo/schedule.log`` that ``status`` reads. ``install`` writes crontab lines that
+call ``memory schedule run --job NAME``, so cron goes through the same lock and log.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import os
+import re
 import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from memrepo.config import load_config
+from memrepo.errors import ConfigError
 from memrepo.locks import LockBusy, file_lock
+from memrepo.repo import CONFIG_FILE
 
 LOCK = ".memrepo/schedule.lock"
 LOG = ".memrepo/schedule.log"
+#: What the crontab's ``memory schedule run --job`` itself says (the jobs log to LOG).
+CRON_OUT = ".memrepo/schedule-cron.out"
 CRON_MARK = "# memrepo:"
+#: How long a job waits for another one to finish before it is logged as skipped.
+LOCK_WAIT = 900.0
+#: Monthly distillation: 00:30 on the 1st (no config key for it yet).
+MONTHLY_SCHEDULE = "30 0 1 * *"
+HOURLY_EXTRACT = "15 * * * *"
+DAILY_TAG = "55 23 * * *"
+#: Exit status of a job that could not get the lock (EX_TEMPFAIL).
+BUSY = 75
+
+_FIELD = re.compile(r"(?:\*|[0-9a-z]+(?:-[0-9a-z]+)?)(?:/[0-9]+)?", re.I)
+_MACROS = ("@hourly", "@daily", "@midnight", "@weekly", "@monthly", "@yearly", "@annually")
 
 
 @dataclass(frozen=True)
 class Job:
+    """A named job: when (a cron expression) and the ``memory`` commands it runs, in order."""
+
     name: str
     cron: str
-    args: tuple[str, ...]
+    steps: tuple[tuple[str, ...], ...]
+
+
+def check_cron(root: Path, expr: str, key: str) -> str:
+    """``expr`` if system cron and croniter read it alike, else a ConfigError naming ``key``."""
+    from croniter import croniter
+
+    fields = expr.split()
+    standard = (len(fields) == 1 and fields[0].lower() in _MACROS) or (
+        len(fields) == 5 and all(all(_FIELD.fullmatch(p) for p in f.split(",")) for f in fields))
+    if standard and croniter.is_valid(expr):
+        return expr
+    line = None
+    path = root / CONFIG_FILE
+    if path.is_file() and "." in key:
+        from memrepo import yamlsafe
+
+        line = yamlsafe.key_line(path.read_text(encoding="utf-8"), tuple(key.split(".")))
+    raise ConfigError(f"'{key}' {expr!r} is not a cron expression cron can run: five fields "
+                      "(minute hour day-of-month month day-of-week) of numbers, names, "
+                      "*, ranges a-b, lists a,b and steps /n", CONFIG_FILE, line)
 
 
 def jobs(root: Path) -> list[Job]:
-    """The jobs of memory-config.yaml (seed 000 §10.3)."""
+    """The jobs of memory-config.yaml (seed 000 §8, §10.3), their schedules checked."""
     cfg = load_config(root)
     life, g = cfg["lifecycle"], cfg["git"]
+
+    def cron(key: str) -> str:
+        return check_cron(root, str(life[key]), f"lifecycle.{key}")
+
+    trigger = life["extraction_trigger"]
     out = []
     if g["auto_commit"]:
         m = int(life["commit_interval_minutes"])
-        out.append(Job("commit", f"*/{m} * * * *" if m < 60 else "0 * * * *", ("commit",)))
-    out.append(Job("condense-daily", life["condensation_schedule"], ("condense", "daily")))
-    out.append(Job("condense-weekly", life["weekly_schedule"], ("condense", "weekly")))
-    out.append(Job("tag-weekly", life["weekly_schedule"], ("tag", "weekly")))
-    out.append(Job("prune", life["pruning_schedule"], ("prune",)))
+        if m < 1:
+            raise ConfigError(f"'lifecycle.commit_interval_minutes' must be at least 1, got {m}",
+                              CONFIG_FILE)
+        every = f"*/{m} * * * *" if m < 60 else "0 * * * *"
+        steps: tuple[tuple[str, ...], ...] = (("commit",),)
+        if trigger == "on_session_end":
+            steps += (("extract",),)  # the sessions that ended since: closed, committed
+        out.append(Job("commit", every, steps))
+    if trigger == "hourly" or (trigger == "on_session_end" and not g["auto_commit"]):
+        out.append(Job("extract", HOURLY_EXTRACT, (("extract",),)))
+    out.append(Job("condense-daily", cron("condensation_schedule"), (("condense", "daily"),)))
+    out.append(Job("weekly", cron("weekly_schedule"),
+                   (("condense", "weekly"), ("tag", "weekly"))))
+    out.append(Job("condense-monthly", MONTHLY_SCHEDULE, (("condense", "monthly"),)))
+    out.append(Job("prune", cron("pruning_schedule"), (("prune",),)))
     if g["auto_tag_daily"]:
-        out.append(Job("tag-daily", "55 23 * * *", ("tag", "daily")))
+        out.append(Job("tag-daily", DAILY_TAG, (("tag", "daily"),)))
     return out
+
+
+def next_run(expr: str, after: dt.datetime) -> dt.datetime:
+    """The first time after ``after`` (local wall-clock time, naive) that ``expr`` fires."""
+    from croniter import croniter
+
+    return croniter(expr, after.replace(tzinfo=None)).get_next(dt.datetime)
 
 
 def memory_argv() -> list[str]:
@@ -63,81 +139,89 @@ def log_event(root: Path, event: dict[str, Any]) -> None:
         fh.write(json.dumps(event) + "\n")
 
 
-def run_job(root: Path, job: Job, wait: float = 0.0) -> int:
-    """Run one job under the lock; returns its exit status (75 when the lock is busy)."""
+def run_job(root: Path, job: Job, wait: float = LOCK_WAIT) -> int:
+    """Run one job under the lock, waiting up to ``wait`` s for it; its exit status
+    (``BUSY``, logged as skipped, when another job held the lock all that time)."""
+    start = _now()
     try:
         with file_lock(root / LOCK, wait=wait, poll=0.5):
             return _run_locked(root, job)
     except LockBusy:
-        log_event(root, {"job": job.name, "start": _now(), "status": "skipped",
-                         "detail": "another job holds the lock"})
-        return 75
+        log_event(root, {"job": job.name, "start": start, "end": _now(), "status": "skipped",
+                         "code": BUSY,
+                         "detail": f"another job held the lock for {wait:.0f} s"})
+        return BUSY
 
 
 def _run_locked(root: Path, job: Job) -> int:
+    """Every step in order (a failed rollup does not stop the tag); the first failure's
+    status and output are what the log keeps."""
     start = _now()
-    proc = subprocess.run(
-        [*memory_argv(), "--repo", str(root), *job.args], capture_output=True, text=True
-    )
+    code, detail = 0, ""
+    for step in job.steps:
+        proc = subprocess.run([*memory_argv(), "--repo", str(root), *step],
+                              capture_output=True, text=True)
+        out = (proc.stderr or proc.stdout).strip()
+        if proc.returncode and not code:
+            code, detail = proc.returncode, f"memory {' '.join(step)}: exit {proc.returncode}: " \
+                + out[-400:]
+        elif not code:
+            detail = out[-500:]
     log_event(root, {"job": job.name, "start": start, "end": _now(),
-                     "status": "ok" if proc.returncode == 0 else "failed",
-                     "code": proc.returncode,
-                     "detail": (proc.stderr or proc.stdout).strip()[-500:]})
-    return proc.returncode
+                     "status": "ok" if code == 0 else "failed", "code": code,
+                     "detail": detail})
+    return code
 
 
 def _now() -> str:
     return dt.datetime.now().astimezone().isoformat(timespec="seconds")
 
 
-def cron_fields(expr: str) -> tuple[str, str, str, str, str]:
-    f = expr.split()
-    if len(f) != 5:
-        raise ValueError(f"not a 5-field cron expression: {expr!r}")
-    return f[0], f[1], f[2], f[3], f[4]
+def _local() -> dt.datetime:
+    return dt.datetime.now()
 
 
-def register(sched: Any, root: Path, job: Job) -> None:
-    """The ``schedule`` equivalent of a job's cron line (the forms the defaults use)."""
-    minute, hour, _dom, _mon, dow = cron_fields(job.cron)
-    def fn() -> int:
-        return run_job(root, job, wait=60)
-    if minute.startswith("*/") and hour == "*":
-        sched.every(int(minute[2:])).minutes.do(fn)
+def run_forever(root: Path, once: bool = False, clock: Callable[[], dt.datetime] = _local,
+                sleep: Callable[[float], None] = time.sleep) -> None:
+    """The foreground scheduler: run each job when its cron expression says, one at a time.
+
+    ``once``: run the jobs due this minute, then return. A job that comes due while
+    another runs goes next; occurrences missed during a long run are run once, not
+    repeatedly.
+    """
+    from croniter import croniter
+
+    js = jobs(root)
+    if once:
+        minute = clock().replace(second=0, microsecond=0)
+        for job in js:
+            if croniter.match(job.cron, minute):
+                run_job(root, job)
         return
-    if hour == "*":
-        sched.every().hour.at(f":{int(minute):02d}").do(fn)
-        return
-    at = f"{int(hour):02d}:{int(minute):02d}"
-    days = {"0": "sunday", "7": "sunday", "1": "monday", "2": "tuesday", "3": "wednesday",
-            "4": "thursday", "5": "friday", "6": "saturday"}
-    if dow == "*":
-        sched.every().day.at(at).do(fn)
-    else:
-        for d in dow.split(","):
-            getattr(sched.every(), days[d]).at(at).do(fn)
-
-
-def run_forever(root: Path, once: bool = False) -> None:
-    import schedule
-
-    sched = schedule.Scheduler()
-    for job in jobs(root):
-        register(sched, root, job)
+    due_at = {job.name: next_run(job.cron, clock()) for job in js}
     while True:
-        sched.run_pending()
-        if once:
-            return
-        time.sleep(min(max(sched.idle_seconds or 30, 1), 30))
+        now = clock()
+        due = sorted((due_at[j.name], i) for i, j in enumerate(js) if due_at[j.name] <= now)
+        for _, i in due:
+            run_job(root, js[i])
+            due_at[js[i].name] = next_run(js[i].cron, clock())
+        if not due:
+            wait = (min(due_at.values()) - clock()).total_seconds()
+            sleep(min(max(wait, 1.0), 30.0))  # short naps: a changed clock is noticed
+
+
+def _cron_quote(arg: str) -> str:
+    """Shell-quoted, with ``%`` escaped (crontab turns a bare ``%`` into a newline)."""
+    return shlex.quote(arg).replace("%", "\\%")
 
 
 def crontab_lines(root: Path) -> list[str]:
-    cmd = " ".join(shlex.quote(a) for a in memory_argv())
+    """One line per job, calling ``memory schedule run --job NAME`` (same lock and log)."""
+    cmd = " ".join(_cron_quote(a) for a in [*memory_argv(), "--repo", str(root)])
     out = []
     for job in jobs(root):
-        args = " ".join(shlex.quote(a) for a in job.args)
-        out.append(f"{job.cron} cd {shlex.quote(str(root))} && flock -n {LOCK} {cmd} "
-                   f"--repo {shlex.quote(str(root))} {args} >> {LOG} 2>&1 "
+        out.append(f"{job.cron} {cmd} schedule run --job {_cron_quote(job.name)} "
+                   f">/dev/null 2>>{_cron_quote(str(root / CRON_OUT))} "
                    f"{CRON_MARK}{root}:{job.name}")
     return out
 
@@ -152,10 +236,8 @@ def install_crontab(root: Path) -> str:
     return new
 
 
-def status(root: Path) -> list[dict[str, Any]]:
+def status(root: Path, now: dt.datetime | None = None) -> list[dict[str, Any]]:
     """Per job: last run, last status, failures, and the next run time."""
-    import schedule
-
     events: dict[str, list[dict[str, Any]]] = {}
     path = root / LOG
     if path.exists():
@@ -163,27 +245,20 @@ def status(root: Path) -> list[dict[str, Any]]:
             try:
                 ev = json.loads(line)
                 events.setdefault(ev["job"], []).append(ev)
-            except (ValueError, KeyError):
+            except (ValueError, KeyError, TypeError):
                 continue
+    now = now or _local()
     out = []
     for job in jobs(root):
-        sched = schedule.Scheduler()
-        register(sched, root, job)
-        nxt = min((j.next_run for j in sched.jobs), default=None)
+        nxt = next_run(job.cron, now).astimezone()
         evs = events.get(job.name, [])
         last = evs[-1] if evs else None
         out.append({"job": job.name, "cron": job.cron,
-                    "last": last["start"] if last else None,
-                    "status": last["status"] if last else None,
-                    "failures": sum(1 for e in evs if e["status"] == "failed"),
-                    "next": nxt.isoformat(timespec="minutes") if nxt else None,
-                    "detail": last.get("detail") if last and last["status"] != "ok" else None})
+                    "steps": [" ".join(s) for s in job.steps],
+                    "last": last.get("start") if last else None,
+                    "status": last.get("status") if last else None,
+                    "failures": sum(1 for e in evs if e.get("status") == "failed"),
+                    "next": nxt.isoformat(timespec="minutes"),
+                    "detail": last.get("detail") if last and last.get("status") != "ok"
+                    else None})
     return out
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        return False
-    return True

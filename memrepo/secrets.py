@@ -23,11 +23,21 @@ class Rule:
     kind: str
     pattern: re.Pattern[str]
     min_entropy: float = 0.0  # for generic rules: bits per character of the value
+    prose: bool = False  # a value found in a sentence must look like one, not a word
 
 
-def _r(kind: str, pattern: str, flags: int = 0, min_entropy: float = 0.0) -> Rule:
-    return Rule(kind, re.compile(pattern, flags), min_entropy)
+def _r(kind: str, pattern: str, flags: int = 0, min_entropy: float = 0.0,
+       prose: bool = False) -> Rule:
+    return Rule(kind, re.compile(pattern, flags), min_entropy, prose)
 
+
+#: Names a password is stored under, as the last part of a key (``db_password``,
+#: ``PGPASSWORD``, ``smtp.passphrase``): ``password_policy`` or ``passwords`` are not.
+_PASSWORD_KEY = r"[A-Za-z0-9_.-]*?(?:passw(?:or)?d|passphrase|[_.-]pwd)"
+#: A password value: no spaces or quotes; a trailing ``.`` or ``)`` is prose, left out.
+_PASSWORD_VALUE = r"(?P<s>[^\s\"'`,;]*[^\s\"'`,;.)])"
+#: "the password for the staging db was set to …": the words that may sit in between.
+_FOR_WHAT = r"(?:[ \t]+(?:for|of|on|to)(?:[ \t]+[\w.@/-]+){1,4}?)?"
 
 # Each pattern's group "s" is the secret itself (what gets redacted); the rest is context.
 RULES: tuple[Rule, ...] = (
@@ -67,9 +77,41 @@ RULES: tuple[Rule, ...] = (
         re.IGNORECASE,
         min_entropy=3.5,
     ),
+    # ``password: value``, ``password=value``, ``db_password=Sup3rS3cret!``: short,
+    # low-entropy values the generic rule misses; common words and placeholders are not.
+    _r(
+        "password",
+        rf"(?<![A-Za-z0-9]){_PASSWORD_KEY}[\"']?[ \t]*(?::|=|=>|:=)[ \t]*[\"']?{_PASSWORD_VALUE}",
+        re.IGNORECASE,
+    ),
+    # prose: "the staging admin password is hunter2" (the value must look like one)
+    _r(
+        "password",
+        rf"\bpass(?:word|phrase|wd)\b{_FOR_WHAT}[ \t]+(?:has been (?:set|changed) to"
+        rf"|(?:was |is )?(?:set|changed|reset) to|is now|is still|is|was)[ \t]*:?[ \t]+[\"'`]?"
+        + _PASSWORD_VALUE,
+        re.IGNORECASE,
+        prose=True,
+    ),
 )
 
 _PLACEHOLDER_PASSWORDS = {"password", "passwd", "pass", "secret", "changeme", "xxx", "***"}
+#: Words that follow "password is" / "password:" in prose or docs and are not values.
+_COMMON = """a an the this that these those it its is are was be been being in on at to of for
+    from with by via as and or but not no none null nil empty blank unset set required
+    optional mandatory needed missing wrong right correct incorrect invalid valid expired
+    expiring stored kept saved managed rotated rotating changed reset hidden masked
+    redacted secret secure insecure weak strong long short same different identical also
+    still now too very there here below above unknown tbd todo n/a na changeme password
+    passwd passphrase pass pwd example sample dummy test default defined configured
+    encrypted hashed shared known available handled generated provided protected listed
+    written sent given used only just always never fine ok okay good bad enabled disabled
+    true false yes auto random env environment vault file prompt prompted asked entered
+    typed ignored your my our their his her user admin root foo bar baz xyz abc value
+    string case sensitive length characters chars digits letters policy rules updated
+    removed deleted revoked leaked compromised exposed visible shown printed logged
+    tested checked verified accepted rejected denied locked unlocked"""
+COMMON_WORDS = frozenset(_COMMON.split())
 
 
 @dataclass(frozen=True)
@@ -88,7 +130,29 @@ def entropy(value: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
 
 
+def _looks_like_password(value: str, prose: bool) -> bool:
+    """Not a placeholder, a common word, a reference to a variable, or a code expression.
+
+    In prose ("the password is …") the value must also look like one (a digit, a symbol
+    or an inner capital), so that "the password is letters" stays prose.
+    """
+    v = value.lower().rstrip("!?:")
+    if len(value) < 4 or v in COMMON_WORDS or v in _PLACEHOLDER_PASSWORDS:
+        return False
+    if value.startswith(("$", "{", "<", "%", "[", "(", "*", "/", "~", "@")) or len(set(v)) == 1:
+        return False
+    if re.match(r"^[A-Za-z_][\w.]*[(\[]", value):  # getpass(), os.environ[...]
+        return False
+    if re.fullmatch(r"[a-z_]\w*(?:\.\w+)+|[A-Z][A-Z0-9]*_[A-Z0-9_]+", value):
+        return False  # args.password, self._pw, DB_PASSWORD: names of values, not values
+    if prose:
+        return bool(re.search(r"[0-9]|[^\w]|_", value) or re.search(r".[A-Z]", value))
+    return True
+
+
 def _plausible(rule: Rule, value: str) -> bool:
+    if rule.kind == "password":
+        return _looks_like_password(value, rule.prose)
     if rule.kind == "url-credentials":
         v = value.lower()
         return not (v in _PLACEHOLDER_PASSWORDS or v.startswith(("$", "{", "<", "%")))
@@ -120,6 +184,31 @@ def find_secrets(text: str, allowlist: Iterable[str] = ()) -> list[Finding]:
             continue
         merged.append(f)
     return merged
+
+
+def states_credential(sentence: str) -> bool:
+    """Whether a sentence gives a credential's value ("the admin password is letmein").
+
+    Looser than ``find_secrets`` (which blocks commits, so must not cry wolf): dropping a
+    candidate knowledge line costs little, so any value that is not a common word counts.
+    """
+    if find_secrets(sentence):
+        return True
+    for m in _CREDENTIAL_STATEMENT.finditer(sentence):
+        value = m["s"].strip("\"'`.,;:!?)")
+        if value and not value.startswith("[REDACTED") and _looks_like_password(value, False):
+            return True
+    return False
+
+
+_CREDENTIAL_STATEMENT = re.compile(
+    r"\b(?:pass(?:word|phrase|wd|code)|pin(?: code)?|api[ _-]?key|access[ _-]?key|"
+    r"(?:auth|access|api|bearer|session) token|token|secret|credentials?)\b"
+    + _FOR_WHAT
+    + r"[ \t]+(?:(?:was |is |has been )?(?:set|changed|reset) to|is now|is|was|are|were)"
+    r"[ \t]*:?[ \t]+[\"'`]?(?P<s>\S+)",
+    re.IGNORECASE,
+)
 
 
 def placeholder(kind: str) -> str:

@@ -29,6 +29,7 @@ def commit(ctx: click.Context, dry_run: bool, as_json: bool, use_llm: bool | Non
     result = committer.run(root, dry_run=dry_run, use_llm=use_llm, push=push)
     if as_json:
         click.echo(json.dumps({**result.__dict__, "dry_run": dry_run}, indent=2))
+        _usage(result.llm_usage)
         return 0
     if not result.files:
         click.echo("nothing to commit")
@@ -45,4 +46,11 @@ def commit(ctx: click.Context, dry_run: bool, as_json: bool, use_llm: bool | Non
             click.echo(result.pushed)
     for s in result.skipped:
         click.echo(f"left out: {s}", err=True)
+    _usage(result.llm_usage)
     return 0
+
+
+def _usage(line: str | None) -> None:
+    """Tokens and cost of the LLM message, at the end, as every LLM command prints them."""
+    if line:
+        click.echo(line, err=True)

@@ -3,27 +3,52 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import click
 
 
+class DateParam(click.ParamType):
+    """A ``YYYY-MM-DD`` option value: a bad one is a usage error, never a traceback."""
+
+    name = "date"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> dt.date:
+        from memrepo.formats import parse_date
+
+        day = parse_date(value)
+        if day is None:
+            self.fail(f"{value!r} is not a date (expected YYYY-MM-DD)", param, ctx)
+        return day
+
+
+#: Shared by the lifecycle commands (condense, tag, prune, extract --since).
+DATE = DateParam()
+
+
 @click.command()
 @click.argument("period", type=click.Choice(["daily", "weekly", "monthly"]))
-@click.option("--date", "day", help="The day (or a day of the week/month); default today.")
+@click.option("--date", "day", type=DATE,
+              help="The day (or a day of the week/month), YYYY-MM-DD; default today.")
 @click.option("--dry-run", is_flag=True, help="Show the diff; write nothing.")
 @click.option("--offline", is_flag=True, help="No LLM: the deterministic path.")
 @click.option("--model", help="Model for this run (overrides llm.condense_model).")
 @click.pass_context
-def condense(ctx: click.Context, period: str, day: str | None, dry_run: bool, offline: bool,
-             model: str | None) -> None:
+def condense(ctx: click.Context, period: str, day: dt.date | None, dry_run: bool,
+             offline: bool, model: str | None) -> None:
     """Daily journal from the day's transcripts; weekly rollup into MEMORY.md (within its
-    cap); monthly distillation (archive old journals, review, cap)."""
+    cap); monthly distillation (archive old journals, review, cap).
+
+    A transcript that cannot be read is reported (file:line: reason) and skipped; the
+    others are condensed, and the exit status is 1.
+    """
     from memrepo import condense as C
     from memrepo.llm import for_repo
     from memrepo.repo import discover
 
     root = discover((ctx.obj or {}).get("repo")).root
-    when = dt.date.fromisoformat(day) if day else dt.date.today()
+    when = day or dt.date.today()
     llm = for_repo(root, offline=offline, model=model)
     plan = {"daily": C.daily, "weekly": C.weekly, "monthly": C.monthly}[period](root, when, llm)
     if dry_run:
@@ -35,4 +60,8 @@ def condense(ctx: click.Context, period: str, day: str | None, dry_run: bool, of
         click.echo(f"committed {sha[:10] if sha else '?'}: {period} condensation {when}")
     for note in plan.notes:
         click.echo(f"  {note}", err=True)
+    for problem in plan.errors:
+        click.echo(f"memory: {problem} (skipped)", err=True)
     click.echo(llm.usage.summary(), err=True)
+    if plan.errors:
+        ctx.exit(1)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import click
+from memrepo.scripts.condense import DATE
 
 
 @click.command()
 @click.argument("transcripts", nargs=-1, type=click.Path())
-@click.option("--since", help="Transcripts started on or after this date (YYYY-MM-DD).")
+@click.option("--since", type=DATE, help="Transcripts started on or after this date (YYYY-MM-DD).")
 @click.option("--all", "everything", is_flag=True, help="Every transcript, extracted or not.")
 @click.option("--extractors", help="Comma-separated: decisions,lessons,people,procedures,"
               "facts,journal (default: all).")
@@ -15,14 +18,16 @@ import click
 @click.option("--model", help="Model for this run (overrides llm.extract_model).")
 @click.option("--no-commit", is_flag=True, help="Write the files, do not commit.")
 @click.pass_context
-def extract(ctx: click.Context, transcripts: tuple[str, ...], since: str | None,
+def extract(ctx: click.Context, transcripts: tuple[str, ...], since: dt.date | None,
             everything: bool, extractors: str | None, offline: bool, model: str | None,
             no_commit: bool) -> None:
     """Extract decisions, lessons, people, procedures, facts and journal entries.
 
     Without TRANSCRIPT arguments: the transcripts not extracted yet. Each line written
     carries a [src: …] reference to its transcript; the commit (``extract: …``) lists them
-    as Session: trailers. Transcripts are never modified.
+    as Session: trailers. Transcripts are never modified. A transcript that cannot be
+    read is reported (file:line: reason) and skipped, the others are extracted, and the
+    exit status is 1; open transcripts are skipped until their session ends.
     """
     from memrepo.extract import extract as run
     from memrepo.extract import select
@@ -30,7 +35,8 @@ def extract(ctx: click.Context, transcripts: tuple[str, ...], since: str | None,
     from memrepo.repo import discover
 
     root = discover((ctx.obj or {}).get("repo")).root
-    paths = select(root, transcripts, since, pending_only=not everything)
+    paths = select(root, transcripts, since.isoformat() if since else None,
+                   pending_only=not everything)
     llm = for_repo(root, offline=offline, model=model)
     if not paths:
         click.echo("nothing to extract")
@@ -42,6 +48,16 @@ def extract(ctx: click.Context, transcripts: tuple[str, ...], since: str | None,
                f" {c['SUPERSEDE']} superseded, {c['NONE']} already known; "
                f"{len(report.written)} files" + (f", commit {report.commit[:10]}"
                                                 if report.commit else ""))
+    if transcripts:
+        for path in report.open:
+            click.echo(f"skipped (open): {path} — extracted once its session ends", err=True)
+    elif report.open:
+        click.echo(f"skipped {len(report.open)} open transcript"
+                   f"{'s' if len(report.open) != 1 else ''} (extracted once they end)", err=True)
+    for problem in report.bad:
+        click.echo(f"memory: {problem} (skipped)", err=True)
     if report.offline_pairs and not llm.available:
         click.echo("offline: heuristics only (no ANTHROPIC_API_KEY, or --offline)", err=True)
     click.echo(llm.usage.summary(), err=True)
+    if report.bad:
+        ctx.exit(1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import click
+from memrepo.scripts.condense import DATE
 
 
 @click.command()
@@ -12,17 +13,17 @@ import click
 @click.option("--apply", "apply_branches", is_flag=True,
               help="Also delete explore/* branches older than the limit (tagged first).")
 @click.option("--offline", is_flag=True, help="No LLM for the MEMORY.md cap.")
-@click.option("--date", "day", help="Pretend today is this date (YYYY-MM-DD).")
+@click.option("--date", "day", type=DATE, help="Pretend today is this date (YYYY-MM-DD).")
 @click.pass_context
 def prune(ctx: click.Context, dry_run: bool, apply_branches: bool, offline: bool,
-          day: str | None) -> None:
+          day: dt.date | None) -> None:
     """Cap MEMORY.md, archive old journals and stale knowledge (git mv), list old branches."""
     from memrepo import prune as P
     from memrepo.llm import for_repo
     from memrepo.repo import discover
 
     root = discover((ctx.obj or {}).get("repo")).root
-    today = dt.date.fromisoformat(day) if day else dt.date.today()
+    today = day or dt.date.today()
     llm = for_repo(root, offline=offline)
     result = P.plan_prune(root, today, llm)
     plan = result.plan

@@ -8,16 +8,20 @@ import click
 @click.command()
 @click.option("--branch", "name", required=True, help="Replay onto extract/NAME.")
 @click.option("--extractors", help="Comma-separated extractor names (default: all).")
-@click.option("--model", help="Model for extraction (overrides llm.extract_model).")
+@click.option("--model", help="Model for every LLM step of the replay (overrides the config).")
 @click.option("--offline", is_flag=True, help="No LLM: the heuristics only.")
 @click.option("--dry-run", is_flag=True, help="Print the planned LLM calls and their cost.")
-@click.option("--batch", default=200, show_default=True, help="Transcripts per commit.")
+@click.option("--batch", default=200, show_default=True, type=click.IntRange(min=1),
+              help="Transcripts per commit.")
 @click.pass_context
 def reconstruct(ctx: click.Context, name: str, extractors: str | None, model: str | None,
                 offline: bool, dry_run: bool, batch: int) -> None:
-    """Regenerate knowledge from every transcript on extract/NAME; main is never touched.
+    """Regenerate knowledge from every committed transcript on extract/NAME; main is
+    never touched.
 
-    Runs in .memrepo/worktrees/NAME; an interrupted run resumes where it stopped.
+    Runs in .memrepo/worktrees/NAME; an interrupted run resumes where it stopped. A
+    transcript that cannot be read is reported (file:line: reason) and skipped, and the
+    exit status is 1.
     """
     from memrepo import reconstruct as R
     from memrepo.llm import for_repo
@@ -27,12 +31,19 @@ def reconstruct(ctx: click.Context, name: str, extractors: str | None, model: st
     llm = for_repo(root, offline=offline, model=model)
     names = [n.strip() for n in extractors.split(",")] if extractors else None
     if dry_run:
+        n = len(R.committed_transcripts(root))
+        if not llm.available:
+            click.echo(f"offline: {n} transcripts would be replayed by the heuristics; "
+                       "no LLM calls, $0")
+            return
         p = R.plan(root, llm, names)
-        mode = "offline: no calls would be made" if not llm.available else \
-            f"model {llm.model_for('extract')}"
-        click.echo(f"planned LLM calls: {p.planned_calls} ({p.cached_calls} cached), "
-                   f"estimated cost ${p.estimated_cost:.4f} ({mode}); plus one reconcile "
-                   "call per section with entries and one weekly condensation")
+        click.echo(f"{n} transcripts; planned LLM calls: {p.planned_calls} extraction "
+                   f"({p.cached_calls} cached, model {llm.model_for('extract')}), up to "
+                   f"{p.reconcile_calls} reconcile, {p.condense_calls} weekly condensation "
+                   f"({p.weeks} weeks, model {llm.model_for('condense')}); estimated cost "
+                   f"${p.estimated_cost:.4f} (before prompt-cache savings)")
+        for problem in p.bad:
+            click.echo(f"memory: {problem} (would be skipped)", err=True)
         return
     bar: list = []
 
@@ -49,6 +60,11 @@ def reconstruct(ctx: click.Context, name: str, extractors: str | None, model: st
     e = res.edits
     click.echo(f"{res.branch}: {res.replayed} transcripts replayed; {e.get('ADD', 0)} added, "
                f"{e.get('UPDATE', 0)} updated, {e.get('SUPERSEDE', 0)} superseded, "
-               f"{e.get('NONE', 0)} already known (worktree {res.worktree})")
+               f"{e.get('NONE', 0)} already known; {res.weeks} weekly rollups "
+               f"(worktree {res.worktree})")
     click.echo(res.diffstat.rstrip() or "no difference with main under knowledge/")
+    for problem in res.bad:
+        click.echo(f"memory: {problem} (skipped)", err=True)
     click.echo(llm.usage.summary(), err=True)
+    if res.bad:
+        ctx.exit(1)

@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 
 @click.group()
 def schedule() -> None:
-    """Run the lifecycle jobs on a clock (commit, condense, prune, tags)."""
+    """Run the lifecycle jobs on a clock (commit, extract, condense, prune, tags)."""
 
 
-def _root(ctx: click.Context):
+def _root(ctx: click.Context) -> Path:
     from memrepo.repo import discover
 
     return discover((ctx.obj or {}).get("repo")).root
 
 
 @schedule.command("run")
-@click.option("--once", is_flag=True, help="Run what is due now, then exit.")
-@click.option("--job", "job_name", help="Run this one job now (under the lock) and exit.")
+@click.option("--once", is_flag=True, help="Run the jobs due this minute, then exit.")
+@click.option("--job", "job_name", help="Run this one job now (under the lock) and exit; "
+              "what the crontab lines call.")
+@click.option("--wait", type=click.FloatRange(min=0), default=None,
+              help="Seconds --job waits for a running job to finish (default: 900).")
 @click.pass_context
-def run(ctx: click.Context, once: bool, job_name: str | None) -> None:
+def run(ctx: click.Context, once: bool, job_name: str | None, wait: float | None) -> None:
     """Foreground scheduler: jobs never overlap (a lock) and every run is logged."""
     from memrepo import schedule as S
 
@@ -28,9 +33,16 @@ def run(ctx: click.Context, once: bool, job_name: str | None) -> None:
     if job_name:
         found = [j for j in S.jobs(root) if j.name == job_name]
         if not found:
-            raise click.ClickException(f"unknown job {job_name!r}: "
-                                       + ", ".join(j.name for j in S.jobs(root)))
-        ctx.exit(S.run_job(root, found[0]))
+            raise click.BadParameter(f"unknown job {job_name!r} (jobs: "
+                                     + ", ".join(j.name for j in S.jobs(root)) + ")",
+                                     param_hint="'--job'")
+        code = S.run_job(root, found[0], S.LOCK_WAIT if wait is None else wait)
+        last = S.status(root)
+        line = next((s for s in last if s["job"] == job_name), None)
+        click.echo(f"{job_name}: {line['status'] if line else '?'} (exit {code})")
+        if code and line and line["detail"]:
+            click.echo(line["detail"].splitlines()[-1], err=True)
+        ctx.exit(code)
     click.echo(f"memory schedule: {len(S.jobs(root))} jobs for {root}; Ctrl-C to stop",
                err=True)
     S.run_forever(root, once=once)
@@ -59,7 +71,8 @@ def status(ctx: click.Context) -> None:
 
     for s in S.status(_root(ctx)):
         line = (f"{s['job']:<16} {s['cron']:<14} last {s['last'] or 'never'}"
-                f" ({s['status'] or '-'}), next {s['next']}, failures {s['failures']}")
+                f" ({s['status'] or '-'}), next {s['next']}, failures {s['failures']}"
+                f"  [{' → '.join(s['steps'])}]")
         click.echo(line)
         if s["detail"]:
             click.echo(f"    {s['detail'].splitlines()[-1]}")

@@ -5,15 +5,18 @@ from __future__ import annotations
 import datetime as dt
 
 import click
+from memrepo.scripts.condense import DATE
 
 
 @click.command()
 @click.argument("kind", type=click.Choice(["daily", "weekly", "milestone", "before", "extract"]))
 @click.argument("name", required=False)
-@click.option("--date", "day", help="Date for daily/weekly tags (default: today).")
+@click.option("--date", "day", type=DATE,
+              help="Date for daily/weekly tags, YYYY-MM-DD (default: today).")
 @click.option("--force", is_flag=True, help="Move an existing tag.")
 @click.pass_context
-def tag(ctx: click.Context, kind: str, name: str | None, day: str | None, force: bool) -> None:
+def tag(ctx: click.Context, kind: str, name: str | None, day: dt.date | None,
+        force: bool) -> None:
     """Tag the memory (annotated, with a summary of what changed).
 
     daily and weekly tags are made only when knowledge changed since the previous one.
@@ -24,7 +27,7 @@ def tag(ctx: click.Context, kind: str, name: str | None, day: str | None, force:
 
     root = discover((ctx.obj or {}).get("repo")).root
     if kind in ("daily", "weekly"):
-        value: str | dt.date = dt.date.fromisoformat(day) if day else dt.date.today()
+        value: str | dt.date = day or dt.date.today()
     elif not name:
         raise MemrepoError(f"memory tag {kind} needs a NAME")
     else:

@@ -20,6 +20,7 @@ SECRETS = {
     "google-api-key": "AIza" + "Sy0-" * 8 + "abc",
     "stripe-key": "sk_" + "live_" + "4eC39HqLyjWDarjtT1zdp7dc",
     "jwt": "eyJ" + "hbGciOiJIUzI1NiJ9" + ".eyJ" + "zdWIiOiIxMjM0NTY3ODkwIn0" + ".dozjgNr4J3",
+    "password": "db_password=" + "Sup3r" + "S3cret!",
 }
 
 
@@ -62,8 +63,19 @@ def test_every_hit_is_reported(vrepo: VRepo) -> None:
     assert [ln.split(": error")[0] for ln in out.splitlines()] == ["a.txt:2", "a.txt:4"]
 
 
+def test_password_in_prose_blocks_the_commit(vrepo: VRepo) -> None:
+    value = "hunter" + "2"
+    vrepo.write("knowledge/reference/staging.md",
+                f"---\ntype: reference\n---\n\nThe staging admin password is {value} now.\n")
+    vrepo.add()
+    code, out = vrepo.run_staged(main)
+    assert code == 1 and value not in out
+    assert out.startswith("knowledge/reference/staging.md:5: error: possible password")
+
+
 def test_clean_text_passes(vrepo: VRepo) -> None:
-    vrepo.write("a.md", "We discussed the token budget and the password policy.\n")
+    vrepo.write("a.md", "We discussed the token budget and the password policy.\n"
+                "The password is stored in the vault; password: <your password>\n")
     vrepo.write("b.txt", "url: https://u:${PASSWORD}@example.com\ntoken: [REDACTED:github-token]\n")
     vrepo.add()
     assert vrepo.run_staged(main) == (0, "")

@@ -111,7 +111,8 @@ def test_llm_message_with_fake_transport(crepo: Path) -> None:
     assert req["model"] == "claude-haiku-4-5" and req["max_tokens"] == 200
     prompt = req["messages"][0]["content"]
     system = req["system"][0]
-    assert "Summarize this git diff" in system["text"] and system["cache_control"]
+    assert "Summarize this git diff" in system["text"]
+    assert "cache_control" not in system  # a one-off ~100-token prompt: no cache write
     assert "Move memory from SQLite to files" in prompt
     leaked = committer.prompt_vars("+key AKIAIOSFODNN7EXAMPLE", "memory", [], "memory: x")["diff"]
     assert "AKIAIOSFODNN7EXAMPLE" not in leaked  # a diff is redacted before it leaves
@@ -145,3 +146,20 @@ def test_closed_transcript_left_by_a_crash_is_committed(crepo: Path) -> None:
     done = capture.end(crepo, "ses_late", commit=False)
     r = committer.run(crepo, use_llm=False)
     assert r.type == "conversation" and f"Session: {done.path}" in r.message
+
+
+def test_llm_message_prints_the_token_and_cost_line(crepo: Path, monkeypatch, capsys) -> None:
+    """Like every LLM command, `memory commit` ends with the usage line on stderr."""
+    from memrepo.scripts.cli import main
+
+    edit_knowledge(crepo)
+    seen: list[dict] = []
+    client = fake_anthropic("memory: record storage decision\n\nFiles replace SQLite.", seen)
+    real = committer.run
+    monkeypatch.setattr(committer, "run", lambda root, **kw: real(root, client=client, **kw))
+    assert main(["--repo", str(crepo), "commit", "--llm", "--no-push"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("committed ") and len(seen) == 1
+    assert "LLM: 1 calls, 0 cached, $0." in err and "claude-haiku-4-5: 1 calls" in err
+    r = committer.run(crepo, use_llm=False)
+    assert r.llm_usage is None  # no LLM asked, no line

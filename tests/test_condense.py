@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from pathlib import Path
 
 from conftest import run_git, run_memory
@@ -81,3 +82,84 @@ def test_weekly_never_leaves_memory_over_cap(lrepo: Path):
     assert C.line_count(text) <= 200
     plan = C.weekly(lrepo, dt.date(2026, 3, 5), None)
     assert C.line_count(plan.texts[MEMORY]) <= 200
+
+
+def _rewrite(text: str, keep) -> dict:
+    """A model answer keeping the body lines ``keep`` selects, nothing said moved."""
+    body = text.split("---\n", 2)[2]
+    return {"memory": "\n".join(line for line in body.splitlines() if keep(line)) + "\n",
+            "moved": []}
+
+
+def test_rewrite_that_strips_src_references_is_rejected(crepo: Path, lrepo_client, capsys):
+    text = fill_memory(crepo, 230)
+    body = text.split("---\n", 2)[2]
+    kept = [line for line in body.splitlines() if "Fact number" not in line or
+            int(line.split("Fact number ")[1].split()[0]) < 180]
+    stripped = {"memory": re.sub(r" \[src: [^\]]+\]", "", "\n".join(kept)) + "\n",
+                "moved": [{"entry": f"Fact number {i} about the ledger", "to": "archive"}
+                          for i in range(180, 230)]}
+    _, why = C.guarded_rewrite(text, stripped, 200)
+    assert why is not None and "lost their [src: …] reference" in why
+    client, seen = lrepo_client(lambda body: json.dumps(stripped))
+    llm = for_repo(crepo, client=client)
+    llm.cache = None
+    plan = C.cap_plan(crepo, text, llm)
+    assert "[src: …]" in capsys.readouterr().err and len(seen) == 1
+    assert plan.texts[C.MEMORY].count("[src: 2026/01/01/0900-ses_") >= 150  # offline path
+    keeps_src = {"memory": "\n".join(kept) + "\n", "moved": stripped["moved"]}
+    assert C.guarded_rewrite(text, keeps_src, 200)[1] is None
+
+
+def test_superseded_entries_a_rewrite_drops_go_to_the_archive(crepo: Path):
+    text = fill_memory(crepo, 10)
+    old = [f"- ~~2026-01-0{i}: Use MySQL {i} for the ledger~~ [src: 2026/01/0{i}/0900-ses_o{i}]"
+           f" (superseded 2026-02-01 by: Use PostgreSQL)" for i in range(1, 6)]
+    text = text.replace("## Key Decisions\n", "## Key Decisions\n" + "\n".join(old) + "\n")
+    answer = _rewrite(text, lambda line: "~~" not in line)
+    new_text, why = C.guarded_rewrite(text, answer, 200)
+    assert why is None and "MySQL" not in new_text
+    plan = C.Plan()
+    C._accept_rewrite(crepo, plan, text, new_text, answer)
+    archive = plan.texts[C.ARCHIVE_MEMORY]
+    assert all(line in archive for line in old)  # nothing lost: kept, still marked superseded
+    assert "(5 superseded)" in plan.notes[-1]
+
+
+def test_daily_drops_unsourced_and_excluded_model_bullets(lrepo: Path, lrepo_client):
+    answer = {"topics": [{"topic": "ledger", "bullets": [
+        {"text": "Decided: use PostgreSQL for the ledger database.", "source": 0},
+        {"text": "Decided: adopt Kafka for the event bus.", "source": 3},
+        {"text": "The staging admin password is letmein and it lives in the vault.",
+         "source": 0},
+        {"text": "Maybe we could move the analytics store later.", "source": 0}]}]}
+    client, _ = lrepo_client(lambda body: json.dumps(answer))
+    llm = for_repo(lrepo, client=client)
+    plan = C.daily(lrepo, dt.date(2026, 3, 5), llm)
+    journal = plan.texts["knowledge/journal/2026-03-05.md"]
+    assert "use PostgreSQL for the ledger database" in journal
+    assert "[src: 2026/03/05/1615-ses_w1d]" in journal
+    assert "Kafka" not in journal and "letmein" not in journal and "analytics" not in journal
+    notes = "\n".join(plan.notes)
+    assert "dropped 1 model bullets whose source is not one of the 1 transcripts" in notes
+    assert "dropped 2 model bullets the extraction exclusions reject" in notes
+
+
+def test_daily_skips_a_bad_transcript_and_exits_non_zero(lrepo: Path):
+    bad = lrepo / "raw/conversations/2026/03/05/1800-ses_bad-broken.md"
+    bad.write_bytes(b"---\nsession_id: ses_bad\nstarted: 2026-03-05T18:00:00+00:00\n"
+                    b"ended: 2026-03-05T18:10:00+00:00\n---\n\n# x\n\n## 18:00 \xe2\x80\x94 user\n"
+                    b"We decided \xff to go.\n")
+    proc = run_memory(lrepo, "condense", "daily", "--date", "2026-03-05", "--offline")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "1800-ses_bad-broken.md:10: not UTF-8 text (byte 0xff) (skipped)" in proc.stderr
+    journal = (lrepo / "knowledge/journal/2026-03-05.md").read_text()
+    assert "Decided: We decided to use PostgreSQL" in journal  # the good one was condensed
+
+
+def test_bad_date_is_a_usage_error(lrepo: Path):
+    for argv in (["condense", "daily", "--date", "2026-02-30"], ["tag", "daily", "--date", "x"],
+                 ["prune", "--date", "yesterday"]):
+        proc = run_memory(lrepo, *argv)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, argv
+        assert "Invalid value for '--date'" in proc.stderr and "is not a date" in proc.stderr

@@ -69,9 +69,15 @@ def test_offline_week_makes_the_expected_edits(lrepo: Path):
     assert "0 added, 0 updated, 0 superseded" in again.stdout
 
 
+def user_text(body: dict) -> str:
+    """The first user message as text (a string, or text blocks: shared part, then per call)."""
+    content = body["messages"][0]["content"]
+    return content if isinstance(content, str) else "\n".join(b["text"] for b in content)
+
+
 def canned(body: dict) -> str:
     """The model's answers: per extractor for `extract`, ADD/UPDATE/SUPERSEDE for reconcile."""
-    user = body["messages"][0]["content"]
+    user = user_text(body)
     if "Candidates:" in user:
         cands = user.split("Candidates:")[1]
         decisions = []
@@ -138,3 +144,154 @@ def test_malformed_answers_fall_back_to_heuristics(lrepo: Path, lrepo_client, ca
     assert len(seen) == 2 and report.offline_pairs == 1
     assert "PostgreSQL instead of MySQL" in read(lrepo, LEDGER)
     assert "offline path" in capsys.readouterr().err
+
+
+def transcript(session: str, body: str, *, extra: str = "", started: str = "2026-03-09T10:00:00+00:00",
+               ended: str | None = "2026-03-09T10:30:00+00:00") -> str:
+    end = f"ended: {ended}\n" if ended else ""
+    return (f"---\nsession_id: {session}\nstarted: {started}\n{end}{extra}---\n\n# Notes\n\n"
+            f"## 10:00 — user\n{body}\n")
+
+
+def add_transcript(root: Path, name: str, text: str | bytes) -> str:
+    rel = f"raw/conversations/2026/03/09/{name}"
+    full = root / rel
+    full.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        full.write_bytes(text)
+    else:
+        full.write_text(text, encoding="utf-8")
+    return rel
+
+
+def knowledge_text(root: Path) -> str:
+    return "\n".join(p.read_text(encoding="utf-8") for p in (root / "knowledge").rglob("*.md"))
+
+
+def test_a_sentence_stating_a_password_is_never_extracted(crepo: Path, lrepo_client):
+    secret = "hunter" + "2"
+    line = f"The staging admin password is {secret} and it is stored in the team vault."
+    path = add_transcript(crepo, "1000-ses_pw-staging.md", transcript(
+        "ses_pw", line + "\nThe staging API is hosted on fly.io in the ams region."))
+    proc = run_memory(crepo, "extract", "--offline", path)
+    assert proc.returncode == 0, proc.stderr
+    everything = knowledge_text(crepo)
+    assert "fly.io" in everything  # the harmless fact next to it is extracted
+    assert secret not in everything and "admin password" not in everything
+    # a model answer that repeats it is filtered the same way
+    client, _ = lrepo_client(lambda body: json.dumps({"items": [
+        {"text": "The staging admin password is letmein.", "subject": "staging"},
+        {"text": "Staging runs in the ams region.", "subject": "staging"}]}))
+    report = extract(crepo, [path], for_repo(crepo, client=client), ["facts"], commit=False)
+    texts = [e.text for e in report.edits]
+    assert "Staging runs in the ams region." in texts and not any("letmein" in t for t in texts)
+
+
+def test_facts_without_project_or_tags_go_to_general_not_session(crepo: Path, lrepo_client):
+    path = add_transcript(crepo, "1100-ses_np-notes.md", transcript(
+        "ses_np", "The backup bucket is hosted on s3 in eu-west-1."))
+    extract(crepo, [path], for_repo(crepo, offline=True), ["facts"], commit=False)
+    assert "backup bucket" in (crepo / "knowledge/reference/general.md").read_text()
+    assert not (crepo / "knowledge/reference/session.md").exists()
+    client, _ = lrepo_client(lambda body: json.dumps({"items": [
+        {"text": "The metrics endpoint is https://metrics.example.com.", "subject": None},
+        {"text": "The status page is hosted at status.example.com.", "subject": "  "}]}))
+    report = extract(crepo, [path], for_repo(crepo, client=client), ["facts"], commit=False)
+    assert {e.path for e in report.edits} == {"knowledge/reference/general.md"}
+    assert not (crepo / "knowledge/reference/session.md").exists()
+
+
+def test_bad_transcripts_are_reported_and_skipped_the_rest_extracted(lrepo: Path):
+    bad_yaml = add_transcript(lrepo, "0900-ses_by-broken.md",
+                              "---\nsession_id: ses_by\nstarted: [unclosed\n---\n\n# x\n")
+    bad_utf8 = add_transcript(lrepo, "0930-ses_bu-latin1.md", transcript(
+        "ses_bu", "We decided to use cafe names.").encode().replace(b"cafe", b"caf\xe9"))
+    run_git(lrepo, "add", "-A", "raw")
+    run_git(lrepo, "commit", "-q", "--no-verify", "-m", "conversation: bad ones")
+    proc = run_memory(lrepo, "extract", "--offline")
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert "7 transcripts" in proc.stdout  # the good week was extracted
+    assert f"{bad_yaml}:3: " in proc.stderr and "(skipped)" in proc.stderr
+    assert f"{bad_utf8}:10: not UTF-8 text (byte 0xe9)" in proc.stderr
+    assert "1 superseded" in proc.stdout and (lrepo / LEDGER).exists()
+    # bad ones are not marked done: fixed, they are extracted next time
+    (lrepo / bad_utf8).write_text(transcript("ses_bu", "We decided to use cafe names."))
+    again = run_memory(lrepo, "extract", "--offline")
+    assert again.returncode == 1 and "1 transcripts" in again.stdout
+    assert bad_utf8 not in again.stderr and bad_yaml in again.stderr
+
+
+def test_open_transcript_named_is_reported_as_skipped(crepo: Path):
+    path = add_transcript(crepo, "1200-ses_op-open.md",
+                          transcript("ses_op", "We decided to use Rust.", ended=None))
+    proc = run_memory(crepo, "extract", "--offline", path)
+    assert proc.returncode == 0, proc.stderr
+    assert "0 transcripts" in proc.stdout
+    assert f"skipped (open): {path}" in proc.stderr
+
+
+def test_bad_since_date_is_a_usage_error(crepo: Path):
+    proc = run_memory(crepo, "extract", "--since", "last tuesday")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "'last tuesday' is not a date" in proc.stderr
+
+
+def test_reconcile_calls_of_one_transcript_run_in_parallel(crepo: Path):
+    """Sections are independent: their decider calls overlap (a barrier that two
+    sequential calls could never pass)."""
+    import threading
+
+    from memrepo.extract.apply import Workspace
+    from memrepo.extract.extractors import Item
+
+    ws = Workspace(crepo)
+    seed = [Item("x", "Old fact one about billing", MEMORY, "Key Decisions", "s0", "2026-03-01"),
+            Item("x", "Old lesson about deploys", MEMORY, "Lessons Learned", "s0", "2026-03-01")]
+    ws.apply(seed)
+    barrier = threading.Barrier(2, timeout=5)
+    asked = []
+
+    def decider(path, section, existing, pending):
+        barrier.wait()  # raises BrokenBarrierError unless both sections are asked at once
+        asked.append(section)
+        return {0: ("ADD", None, "")}
+
+    new = [Item("x", "New decision about invoices", MEMORY, "Key Decisions", "s1", "2026-03-02"),
+           Item("x", "New lesson about rollbacks", MEMORY, "Lessons Learned", "s1", "2026-03-02")]
+    edits = ws.apply(new, decider, parallel=2)
+    assert sorted(asked) == ["Key Decisions", "Lessons Learned"]
+    assert [e.action for e in edits] == ["ADD", "ADD"]
+
+
+def test_prefetch_lets_one_call_per_transcript_write_the_prompt_cache_first(lrepo: Path):
+    """The other extractors of a transcript start only once its first call answered."""
+    import time
+
+    from conftest import fake_anthropic
+
+    from memrepo.extract import extractors as X
+    from memrepo.extract.runner import Extraction, context
+    from memrepo.extract.transcript import read_transcript
+
+    spans: list[tuple[str, float, float]] = []
+
+    def slow(body: dict) -> str:
+        start = time.monotonic()
+        time.sleep(0.05)
+        spans.append((user_text(body).split("Transcript ")[1].split(" ")[0], start,
+                      time.monotonic()))
+        return json.dumps({"items": []})
+
+    seen: list[dict] = []
+    llm = for_repo(lrepo, client=fake_anthropic(slow, seen))
+    llm.concurrency = 4
+    ex = Extraction(lrepo, llm, context(lrepo), cache_root=lrepo / "cache")
+    paths = select(lrepo)[:3]
+    pairs = [(e, read_transcript(lrepo, p)) for p in paths for e in X.get(None)]
+    out = ex.prefetch(pairs)
+    assert len(out) == len(pairs) == 18 and len(seen) == 18
+    for p in paths:
+        mine = sorted((s, e) for t, s, e in spans if t == p)
+        lead_end = mine[0][1]
+        assert all(start >= lead_end for start, _ in mine[1:]), p

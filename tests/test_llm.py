@@ -29,7 +29,7 @@ def test_models_per_task_and_offline_without_key(monkeypatch):
     assert LLM.from_config(defaults(), model="opus").model_for("gate") == "claude-opus-4-5"
 
 
-def test_complete_json_sends_cached_system_and_counts_usage(lrepo_client):
+def test_complete_json_sends_system_and_counts_usage(lrepo_client):
     llm, seen = make(lrepo_client, ['{"items": ["a"]}', '{"items": []}'])
     assert llm.complete_json("extract", "extract", SCHEMA, extractor="x", transcript="t") == \
         {"items": ["a"]}
@@ -38,14 +38,53 @@ def test_complete_json_sends_cached_system_and_counts_usage(lrepo_client):
     body = seen[0]
     assert body["model"] == "claude-haiku-4-5"
     assert seen[1]["model"] == "claude-sonnet-4-6"
-    assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
     assert "Never extract" in body["system"][0]["text"]
-    assert "Extractor: x" in body["messages"][0]["content"]
+    shared, per_call = body["messages"][0]["content"]
+    assert "Transcript" in shared["text"] and "Extractor: x" in per_call["text"]
     u = llm.usage
     assert u.calls == 2 and u.models["claude-haiku-4-5"].cache_write == 800
     assert u.models["claude-sonnet-4-6"].cache_read == 800
     assert u.cost > 0
     assert "2 calls" in u.summary() and "claude-sonnet-4-6" in u.summary()
+
+
+def _marked(body: dict) -> list[str]:
+    """Where a request puts cache_control: 'system' and/or 'user[i]'."""
+    out = [f"system[{i}]" for i, b in enumerate(body.get("system", [])) if "cache_control" in b]
+    content = body["messages"][0]["content"]
+    if isinstance(content, list):
+        out += [f"user[{i}]" for i, b in enumerate(content) if "cache_control" in b]
+    return out
+
+
+def test_cache_breakpoint_on_the_long_shared_transcript_only(lrepo_client):
+    """The six extractor calls on one transcript share one cached prefix (instructions +
+    transcript); the instructions alone are far below any model's minimum, so a short
+    prompt is not marked at all (a cache write for nothing)."""
+    llm, seen = make(lrepo_client, ['{"items": []}'] * 5)
+    long_text = "## 10:00 — user\n" + "We decided to keep the ledger on PostgreSQL. " * 400
+    assert len(long_text) / 3.5 > 4096  # above Haiku 4.5's minimum cacheable prefix
+    for ex in ("decisions", "lessons"):
+        llm.complete_json("extract", "extract", SCHEMA, extractor=ex, guidance="g",
+                          path="p.md", date="2026-03-02", transcript=long_text)
+    first, second = seen
+    assert _marked(first) == _marked(second) == ["user[0]"]
+    assert first["messages"][0]["content"][0]["cache_control"] == {"type": "ephemeral"}
+    assert long_text in first["messages"][0]["content"][0]["text"]
+    # the cached prefix is identical across extractors; only the instruction after it differs
+    assert first["system"] == second["system"]
+    assert first["messages"][0]["content"][0] == second["messages"][0]["content"][0]
+    assert "Extractor: decisions" in first["messages"][0]["content"][1]["text"]
+    assert "Extractor: lessons" in second["messages"][0]["content"][1]["text"]
+    # short transcript, or a template without a shared part: nothing marked
+    llm.complete_json("extract", "extract", SCHEMA, extractor="x", transcript="short")
+    assert _marked(seen[2]) == []
+    llm.complete_json("extract", "reconcile", {"type": "object"}, existing="", candidates="")
+    assert _marked(seen[3]) == [] and isinstance(seen[3]["messages"][0]["content"], str)
+    # a model with a lower minimum (Sonnet 4.6: 2,048 tokens) caches a shorter prefix
+    mid = "x " * 4000  # ~2,300 tokens by the chars/3.5 estimate
+    llm.complete_json("condense", "extract", SCHEMA, extractor="x", transcript=mid)
+    assert _marked(seen[4]) == ["user[0]"]
 
 
 def test_malformed_json_retried_once(lrepo_client):
@@ -77,5 +116,5 @@ def test_helpers():
     assert parse_json('Answer: {"a": [1]} ') == {"a": [1]}
     assert schema_errors({"items": [1]}, SCHEMA) == ["$.items[0]: expected string, got int"]
     p = load_template("extract")
-    assert p.system and "$transcript" in p.user and len(p.hash) == 16
+    assert p.system and "$transcript" in p.shared and "$extractor" in p.user and len(p.hash) == 16
     assert json.loads('{"x": 1}') == {"x": 1}

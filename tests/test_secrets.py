@@ -54,3 +54,64 @@ def test_allowlist_and_inline_marker() -> None:
     text = "AKIAIOSFODNN7EXAMPLE\nAKIAABCDEFGHIJKLMNOP  # memrepo: allow-secret\n"
     assert [h.line for h in find_secrets(text)] == [1]
     assert find_secrets(text, allowlist=[r"EXAMPLE$"]) == []
+
+
+# Built at run time so this file does not itself look like it leaks anything.
+PW = "hunter" + "2"
+STRONG = "Sup3r" + "S3cret!"
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        (f"The staging admin password is {PW} and it is stored in the team vault.", PW),
+        (f"db_password={STRONG}", STRONG),
+        (f"password: {PW}", PW),
+        (f"password={PW}", PW),
+        (f"export PGPASSWORD={PW}", PW),
+        (f'{{"password": "{STRONG}"}}', STRONG),
+        (f"mysql --password={PW} ledger", PW),
+        (f"the password for the staging db was set to {STRONG}", STRONG),
+        (f"password: {PW}.", PW),
+    ],
+)
+def test_short_passwords_are_found_and_redacted(text: str, value: str) -> None:
+    hits = find_secrets(text)
+    assert [(h.kind, text[h.start:h.end]) for h in hits] == [("password", value)]
+    redacted, n = redact(text)
+    assert n == 1 and value not in redacted and "[REDACTED:password]" in redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The password is stored in the team vault.",
+        "Reset the password via the portal; the password policy requires 12 characters.",
+        "The password is letters only, which is weak.",
+        "password: password",
+        "password: required",
+        "password_policy: strict",
+        "password = request.form['password']",
+        "password=args.password",
+        "password: Optional[str]",
+        "password=DB_PASSWORD",
+        "password: ${DB_PASSWORD}",
+        "password: <your password>",
+        "password: ********",
+        "max_tokens=4000",
+        "The database password is [REDACTED:generic-secret] and it lives in the vault.",
+    ],
+)
+def test_password_prose_and_code_references_are_not_secrets(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+def test_states_credential_is_looser_for_extraction() -> None:
+    from memrepo.secrets import states_credential
+
+    assert states_credential(f"The staging admin password is {PW}.")
+    assert states_credential("The admin password is letmein.")  # no digit: not a commit block
+    assert find_secrets("The admin password is letmein.") == []
+    assert states_credential("The PIN is 4321.")
+    assert not states_credential("The API token was rotated yesterday.")
+    assert not states_credential("The password is stored in the team vault.")

@@ -183,12 +183,17 @@ class Workspace:
                 self.changed.add(path)
         return self.files[path]
 
-    def apply(self, items: list[Item], decider: Any = None) -> list[Edit]:
-        """Apply candidates grouped by (file, section); ``decider`` may override decisions."""
+    def apply(self, items: list[Item], decider: Any = None, parallel: int = 1) -> list[Edit]:
+        """Apply candidates grouped by (file, section); ``decider`` may override decisions.
+
+        The sections are independent, so the decider (a model call each) is asked for
+        all of them first — up to ``parallel`` at once — and the answers applied after.
+        """
         done: list[Edit] = []
         groups: dict[tuple[str, str], list[Item]] = {}
         for it in items:
             groups.setdefault((it.path, it.section), []).append(it)
+        prepared: list[tuple[str, str, list[E.Entry], list[Item]]] = []
         for (path, section), group in groups.items():
             first = group[0]
             lines = self.lines(path, first.create, first.date)
@@ -200,7 +205,10 @@ class Workspace:
                     done.append(Edit("NONE", it.path, it.section, it.text, it.src))
                 else:
                     pending.append(it)
-            verdicts = decider(path, section, existing, pending) if decider and pending else None
+            prepared.append((path, section, existing, pending))
+        all_verdicts = _ask(decider, prepared, parallel)
+        for (path, section, _, pending), verdicts in zip(prepared, all_verdicts, strict=True):
+            lines = self.files[path]
             for i, it in enumerate(pending):
                 span = E.ensure_section(lines, section, it.level, it.under)
                 existing = E.section_entries(lines, span)
@@ -278,6 +286,24 @@ class Workspace:
             out = render_document(meta, doc.body) if doc.has_frontmatter else text
             result[path] = out if out.endswith("\n") else out + "\n"
         return result
+
+
+def _ask(decider: Any, prepared: list[tuple[str, str, list[E.Entry], list[Item]]],
+         parallel: int) -> list[Any]:
+    """The decider's verdicts for each prepared section (None where it was not asked)."""
+    out: list[Any] = [None] * len(prepared)
+    asks = [i for i, p in enumerate(prepared) if decider and p[3]]
+    if parallel > 1 and len(asks) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(parallel, len(asks))) as pool:
+            futures = {i: pool.submit(decider, *prepared[i]) for i in asks}
+            for i, f in futures.items():
+                out[i] = f.result()
+    else:
+        for i in asks:
+            out[i] = decider(*prepared[i])
+    return out
 
 
 def new_file(ws: Workspace, path: str, create: dict[str, Any], date: str) -> str:

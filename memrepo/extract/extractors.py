@@ -9,6 +9,7 @@ of the cache key and of ``memory tag extract VERSION``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -100,11 +101,21 @@ class Extractor:
                     yield turn.role, s
 
 
+def _slug(text: object) -> str | None:
+    """A slug for ``text``, or None when it has no word to make one of.
+
+    ``slugify`` answers "session" for an empty text (a file-name default), which must
+    not become a knowledge file like ``reference/session.md``.
+    """
+    s = str(text or "")
+    return slugify(s) if re.search(r"[A-Za-z0-9]", s) else None
+
+
 def project_of(t: Transcript, ctx: Context) -> str | None:
     """The project a session is about: frontmatter ``project``, else a tag naming one."""
-    p = t.meta.get("project")
+    p = _slug(t.meta.get("project"))
     if p:
-        return slugify(str(p))
+        return p
     for tag in t.tags:
         if slugify(tag) in ctx.projects:
             return slugify(tag)
@@ -213,8 +224,8 @@ class Facts(Extractor):
                 if h.FACT.search(s) and not h.DECISION.search(s)]
 
     def item(self, t: Transcript, ctx: Context, text: str, extra: dict[str, Any]) -> Item:
-        area = project_of(t, ctx) or slugify(str(extra.get("subject") or "")) or (
-            slugify(t.tags[0]) if t.tags else "general")
+        area = (project_of(t, ctx) or _slug(extra.get("subject"))
+                or next((s for s in map(_slug, t.tags) if s), None) or "general")
         return Item(self.name, text, f"knowledge/reference/{area}.md", "Facts", t.ref, t.date,
                     create={"type": "reference", "title": area.replace("-", " ").title()})
 

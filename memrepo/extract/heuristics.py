@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from memrepo.secrets import find_secrets
+from memrepo.secrets import states_credential
 
 DECISION = re.compile(
     r"\b(?:(?:we|i)(?:'ve| have| 'll| will)? (?:decided|agreed|chose|settled on)"
@@ -175,7 +175,8 @@ def excluded(sentence: str) -> bool:
         return True
     if SPECULATIVE.search(s):
         return True
-    return bool("[REDACTED:" in s or find_secrets(s))
+    # a secret, or a sentence stating a credential's value ("the password is hunter2")
+    return "[REDACTED:" in s or states_credential(s)
 
 
 def clean(sentence: str, speaker: str = "user") -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,10 @@ class Report:
     commit: str | None = None
     offline_pairs: int = 0
     llm_pairs: int = 0
+    #: ``path:line: reason`` of each transcript that could not be read (skipped)
+    bad: list[str] = field(default_factory=list)
+    #: transcripts still open (skipped: extracted once the session ends)
+    open: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         out = dict.fromkeys(("ADD", "UPDATE", "SUPERSEDE", "NONE"), 0)
@@ -156,16 +160,38 @@ class Extraction:
 
     def prefetch(self, pairs: list[tuple[X.Extractor, Transcript]],
                  progress: Callable[[int], None] | None = None) -> dict[tuple[str, str], Any]:
-        """Ask the model for many pairs in parallel, within the concurrency limit."""
+        """Ask the model for many pairs in parallel, within the concurrency limit.
+
+        One call per transcript goes first, and its other extractors follow once it has
+        answered: the first call writes the prompt-cache entry (instructions + transcript)
+        that the others then read, instead of all of them paying for a cache write at once.
+        """
         out: dict[tuple[str, str], Any] = {}
         if not self.llm.available:
             return out
-        with ThreadPoolExecutor(max_workers=self.llm.concurrency) as pool:
-            futures = {pool.submit(self.llm_data, ex, t): (ex.name, t.path) for ex, t in pairs}
-            for f in futures:
-                out[futures[f]] = f.result()
-                if progress:
-                    progress(1)
+        groups: dict[str, list[tuple[X.Extractor, Transcript]]] = {}
+        for ex, t in pairs:
+            groups.setdefault(t.path, []).append((ex, t))
+        queue = list(groups.values())
+        limit = self.llm.concurrency
+        with ThreadPoolExecutor(max_workers=limit) as pool:
+            running: dict[Future[Any], tuple[tuple[str, str], list[Any]]] = {}
+
+            def submit(ex: X.Extractor, t: Transcript, followers: list[Any]) -> None:
+                running[pool.submit(self.llm_data, ex, t)] = ((ex.name, t.path), followers)
+
+            while queue or running:
+                while queue and len(running) < limit:
+                    lead, *followers = queue.pop(0)
+                    submit(*lead, followers)
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for f in finished:
+                    k, followers = running.pop(f)
+                    out[k] = f.result()
+                    for ex, t in followers:
+                        submit(ex, t, [])
+                    if progress:
+                        progress(1)
         return out
 
 
@@ -193,16 +219,25 @@ def extract(
     decider = llm_decider(llm, with_llm.cache) if llm.available else None
     done: dict[str, str] = {}
     for path in sorted(paths):
-        t = read_transcript(root, path)
+        try:
+            t = read_transcript(root, path)
+        except MemrepoError as exc:  # reported and skipped: one bad file blocks nothing
+            report.bad.append(str(exc))
+            continue
         if not _closed(t):
-            continue  # an open session is extracted once it ends
+            report.open.append(path)  # an open session is extracted once it ends
+            continue
+        items: list[X.Item] = []
         for ex in exs:
             data = prefetched.get((ex.name, path)) if prefetched else None
-            items = with_llm.items(ex, t, data)
-            report.edits += ws.apply(items, decider)
+            got = with_llm.items(ex, t, data)
+            items += got
             if ex.name == "decisions":
-                ctx.projects |= {it.path.split("/")[2] for it in items
+                ctx.projects |= {it.path.split("/")[2] for it in got
                                  if it.path.startswith("knowledge/projects/")}
+        # one apply per transcript: its reconcile calls (one per file section) run in
+        # parallel; transcripts stay sequential, each weighed against what the last wrote
+        report.edits += ws.apply(items, decider, parallel=llm.concurrency if decider else 1)
         report.transcripts.append(path)
         done[path] = t.content_hash
         if progress:

@@ -9,7 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrepo.formats import TURN_HEADER, parse_datetime, parse_document, source_ref
+from memrepo.errors import FormatError
+from memrepo.formats import (
+    TURN_HEADER,
+    decode,
+    parse_datetime,
+    parse_document,
+    source_ref,
+)
 
 _QUOTE_LINE = re.compile(r"^> \[(?:tool|knowledge|attachment)[:\]]")
 
@@ -98,4 +105,13 @@ def parse_transcript(text: str, path: str) -> Transcript:
 
 
 def read_transcript(root: Path, path: str) -> Transcript:
-    return parse_transcript((root / path).read_text(encoding="utf-8"), path)
+    """Read and parse one transcript; any problem is a FormatError naming file and line.
+
+    Why: one bad file (invalid YAML, bad UTF-8) must be reported and skipped by the
+    callers, never abort a whole extraction with a traceback.
+    """
+    try:
+        data = (root / path).read_bytes()
+    except OSError as exc:
+        raise FormatError(f"cannot read: {exc.strerror or exc}", path) from None
+    return parse_transcript(decode(data, path), path)
