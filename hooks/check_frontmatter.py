@@ -144,6 +144,40 @@ def check_file(path: str, ctx: Context) -> None:
         )
     for key in (*formats.DATE_FIELDS, *formats.DATETIME_FIELDS):
         date_value(ctx, path, text, meta, key, CHECK_ID)
+    check_value_types(ctx, path, text, meta, CHECK_ID)
+
+
+def check_value_types(
+    ctx: Context, path: str, text: str, meta: dict[str, Any], check: str
+) -> None:
+    """Counts are whole numbers >= 0 and tags a list of strings (seed 000 §2.3): the index
+    and the compiler read them as such, and ``tags: notalist`` would be split into letters.
+    """
+    for key in formats.COUNT_FIELDS:
+        value = meta.get(key)
+        if value is None:
+            continue
+        whole = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        if not whole and ctx.first(path, "bad", key):
+            ctx.report.error(
+                path, line_of(text, key),
+                f"'{key}' must be a whole number (0 or more), got {show(value)}", check,
+            )
+    for key in formats.STRING_LIST_FIELDS:
+        value = meta.get(key)
+        if value is None:
+            continue
+        bad = not isinstance(value, list) or any(
+            isinstance(v, bool) or not isinstance(v, (str, int)) or v == "" for v in value
+        )
+        if bad and ctx.first(path, "bad", key):
+            hint = " (quote values YAML reads as true/false or null)" if isinstance(
+                value, list) else ""
+            ctx.report.error(
+                path, line_of(text, key),
+                f"'{key}' must be a list of strings, e.g. [coding, git], got {show(value)}{hint}",
+                check,
+            )
 
 
 def check(paths: Sequence[str], ctx: Context) -> None:

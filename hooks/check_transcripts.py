@@ -3,8 +3,8 @@
 A transcript is raw evidence (seed 000 §2.1, DESIGN.md "raw/ is immutable"). Its path must
 agree with its frontmatter (``HHMM`` in the session's own time zone), its turn headers must
 parse, and against HEAD: a closed transcript (``ended`` set) never changes, an open one
-only grows (body append-only; frontmatter outside TRANSCRIPT_MUTABLE_FIELDS kept), and no
-transcript is deleted or renamed.
+only grows (body append-only; frontmatter outside TRANSCRIPT_MUTABLE_FIELDS kept, and no
+other key added), and no transcript is deleted or renamed.
 
 Git cost is fixed per commit: one ``git diff --cached`` limited to raw/conversations/ (for
 the deletions and renames pre-commit never passes) and one ``git cat-file --batch`` for
@@ -99,7 +99,7 @@ def check_shape(path: str, ctx: Context) -> None:
                     path,
                     doc.body_line + i,
                     "turn header must be '## HH:MM — user|agent|system' (24-hour time, an em "
-                    "dash; ' [memory]' may follow the role)",
+                    "dash; ' [memory]' may follow agent only)",
                     CHECK_ID,
                 )
     if bad > MAX_HEADER_ERRORS:
@@ -169,6 +169,16 @@ def check_history(path: str, old: bytes, new: bytes, ctx: Context) -> None:
                 path,
                 line_of(text, str(key)),
                 f"frontmatter '{key}' changed from HEAD; only {_MUTABLE} may change while a "
+                "transcript is open",
+                CHECK_ID,
+            )
+    # A key HEAD does not have is as much a rewrite of what was recorded as a changed one.
+    for key in new_doc.meta:
+        if key not in old_doc.meta and key not in formats.TRANSCRIPT_MUTABLE_FIELDS:
+            report.error(
+                path,
+                line_of(text, str(key)),
+                f"frontmatter '{key}' was added; only {_MUTABLE} may be added while a "
                 "transcript is open",
                 CHECK_ID,
             )

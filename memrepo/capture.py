@@ -36,7 +36,9 @@ STATE_DIR = ".memrepo/sessions"
 ROLES = ("user", "agent", "system")
 #: Lines of content that would read as a turn header are escaped with a backslash.
 _HEADER_LIKE = re.compile(r"^(##\s+\d{1,2}:\d{2}\b)", re.MULTILINE)
-_TURN = re.compile(r"^## (\d\d):(\d\d) — (user|agent|system)( \[memory\])?\s*$", re.MULTILINE)
+_TURN = re.compile(
+    r"^## (\d\d):(\d\d) — (user|agent|system)((?<=agent) \[memory\])?\s*$", re.MULTILINE
+)
 _KNOWLEDGE = re.compile(
     r"^> \[knowledge:(?P<action>[a-z_-]+)\] (?P<path>\S+)(?: — (?P<summary>.*))?$", re.MULTILINE
 )
@@ -113,13 +115,37 @@ def escape_content(text: str) -> str:
 
 
 def one_line(text: str, limit: int = TOOL_SUMMARY_CHARS) -> str:
-    """Whitespace collapsed to single spaces, cut at ``limit`` characters with an ellipsis."""
+    """Whitespace collapsed to single spaces, cut at ``limit`` characters with an ellipsis.
+
+    Callers redact first (:func:`redacted_line`): a secret cut in half no longer matches
+    its rule. A cut never splits a ``[REDACTED:kind]`` placeholder either.
+    """
     s = " ".join(str(text).split())
-    return s if len(s) <= limit else s[: limit - 1].rstrip() + "…"
+    if len(s) <= limit:
+        return s
+    cut = s[: limit - 1]
+    start = cut.rfind("[")
+    if start >= 0 and "]" not in cut[start:] and s.startswith("[REDACTED:", start):
+        cut = cut[:start]
+    return cut.rstrip() + "…"
+
+
+def redacted_line(
+    text: str, allowlist: Sequence[str] = (), limit: int = TOOL_SUMMARY_CHARS
+) -> tuple[str, int]:
+    """``text`` redacted, then made one line of at most ``limit`` characters; and the count.
+
+    Redaction comes first so that a secret straddling the cut is still recognised whole.
+    """
+    clean, count = redact(str(text), allowlist)
+    return one_line(clean, limit), count
 
 
 def tool_line(name: str, args: str = "", result: str = "") -> str:
-    """``> [tool:NAME] args → result`` on one line, no full JSON (seed 000 §2.1)."""
+    """``> [tool:NAME] args → result`` on one line, no full JSON (seed 000 §2.1).
+
+    ``args`` and ``result`` must already be redacted (:func:`redacted_tool_line`).
+    """
     name = re.sub(r"[^\w.:/-]+", "_", name.strip()) or "tool"
     line = f"> [tool:{name}]"
     if args.strip():
@@ -129,9 +155,25 @@ def tool_line(name: str, args: str = "", result: str = "") -> str:
     return line
 
 
+def redacted_tool_line(
+    name: str, args: str = "", result: str = "", allowlist: Sequence[str] = ()
+) -> tuple[str, int]:
+    """:func:`tool_line` of redacted parts (each redacted before it is cut); and the count."""
+    name, n_name = redact(name, allowlist)
+    args, n_args = redacted_line(args, allowlist)
+    result, n_result = redacted_line(result, allowlist)
+    return tool_line(name, args, result), n_name + n_args + n_result
+
+
 def turn_header(when: dt.datetime, role: str, memory: bool = False) -> str:
+    """``## HH:MM — role``; only ``agent`` turns can be memory operations (seed 000 §2.1)."""
     if role not in ROLES:
         raise MemrepoError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
+    if memory and role != "agent":
+        raise MemrepoError(
+            f"only agent turns can be memory operations ('## HH:MM — agent [memory]', seed 000 "
+            f"§2.1), not {role} turns"
+        )
     return f"## {when:%H:%M} — {role}" + (" [memory]" if memory else "")
 
 
@@ -158,18 +200,43 @@ _STOPWORDS = frozenset(
 )
 
 
-def attachment_name(data: bytes, name: str, when: dt.datetime) -> str:
-    """``attachments/YYYY/MM/DD/<sha8>-<name>``: content-addressed, so re-attaching is free."""
-    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(name).name).strip("-.") or "file"
+def attachment_name(
+    data: bytes, name: str, when: dt.datetime, allowlist: Sequence[str] = ()
+) -> str:
+    """``attachments/YYYY/MM/DD/<sha8>-<name>``: content-addressed, so re-attaching is free.
+
+    A secret in the file name is redacted before the name is sanitised (sanitising first
+    could break it into something no rule recognises), and again after, in case sanitising
+    joined pieces into a new match; the placeholder's kind stays readable.
+    """
+    stem = Path(name).name
+    for _ in range(2):
+        stem = redact(stem, allowlist)[0].replace("[REDACTED:", "REDACTED-")
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-.")
     digest = hashlib.sha256(data).hexdigest()[:8]
-    return f"attachments/{when:%Y/%m/%d}/{digest}-{stem[-80:]}"
+    return f"attachments/{when:%Y/%m/%d}/{digest}-{(stem or 'file')[-80:]}"
 
 
-def store_attachment(root: Path, data: bytes, name: str, when: dt.datetime) -> str:
-    """Write an attachment (binary, never embedded in a transcript); return its repo path."""
+def redact_attachment(data: bytes, allowlist: Sequence[str] = ()) -> tuple[bytes, int]:
+    """Attachments that are UTF-8 text are redacted like a transcript; binaries are kept."""
+    if b"\0" in data[:8192]:
+        return data, 0
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data, 0
+    clean, count = redact(text, allowlist)
+    return (clean.encode("utf-8"), count) if count else (data, 0)
+
+
+def store_attachment(
+    root: Path, data: bytes, name: str, when: dt.datetime, allowlist: Sequence[str] = ()
+) -> str:
+    """Write an attachment (never embedded in a transcript), text redacted; its repo path."""
     from memrepo.atomic import atomic_write
 
-    rel = attachment_name(data, name, when)
+    data = redact_attachment(data, allowlist)[0]
+    rel = attachment_name(data, name, when, allowlist)
     target = root / rel
     if not target.exists():
         atomic_write(target, data)
@@ -233,17 +300,34 @@ def load_session(root: Path, session_id: str) -> Session:
     _check_sid(session_id)
     try:
         data = json.loads(_state_file(root, session_id).read_text(encoding="utf-8"))
-        return Session(**data)
+        session = Session(**data)
     except FileNotFoundError:
         pass
     except (ValueError, TypeError):
         pass  # a damaged state file: rebuild it from the transcript
+    else:
+        if not (root / session.path).is_file():
+            raise _missing(root, session)
+        return session
     path = find_open_transcript(root, session_id)
     if path is None:
         raise MemrepoError(
             f"no open session {session_id!r}: start one with 'memory capture start'"
         )
     return _session_from_transcript(root, path)
+
+
+def _missing(root: Path, session: Session) -> MemrepoError:
+    """The error for a session whose transcript file is gone, with the way out."""
+    sid, rel = session.session_id, session.path
+    other = find_transcript(root, sid)
+    if other and other != rel:  # an `end` that died between renaming and committing
+        hint = (f"the session was closed as {other} ('memory commit' commits it); forget the "
+                f"session by deleting {STATE_DIR}/{sid}.json")
+    else:
+        hint = (f"restore it ('git restore -- {rel}' if it was committed), or forget the "
+                f"session by deleting {STATE_DIR}/{sid}.json")
+    return MemrepoError(f"session {sid}: transcript {rel} is missing; {hint}")
 
 
 def find_open_transcript(root: Path, session_id: str) -> str | None:
@@ -274,7 +358,7 @@ def _session_from_transcript(root: Path, rel: str) -> Session:
         session_id=str(doc.meta["session_id"]),
         path=rel,
         timezone=tzname,
-        allowlist=_allowlist(root),
+        allowlist=secrets_allowlist(root),
         provisional_slug=False,
     )
 
@@ -290,7 +374,8 @@ def open_sessions(root: Path) -> list[Session]:
     return out
 
 
-def _allowlist(root: Path) -> list[str]:
+def secrets_allowlist(root: Path) -> list[str]:
+    """The repo's configured secrets allowlist (validation.secrets_allowlist)."""
     from memrepo.config import load_config
 
     return list(load_config(root)["validation"]["secrets_allowlist"])
@@ -334,7 +419,7 @@ def start(
         raise MemrepoError(f"session {session_id} is already open; end it first")
     tz, tzname = resolve_timezone(timezone)
     when = started.astimezone(tz).replace(microsecond=0) if started else now_in(tz)
-    allow = _allowlist(root)
+    allow = secrets_allowlist(root)
     topic = _redact(topic, allow).strip() if topic else None
     slug = slug_from_messages([topic], 6) if topic else PROVISIONAL_SLUG
     meta: dict[str, Any] = {"session_id": session_id, "started": when, "timezone": tzname}
@@ -412,9 +497,8 @@ def tool(
     """Append ``> [tool:NAME] args → result`` to the agent's current turn."""
     with session_lock(root, session_id):
         session = load_session(root, session_id)
-        line = tool_line(name, args, result)
-        clean, count = redact(line, session.allowlist)
-        _append_line(root, session, clean, "agent", when)
+        line, count = redacted_tool_line(name, args, result, session.allowlist)
+        _append_line(root, session, line, "agent", when)
     return count
 
 
@@ -427,7 +511,11 @@ def attach(
     name: str | None = None,
     when: dt.datetime | None = None,
 ) -> str:
-    """Copy a binary into attachments/ and reference it as ``> [attachment:PATH]``."""
+    """Copy a file into attachments/ and reference it as ``> [attachment:PATH]``.
+
+    Secrets are redacted from the stored name (and so from the reference line) and, when
+    the file is UTF-8 text, from its content, before anything is written.
+    """
     try:
         data = file.read_bytes()
     except OSError as exc:
@@ -435,7 +523,7 @@ def attach(
     with session_lock(root, session_id):
         session = load_session(root, session_id)
         stamp = (when or dt.datetime.now()).astimezone(session.tz)
-        rel = store_attachment(root, data, name or file.name, stamp)
+        rel = store_attachment(root, data, name or file.name, stamp, session.allowlist)
         _append_line(root, session, f"> [attachment:{rel}]", role, when)
     return rel
 
@@ -473,14 +561,20 @@ def end(
     commit: bool = True,
     when: dt.datetime | None = None,
 ) -> Ended:
-    """Close the transcript (end time, counts, knowledge changes), fsync it, commit it."""
+    """Close the transcript (end time, counts, knowledge changes), fsync it, commit it.
+
+    If the commit fails (a hook refuses it), nothing is left half done: the transcript is
+    put back open, byte for byte, under its old name, the paths are unstaged, and the
+    session stays open, so ``end`` can simply run again once the cause is fixed.
+    """
     from memrepo import formats
     from memrepo.atomic import atomic_write
 
     with session_lock(root, session_id):
         session = load_session(root, session_id)
         full = root / session.path
-        text = formats.decode(full.read_bytes(), session.path)
+        original = full.read_bytes()
+        text = formats.decode(original, session.path)
         doc = formats.parse_document(text, session.path)
         meta = dict(doc.meta)
         body = doc.body
@@ -513,11 +607,53 @@ def end(
 
             slug = formats.TRANSCRIPT_PATH.match(rel)["rest"][len(session_id) + 1 :]  # type: ignore[index]
             message = f"conversation: {slug}\n\nSession: {rel}\n"
-            sha = commit_paths(root, [rel, *(a for a in attachments if (root / a).exists())],
-                               message)
+            paths = [rel, *(a for a in attachments if (root / a).exists())]
+            try:
+                sha = commit_paths(root, paths, message)
+            except MemrepoError as exc:
+                raise _reopen(root, session, rel, original, paths, exc) from None
         _state_file(root, session_id).unlink(missing_ok=True)
-    _lock_file(root, session_id).unlink(missing_ok=True)
+    # The lock file is never unlinked: a process waiting on it could otherwise end up
+    # holding a lock on a deleted file while another locks a fresh one (an empty file per
+    # session in the gitignored .memrepo/sessions/ is the price).
     return Ended(rel, sha, meta["redactions"], meta["turns"])
+
+
+def _reopen(
+    root: Path, session: Session, rel: str, original: bytes, paths: Sequence[str],
+    exc: MemrepoError,
+) -> MemrepoError:
+    """Undo a closing whose commit failed; the error that says so and what to do next."""
+    from memrepo.atomic import atomic_write
+
+    undo = _unstage(root, paths)
+    atomic_write(root / session.path, original)
+    if rel != session.path:
+        (root / rel).unlink(missing_ok=True)
+    return MemrepoError(
+        f"session {session.session_id}: the commit closing it was refused, so nothing was "
+        f"committed: {_reasons(exc)}. The transcript is open again at {session.path} "
+        "(unstaged, exactly as before 'end'): fix that, then run 'memory capture end "
+        f"--session {session.session_id}' again.{undo}"
+    )
+
+
+def _unstage(root: Path, paths: Sequence[str]) -> str:
+    """Take ``paths`` out of the index again; '' or a sentence saying how to do it by hand."""
+    from memrepo.errors import GitError
+    from memrepo.git import git
+
+    try:
+        git(["reset", "-q", "--", *paths], root)
+    except GitError as exc:
+        return f" Unstaging failed too ({exc}): run 'git reset -- {' '.join(paths)}'."
+    return ""
+
+
+def _reasons(exc: MemrepoError) -> str:
+    """What a refused commit's hooks said, on one line (their ``error:`` lines)."""
+    said = [re.sub(r"^git [^:]* failed: ", "", ln.strip()) for ln in str(exc).splitlines()]
+    return "; ".join([ln for ln in said if ": error: " in ln] or said[-1:] or ["no reason given"])
 
 
 def _redaction_count(meta: dict[str, Any], body: str) -> int:
@@ -605,10 +741,12 @@ def render_conversation(
                 key = block[len("\0attach:") :]
                 data = conv.attachments.get(key)
                 if data is None:
-                    blocks.append(f"> [attachment:missing:{one_line(key, 120)}]")
+                    missing = redacted_line(key, allowlist, 120)[0]
+                    blocks.append(f"> [attachment:missing:{missing}]")
                     continue
                 name = re.sub(r"^[0-9a-f]{8}-", "", key)  # the importer's dedup prefix
-                rel = store_attachment(root, data, name, (turn.when or last).astimezone(tz))
+                rel = store_attachment(root, data, name, (turn.when or last).astimezone(tz),
+                                       allowlist)
                 attachments.append(rel)
                 blocks.append(f"> [attachment:{rel}]")
             else:
@@ -676,7 +814,7 @@ def write_conversation(
     from memrepo.atomic import atomic_write
 
     tz, tzname = resolve_timezone(timezone)
-    rel, text, attachments = render_conversation(root, conv, tz, tzname, _allowlist(root))
+    rel, text, attachments = render_conversation(root, conv, tz, tzname, secrets_allowlist(root))
     if (root / rel).exists():
         raise MemrepoError(f"{rel} already exists", rel)
     atomic_write(root / rel, text)
@@ -686,6 +824,16 @@ def write_conversation(
         from memrepo.committer import commit_paths
 
         slug = formats.TRANSCRIPT_PATH.match(rel)["rest"][len(conv.session_id) + 1 :]  # type: ignore[index]
-        sha = commit_paths(root, [rel, *sorted(set(attachments))],
-                           f"conversation: {slug}\n\nSession: {rel}\n")
+        paths = [rel, *sorted(set(attachments))]
+        try:
+            sha = commit_paths(root, paths, f"conversation: {slug}\n\nSession: {rel}\n")
+        except MemrepoError as exc:
+            # Never a closed transcript left staged or lying around: a re-import would take
+            # it for imported. (Attachments stay: content-addressed, maybe shared.)
+            undo = _unstage(root, paths)
+            (root / rel).unlink(missing_ok=True)
+            raise MemrepoError(
+                f"the commit of {rel} was refused, so it was not imported: {_reasons(exc)}."
+                f"{undo}"
+            ) from None
     return rel, sha

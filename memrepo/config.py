@@ -21,26 +21,42 @@ from memrepo.repo import CONFIG_FILE
 
 @dataclass(frozen=True)
 class Setting:
+    """One setting. Numbers are checked against ``low``/``high`` (every number memrepo
+    reads is a size, a count, a weight or a duration: none may be negative); ``cron``
+    strings must be cron expressions (5 fields or a macro: what `memory schedule` runs)."""
+
     default: Any
     kind: type | tuple[type, ...]
     help: str
     choices: tuple[Any, ...] | None = None
+    low: float = 0
+    high: float | None = None
+    above_low: bool = False  # low itself is not allowed (a timeout of 0)
+    cron: bool = False
 
 
-def _num(default: float, help: str) -> Setting:
-    return Setting(default, (int, float), help)
+def _num(default: float, help: str, **limits: Any) -> Setting:
+    return Setting(default, (int, float), help, **limits)
+
+
+def _int(default: int, help: str, low: int = 0) -> Setting:
+    return Setting(default, int, help, low=low)
+
+
+def _cron(default: str, help: str) -> Setting:
+    return Setting(default, str, help, cron=True)
 
 
 SCHEMA: dict[str, dict[str, Setting]] = {
     "context_compiler": {
-        "token_budget": Setting(8192, int, "target size of a compiled prompt, in tokens"),
+        "token_budget": _int(8192, "target size of a compiled prompt, in tokens", low=1),
         "identity_budget_kb": _num(17, "identity files (SOUL, USER, AGENTS, TOOLS)"),
         "memory_budget_kb": _num(3, "knowledge/memory/MEMORY.md"),
         "journal_budget_kb": _num(4, "today's and yesterday's journal"),
         "topic_budget_kb": _num(6, "activated topics and their subscriptions"),
         "projects_budget_kb": _num(1, "knowledge/projects/_active.md"),
         "history_share": _num(
-            0.25, "share of what P0-P2 leave that P3 keeps free for --session history"
+            0.25, "share of what P0-P2 leave that P3 keeps free for --session history", high=1
         ),
         "tokenizer": Setting(
             "fast",
@@ -53,7 +69,7 @@ SCHEMA: dict[str, dict[str, Setting]] = {
         "bm25_weight": _num(0.7, "weight of full-text (BM25) scores in hybrid search"),
         "vector_weight": _num(0.3, "weight of vector similarity in hybrid search"),
         "embedding_model": Setting("text-embedding-3-small", str, "embedding model name"),
-        "embedding_dimensions": Setting(1536, int, "embedding vector size"),
+        "embedding_dimensions": _int(1536, "embedding vector size", low=1),
         "embedder": Setting(
             "none",
             str,
@@ -66,8 +82,8 @@ SCHEMA: dict[str, dict[str, Setting]] = {
             "how BM25 and vectors combine: weighted sum or rrf",
             ("weighted", "rrf"),
         ),
-        "rrf_k": Setting(60, int, "k of reciprocal rank fusion: score = weight / (k + rank)"),
-        "per_file": Setting(3, int, "most results (best chunks) one file may take in a list"),
+        "rrf_k": _int(60, "k of reciprocal rank fusion: score = weight / (k + rank)"),
+        "per_file": _int(3, "most results (best chunks) one file may take in a list", low=1),
         "recency_per_day": _num(0.01, "recency: score / (1 + days x this); 0 turns it off"),
         "date_boost": _num(
             1.0, "files dated on a day (or month) the query names: score x (1 + this)"
@@ -76,25 +92,26 @@ SCHEMA: dict[str, dict[str, Setting]] = {
         "record_hits": Setting(True, bool, "log search hits to raw/signals/ (not used in ranking)"),
     },
     "watchers": {
-        "similarity_threshold": _num(0.15, "tier-2 similarity needed to consider a topic"),
+        "similarity_threshold": _num(0.15, "tier-2 similarity needed to consider a topic",
+                                     high=1),
         "gate_model": Setting("haiku", str, "model for the yes/no activation gate"),
-        "gate_max_tokens": Setting(1, int, "tokens the gate may answer with"),
+        "gate_max_tokens": _int(1, "tokens the gate may answer with", low=1),
     },
     "lifecycle": {
-        "commit_interval_minutes": Setting(30, int, "batching of knowledge commits"),
-        "journal_retention_days": Setting(90, int, "journals older than this are archived"),
-        "memory_line_cap": Setting(200, int, "target size of MEMORY.md in lines"),
+        "commit_interval_minutes": _int(30, "batching of knowledge commits", low=1),
+        "journal_retention_days": _int(90, "journals older than this are archived"),
+        "memory_line_cap": _int(200, "target size of MEMORY.md in lines", low=1),
         "extraction_trigger": Setting(
             "on_session_end", str, "when extraction runs", ("on_session_end", "hourly", "manual")
         ),
-        "condensation_schedule": Setting("0 23 * * *", str, "cron: daily condensation"),
-        "pruning_schedule": Setting("0 0 * * 0", str, "cron: weekly pruning"),
-        "weekly_schedule": Setting("30 23 * * 0", str, "cron: weekly rollup and tag"),
+        "condensation_schedule": _cron("0 23 * * *", "cron: daily condensation"),
+        "pruning_schedule": _cron("0 0 * * 0", "cron: weekly pruning"),
+        "weekly_schedule": _cron("30 23 * * 0", "cron: weekly rollup and tag"),
         "archive_score_threshold": _num(
             0.01, "knowledge files scoring below this (recency x use) may be archived"
         ),
-        "archive_min_age_days": Setting(30, int, "never archive a file changed more recently"),
-        "explore_branch_days": Setting(7, int, "explore/* branches older than this are pruned"),
+        "archive_min_age_days": _int(30, "never archive a file changed more recently"),
+        "explore_branch_days": _int(7, "explore/* branches older than this are pruned"),
     },
     "git": {
         "auto_commit": Setting(True, bool, "commit knowledge changes on the interval"),
@@ -116,16 +133,18 @@ SCHEMA: dict[str, dict[str, Setting]] = {
     "llm": {
         "extract_model": Setting("haiku", str, "model for extraction (cheap, per transcript)"),
         "condense_model": Setting("sonnet", str, "model for journal, weekly and monthly rewrites"),
-        "timeout_seconds": _num(60, "timeout of one LLM call"),
-        "max_retries": Setting(2, int, "retries of a failed LLM call (rate limits, 5xx)"),
-        "max_concurrency": Setting(4, int, "parallel LLM calls (reconstruct)"),
-        "max_transcript_chars": Setting(12000, int, "transcript characters sent per call"),
+        "timeout_seconds": _num(60, "timeout of one LLM call", above_low=True),
+        "max_retries": _int(2, "retries of a failed LLM call (rate limits, 5xx)"),
+        "max_concurrency": _int(4, "parallel LLM calls (reconstruct)", low=1),
+        "max_transcript_chars": _int(12000, "transcript characters sent per call", low=1),
     },
     "validation": {
-        "memory_warn_lines": Setting(180, int, "MEMORY.md: warn above this many lines"),
-        "memory_error_lines": Setting(220, int, "MEMORY.md: refuse the commit above this"),
-        "memory_max_kb": _num(25, "MEMORY.md: refuse the commit above this size"),
-        "max_file_kb": _num(1024, "largest text file allowed outside attachments/"),
+        "memory_warn_lines": _int(180, "MEMORY.md: warn above this many lines", low=1),
+        "memory_error_lines": _int(220, "MEMORY.md: refuse the commit above this", low=1),
+        "memory_max_kb": _num(25, "MEMORY.md: refuse the commit above this size",
+                              above_low=True),
+        "max_file_kb": _num(1024, "largest text file allowed outside attachments/",
+                            above_low=True),
         "secrets_allowlist": Setting(
             [], list, "regexes; a flagged value matching one is a known false positive"
         ),
@@ -204,7 +223,36 @@ def _value_problem(setting: Setting, value: Any) -> str | None:
                 return f"entry {pattern!r} is not a valid regex: {exc}"
     if setting.choices and value not in setting.choices:
         return f"must be one of {', '.join(map(str, setting.choices))}, got {value!r}"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return _range_problem(setting, value)
+    if setting.cron and value != setting.default:  # the defaults are known good
+        return _cron_problem(value)
     return None
+
+
+def _range_problem(setting: Setting, value: float) -> str | None:
+    low, high = setting.low, setting.high
+    if value < low or (setting.above_low and value == low):
+        bound = f"above {low:g}" if setting.above_low else f"at least {low:g}"
+        return f"must be {bound}, got {value!r}"
+    if high is not None and value > high:
+        return f"must be at most {high:g}, got {value!r}"
+    return None
+
+
+def _cron_problem(value: str) -> str | None:
+    """A 5-field cron expression, or a macro such as @daily (what crontab and `memory
+    schedule` run)."""
+    fields = value.split()
+    macro = len(fields) == 1 and fields[0].startswith("@")
+    if len(fields) != 5 and not macro:
+        return (f"must be a cron expression of 5 fields (minute hour day month weekday) or "
+                f"a macro such as @daily, got {value!r}")
+    # The topic schema's cron check; imported here only, as it loads the regex package.
+    from memrepo.topics import cron_problem
+
+    problem = cron_problem("@daily" if value.strip().lower() == "@midnight" else value.lower())
+    return f"is not a valid cron expression: {problem}" if problem else None
 
 
 def load_config(root: str | Path | None) -> Config:

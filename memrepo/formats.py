@@ -82,6 +82,10 @@ IDENTITY_ROLES = ("soul", "user", "rules", "tools")
 #: Fields that hold an ISO date or datetime, and those that must be a full datetime.
 DATE_FIELDS = ("updated", "created", "date")
 DATETIME_FIELDS = ("started", "ended")
+#: Fields that are counts (seed 000 §2.3 "number"; tokens, lines, turns are whole and >= 0).
+COUNT_FIELDS = ("tokens_in", "tokens_out", "turns", "redactions", "line_count")
+#: Fields that are lists of strings (seed 000 §2.3 "string[]").
+STRING_LIST_FIELDS = ("tags",)
 
 
 def category_of(path: str) -> str | None:
@@ -278,9 +282,11 @@ TRANSCRIPT_PATH = re.compile(
     r"^raw/conversations/(?P<y>\d{4})/(?P<m>\d{2})/(?P<d>\d{2})/(?P<hh>\d{2})(?P<mm>\d{2})-(?P<rest>.+)\.md$"
 )
 SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]*$", re.IGNORECASE)
+#: ``## HH:MM — role``; only an agent turn may be a memory operation (seed 000 §2.1:
+#: "Memory operations: ``## HH:MM — agent [memory]``").
 TURN_HEADER = re.compile(
     r"^## (?P<hh>[01]\d|2[0-3]):(?P<mm>[0-5]\d) — (?P<role>user|agent|system)"
-    r"(?P<memory> \[memory\])?\s*$"
+    r"(?P<memory>(?<=agent) \[memory\])?\s*$"
 )
 #: Anything that looks like it meant to be a turn header (checked against TURN_HEADER).
 TURN_HEADER_LIKE = re.compile(r"^##\s+\d{1,2}:\d{2}\b")

@@ -270,6 +270,16 @@ def _env_with_memory_on_path() -> dict[str, str]:
     return {"PATH": scripts + os.pathsep + os.environ.get("PATH", "")}
 
 
+def was_initialised(root: Path) -> bool:
+    """Whether HEAD already holds a memory repo (its config is committed): init then only
+    restores missing files; otherwise this is the first commit of the layout, even in a
+    repository that has other history."""
+    if git.head(root) is None:
+        return False
+    probe = git.git(["cat-file", "-t", f"HEAD:{CONFIG_FILE}"], root, check=False).strip()
+    return probe == "blob"
+
+
 def commit(root: Path, actions: list[Action]) -> str | None:
     """Commit the files init created or updated (and nothing else); return the short sha."""
     # On an unborn branch (a first run whose commit failed, say) commit the whole layout.
@@ -289,6 +299,6 @@ def commit(root: Path, actions: list[Action]) -> str | None:
     staged = git.git(["diff", "--cached", "--name-only", "--", *paths], root).strip()
     if not staged and git.head(root) is not None:
         return None
-    message = INIT_MESSAGE if git.head(root) is None else RESTORE_MESSAGE
+    message = RESTORE_MESSAGE if was_initialised(root) else INIT_MESSAGE
     git.git(["commit", "-q", "-m", message, "--", *paths], root, env=env)
     return git.git(["rev-parse", "--short", "HEAD"], root).strip()

@@ -5,7 +5,13 @@ session, per-day journals, union-merged event logs), so replaying local commits 
 the remote is conflict-free in the common case and keeps history linear. When two writers
 did change the same lines, nothing is resolved for them: the rebase is aborted, the branch
 is left exactly as it was, and the message names the files. A push that loses a race with
-another machine is simply retried (fetch, rebase, push again).
+another machine is simply retried (fetch, rebase, push again), and so is a fetch that fails
+for a transient reason (the network), with the same backoff.
+
+Journals merge with git's union driver (``.gitattributes``): both machines' bullets are kept.
+Union cannot know YAML, so when both sides changed the same frontmatter key differently
+the result may not parse; sync checks the journals both sides touched and treats a broken
+one as a conflict (branch reset to where it was), never pushing a broken file.
 """
 
 from __future__ import annotations
@@ -15,11 +21,18 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from memrepo.errors import GitError, MemrepoError
-from memrepo.git import git, git_dir, head
+from memrepo.errors import FormatError, GitError, MemrepoError
+from memrepo.git import git, git_dir, head, read_blobs
 
-#: Push attempts before giving up when other machines keep winning the race.
+#: Push (and fetch) attempts before giving up when other machines keep winning the race
+#: or the network keeps failing.
 ATTEMPTS = 8
+#: Files whose merges use git's union driver (repo-skeleton/dot-gitattributes).
+UNION_MERGED = "knowledge/journal/"
+#: git messages of a fetch that no retry can fix (lower case).
+_PERMANENT_FETCH = ("does not appear to be a git repository", "repository not found",
+                    "authentication failed", "permission denied", "invalid username or password",
+                    "could not resolve host")
 
 
 class SyncConflict(MemrepoError):
@@ -85,6 +98,78 @@ def _ancestor_rc(root: Path, a: str, b: str) -> bool:
                           capture_output=True).returncode == 0
 
 
+def _backoff(attempt: int) -> None:
+    """Exponential backoff with jitter, so machines that collided do not collide again."""
+    time.sleep(min(0.05 * 2**attempt, 1.0) * (0.5 + random.random()))
+
+
+def _fetch(root: Path, remote: str, branch: str, tracking: str, attempts: int) -> bool:
+    """Fetch ``branch`` into ``tracking``; False when the remote has no such branch yet.
+
+    A failure is retried like a lost push race (the network comes back); one that no
+    retry can fix (no such repository, authentication) fails at once.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            git(["fetch", "-q", remote, f"+refs/heads/{branch}:{tracking}"], root)
+            return True
+        except GitError as exc:
+            msg = str(exc)
+            if "couldn't find remote ref" in msg:
+                return False
+            permanent = any(p in msg.lower() for p in _PERMANENT_FETCH)
+            if permanent or attempt == attempts:
+                said = "; ".join(ln.strip() for ln in msg.splitlines() if ln.strip())
+                tries = "" if permanent else f" after {attempt} attempts"
+                raise MemrepoError(
+                    f"sync stopped: could not fetch from {remote}{tries}; nothing was changed "
+                    f"locally. {said}"
+                ) from None
+        _backoff(attempt)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _changed(root: Path, a: str, b: str) -> set[str]:
+    out = git(["diff", "--name-only", "--no-renames", "-z", a, b, "--", UNION_MERGED], root)
+    return {p for p in out.split("\0") if p}
+
+
+def _check_union_merges(root: Path, local: str, theirs: str, remote: str, branch: str) -> None:
+    """After a rebase: the union-merged files both sides changed must still parse.
+
+    Otherwise reset the branch to ``local`` (where it was) and stop with a conflict.
+    """
+    from memrepo import formats
+
+    base = git(["merge-base", local, theirs], root, check=False).strip()
+    if not base:
+        return
+    both = sorted(_changed(root, base, local) & _changed(root, base, theirs))
+    if not both:
+        return
+    blobs = read_blobs(root, [f"HEAD:{p}" for p in both])
+    broken = []
+    for path in both:
+        data = blobs.get(f"HEAD:{path}")
+        if data is None:
+            continue
+        try:
+            formats.parse_document(formats.decode(data, path), path)
+        except FormatError as exc:
+            broken.append(f"{path}:{exc.line or 1}: {exc.message}")
+    if not broken:
+        return
+    git(["reset", "-q", "--keep", local], root)
+    raise SyncConflict(
+        f"sync stopped: your commits and {remote}/{branch} both changed the frontmatter of "
+        f"{', '.join(p.split(':', 1)[0] for p in broken)}, and merging their lines made it "
+        f"invalid ({'; '.join(broken)}). Nothing was lost: your branch is as it was. Merge "
+        f"by hand: 'git rebase {remote}/{branch}', fix those files, 'git add' them, "
+        "'git rebase --continue', then 'memory sync' again.",
+        [p.split(":", 1)[0] for p in broken],
+    )
+
+
 def _integrate(root: Path, upstream: str, remote: str, branch: str) -> int:
     """Bring ``upstream`` in: fast-forward, or rebase local commits onto it."""
     local = head(root)
@@ -117,6 +202,7 @@ def _integrate(root: Path, upstream: str, remote: str, branch: str) -> int:
             f"sync stopped: rebasing onto {remote}/{branch} failed and was aborted; your "
             f"branch is as it was. git said: {exc}"
         ) from None
+    _check_union_merges(root, local, theirs, remote, branch)
     return pulled
 
 
@@ -131,13 +217,7 @@ def sync(
     tracking = f"refs/remotes/{remote}/{branch}"
     pulled_total = 0
     for attempt in range(1, attempts + 1):
-        try:
-            git(["fetch", "-q", remote, f"+refs/heads/{branch}:{tracking}"], root)
-            exists = True
-        except GitError as exc:
-            if "couldn't find remote ref" not in str(exc):
-                raise
-            exists = False
+        exists = _fetch(root, remote, branch, tracking, attempts)
         if exists:
             pulled_total += _integrate(root, tracking, remote, branch)
         local = head(root)
@@ -161,7 +241,7 @@ def sync(
             if not any(s in msg for s in ("fetch first", "non-fast-forward", "rejected",
                                           "failed to update ref", "cannot lock ref")):
                 raise
-        time.sleep(min(0.05 * 2**attempt, 1.0) * (0.5 + random.random()))
+        _backoff(attempt)
     raise MemrepoError(
         f"gave up pushing to {remote}/{branch} after {attempts} attempts: other machines kept "
         "pushing first; run 'memory sync' again"

@@ -151,5 +151,21 @@ def key_line(text: str, keypath: tuple[str, ...]) -> int | None:
 
 
 def dump(data: Any) -> str:
-    """Serialise in file order, block style, unicode kept: what a person would write."""
-    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True)
+    """Serialise in file order, block style, unicode kept: what a person would write.
+
+    Never with anchors and aliases (the same object twice, e.g. ``ended`` set to
+    ``started``): :func:`load` refuses them, so what memrepo writes must not contain them.
+    """
+    return yaml.dump(data, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False,
+                     allow_unicode=True)
+
+
+try:  # the C emitter where PyYAML has it, like the loader
+    from yaml import CSafeDumper as _BaseDumper
+except ImportError:  # pragma: no cover - depends on how PyYAML was built
+    from yaml import SafeDumper as _BaseDumper  # type: ignore[assignment]
+
+
+class _NoAliasDumper(_BaseDumper):  # type: ignore[misc,valid-type]
+    def ignore_aliases(self, data: Any) -> bool:
+        return True

@@ -21,7 +21,9 @@ if TYPE_CHECKING:
     from memrepo.health import Check
     from memrepo.repo import MemoryRepo
 
-#: A transcript left open this long (a crashed agent) is reported by ``memory doctor``.
+#: A transcript with no append for this long (a crashed agent) is reported by ``memory
+#: doctor`` and closed by ``memory doctor --fix``. Not a config setting: a day is far beyond
+#: any live session's pause, and closing early only ever costs a new session id.
 STALE_AFTER = dt.timedelta(days=1)
 
 _session_opt = click.option(
@@ -69,19 +71,26 @@ def capture() -> None:
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable; commas split too).")
 @click.option("--timezone", help="Zone for turn times: IANA name or +HH:MM (default: local).")
 @click.option("--started", help="Start time, ISO 8601 (default: now).")
-@click.option("--json", "as_json", is_flag=True, help="Print {session_id, path} as JSON.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print {session_id, path, provisional} as JSON.")
 @click.pass_context
 def start(ctx: click.Context, session_id: str | None, model: str | None, channel: str | None,
           topic: str | None, tags: tuple[str, ...], timezone: str | None, started: str | None,
           as_json: bool) -> int:
-    """Open a transcript and print its path (the session id is on stderr)."""
+    """Open a transcript and print its path (the session id is on stderr).
+
+    With --topic the path is final. Without it the slug is not known yet (it comes from
+    the first messages): the file is opened as HHMM-ID-session.md and `end` renames it,
+    printing the final path; use `end`'s output, not this one, to find the closed transcript.
+    """
     from memrepo import capture as cap
 
     tag_list = [t.strip() for raw in tags for t in raw.split(",") if t.strip()]
     session = cap.start(_root(ctx), session_id=session_id, model=model, channel=channel,
                         topic=topic, tags=tag_list, timezone=timezone, started=_when(started))
     if as_json:
-        click.echo(json.dumps({"session_id": session.session_id, "path": session.path}))
+        click.echo(json.dumps({"session_id": session.session_id, "path": session.path,
+                               "provisional": session.provisional_slug}))
     else:
         click.echo(session.path)
         click.echo(f"session {session.session_id}", err=True)
@@ -145,7 +154,12 @@ def attach(ctx: click.Context, session_id: str, file: Path, role: str | None,
 @click.pass_context
 def end(ctx: click.Context, session_id: str, tokens_in: int | None, tokens_out: int | None,
         no_commit: bool, as_json: bool) -> int:
-    """Close the transcript (end time, counts, knowledge changes) and commit it."""
+    """Close the transcript (end time, counts, knowledge changes), commit it, print its path.
+
+    The printed path is the final one: a session started without --topic is renamed here
+    after its first messages. If the commit is refused (a hook), the transcript is reopened
+    exactly as it was and nothing stays staged; fix the cause and run `end` again.
+    """
     from memrepo import capture as cap
 
     done = cap.end(_root(ctx), session_id, tokens_in=tokens_in, tokens_out=tokens_out,
@@ -194,24 +208,60 @@ def import_(ctx: click.Context, file: Path, fmt: str, session_id: str | None,
     return 0
 
 
-def health_checks(repo: MemoryRepo) -> list[Check]:
-    """Doctor: open transcripts a crashed agent left behind for more than a day."""
+def stale_sessions(root: Path) -> list[tuple[str, str, dt.datetime | None]]:
+    """Sessions open on this machine with no append for STALE_AFTER: (id, why, last append).
+
+    The last append is the transcript's mtime (appends are the only writes to an open
+    transcript); None when the transcript is gone.
+    """
     import time
 
     from memrepo import capture as cap
+
+    stale: list[tuple[str, str, dt.datetime | None]] = []
+    for s in cap.open_sessions(root):
+        try:
+            mtime = (root / s.path).stat().st_mtime
+        except OSError:
+            stale.append((s.session_id, f"transcript {s.path} missing", None))
+            continue
+        age = time.time() - mtime
+        if age > STALE_AFTER.total_seconds():
+            last = dt.datetime.fromtimestamp(mtime, dt.timezone.utc)
+            stale.append((s.session_id, f"idle {age / 86400:.1f} days", last))
+    return stale
+
+
+def close_stale_sessions(repo: MemoryRepo) -> list[tuple[bool, str]]:
+    """Doctor --fix: close (and commit) what a crashed agent left open, as `capture end`
+    would, ended at its last append. (done, report line) per session."""
+    from memrepo import capture as cap
+    from memrepo.errors import MemrepoError
+
+    out = []
+    for sid, why, last in stale_sessions(repo.root):
+        if last is None:
+            out.append((False, f"session {sid} left open: {why}; restore the transcript or "
+                               f"delete {cap.STATE_DIR}/{sid}.json"))
+            continue
+        try:
+            done = cap.end(repo.root, sid, when=last)
+        except MemrepoError as exc:
+            out.append((False, f"session {sid} left open: {exc}"))
+            continue
+        commit = f", commit {done.commit[:10]}" if done.commit else ""
+        out.append((True, f"closed session {sid} ({why}): {done.path}{commit}"))
+    return out
+
+
+def health_checks(repo: MemoryRepo) -> list[Check]:
+    """Doctor: open transcripts a crashed agent left behind for more than a day."""
     from memrepo.health import Check
 
-    stale = []
-    for s in cap.open_sessions(repo.root):
-        try:
-            age = time.time() - (repo.root / s.path).stat().st_mtime
-        except OSError:
-            stale.append((s.session_id, "transcript missing"))
-            continue
-        if age > STALE_AFTER.total_seconds():
-            stale.append((s.session_id, f"idle {age / 86400:.1f} days"))
+    stale = stale_sessions(repo.root)
     if not stale:
         return [Check("open transcripts", True, "no session left open for more than a day")]
-    detail = ", ".join(f"{sid} ({why})" for sid, why in stale)
-    fix = "; ".join(f"memory capture end --session {sid}" for sid, _ in stale)
+    detail = ", ".join(f"{sid} ({why})" for sid, why, _ in stale)
+    fix = "memory doctor --fix (closes them: " + "; ".join(
+        f"memory capture end --session {sid}" for sid, _, _ in stale) + ")"
     return [Check("open transcripts", False, f"left open: {detail}", fix, warning=True)]

@@ -7,6 +7,7 @@ their dependencies) just to run one.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Any
 
@@ -71,11 +72,21 @@ def cli(ctx: click.Context, repo: str | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """Entry point: MemrepoError becomes a one-line message and exit status 1."""
+    """Entry point: MemrepoError becomes a one-line message and exit status 1.
+
+    So do OSError (a file that vanished, a full disk, a permission) and UnicodeDecodeError:
+    they are about the person's files, not memrepo's code. Anything else is a bug and keeps
+    its traceback; ``MEMORY_DEBUG=1`` shows the traceback of these too.
+    """
     try:
         return cli.main(args=argv, prog_name="memory", standalone_mode=False)
     except MemrepoError as exc:
         click.echo(f"memory: {exc}", err=True)
+        return 1
+    except (OSError, UnicodeDecodeError) as exc:
+        if os.environ.get("MEMORY_DEBUG"):
+            raise
+        click.echo(f"memory: {_system_error(exc)}", err=True)
         return 1
     except click.exceptions.Abort:
         click.echo("Aborted!", err=True)
@@ -83,6 +94,18 @@ def main(argv: list[str] | None = None) -> Any:
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code
+
+
+def _system_error(exc: OSError | UnicodeDecodeError) -> str:
+    """One line naming the file (when the OS says which) and what went wrong."""
+    if isinstance(exc, UnicodeDecodeError):
+        byte = exc.object[exc.start : exc.start + 1].hex()
+        return f"a file is not UTF-8 text (byte 0x{byte} at offset {exc.start})"
+    what = exc.strerror or str(exc) or type(exc).__name__
+    where = exc.filename if exc.filename is not None else None
+    if where is not None and exc.filename2 is not None:
+        where = f"{where} -> {exc.filename2}"
+    return f"{where}: {what}" if where is not None else what
 
 
 def run() -> None:

@@ -118,13 +118,19 @@ def run_checks(repo: MemoryRepo) -> list[Check]:
     return checks
 
 
-def fix(repo: MemoryRepo) -> list[str]:
-    """Re-run the idempotent parts of init: missing files and directories, the hooks."""
+def fix(repo: MemoryRepo) -> tuple[list[str], list[str]]:
+    """Re-run the idempotent parts of init (missing files and directories, the hooks) and
+    close sessions a crashed agent left open; (what was fixed, what could not be)."""
+    from memrepo.scripts.capture import close_stale_sessions
+
     done = [f"{a.status} {a.path}" for a in scaffold.lay_down(repo.root) if a.status != "found"]
     action = scaffold.install_hooks(repo.root, _runner(repo))
     if action.status != "found":
         done.append(f"{action.status} {action.path} ({action.detail})")
-    return done
+    failed = []
+    for ok, line in close_stale_sessions(repo):
+        (done if ok else failed).append(line)
+    return done, failed
 
 
 @click.command()
@@ -134,10 +140,12 @@ def fix(repo: MemoryRepo) -> list[str]:
 def doctor(ctx: click.Context, do_fix: bool, as_json: bool) -> int:
     """Check the memory repo: config, layout, hooks, `memory` on PATH, git LFS (and the index).
 
-    Exit status 0 when healthy (warnings allowed), 1 otherwise.
+    --fix also closes and commits sessions left open with no append for a day (a crashed
+    agent), as `memory capture end` would. Exit status 0 when healthy (warnings allowed),
+    1 otherwise.
     """
     repo = discover(ctx.obj.get("repo") if ctx.obj else None)
-    fixed = fix(repo) if do_fix else []
+    fixed, not_fixed = fix(repo) if do_fix else ([], [])
     checks = run_checks(repo)
     healthy = all(c.ok or c.warning for c in checks)
     if as_json:
@@ -147,6 +155,7 @@ def doctor(ctx: click.Context, do_fix: bool, as_json: bool) -> int:
                     "root": str(repo.root),
                     "healthy": healthy,
                     "fixed": fixed,
+                    "not_fixed": not_fixed,
                     "checks": [asdict(c) for c in checks],
                 },
                 indent=2,
@@ -155,6 +164,8 @@ def doctor(ctx: click.Context, do_fix: bool, as_json: bool) -> int:
         return 0 if healthy else 1
     for line in fixed:
         click.echo(f"fixed: {line}")
+    for line in not_fixed:
+        click.echo(f"not fixed: {line}")
     for c in checks:
         mark = "ok  " if c.ok else ("warn" if c.warning else "FAIL")
         click.echo(f"[{mark}] {c.name}: {c.detail}")

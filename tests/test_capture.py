@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import multiprocessing
 import os
 import re
@@ -69,7 +70,8 @@ def test_session_lifecycle_via_cli(crepo: Path, tmp_path: Path) -> None:
     assert log.startswith("conversation: read-all-open-issues-autopoiesis-summarise\n")
     assert f"Session: {final}" in log
     assert run_git(crepo, "status", "--porcelain").stdout.strip() == ""  # attachment committed
-    assert not list((crepo / capture.STATE_DIR).glob("ses_a1.*"))
+    # the session is over (no state file); its lock file stays, see test_lock_file_is_never_unlinked
+    assert [f.name for f in (crepo / capture.STATE_DIR).glob("ses_a1.*")] == ["ses_a1.lock"]
 
 
 def test_secrets_never_touch_disk_or_commit(crepo: Path) -> None:
@@ -183,3 +185,140 @@ def test_doctor_reports_sessions_left_open(crepo: Path) -> None:
     os.utime(crepo / s.path, (old, old))
     proc = run_memory(crepo, "doctor")
     assert "memory capture end --session ses_old" in proc.stdout
+
+
+# --- audit fixes ------------------------------------------------------------------------
+
+
+def test_a_secret_straddling_the_tool_line_cut_is_redacted_whole(crepo: Path) -> None:
+    token = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
+    capture.start(crepo, session_id="ses_cut", topic="cut")
+    proc = run_memory(crepo, "capture", "tool", "--session", "ses_cut", "bash",
+                      "a" * 175 + " " + token, "ok")
+    assert proc.returncode == 0, proc.stderr
+    assert capture.tool(crepo, "ses_cut", "read", "x", "b" * 190 + " " + token) == 1
+    text = (crepo / capture.load_session(crepo, "ses_cut").path).read_text()
+    assert "ghp_" not in text and "abcdefghijklmnop" not in text
+    assert "a" * 175 + " [REDACTED:github-token]" in text
+    assert "…" in text and "[REDACTED:git…" not in text  # a placeholder is never cut
+
+
+def test_attachments_are_redacted_in_name_reference_and_text(crepo: Path, tmp_path: Path) -> None:
+    capture.start(crepo, session_id="ses_att", topic="attachments")
+    note = tmp_path / f"creds-{GH}.txt"
+    note.write_text(f"aws {AWS}\nkeep this line\n")
+    blob = tmp_path / "photo.bin"
+    blob.write_bytes(b"\x00\x01binary " + AWS.encode())
+    rel = capture.attach(crepo, "ses_att", note, role="user")
+    rel_bin = capture.attach(crepo, "ses_att", blob)
+    assert GH not in rel and "REDACTED-github-token" in rel
+    stored = (crepo / rel).read_text()
+    assert AWS not in stored and "[REDACTED:aws-access-key]" in stored
+    assert "keep this line" in stored
+    assert (crepo / rel_bin).read_bytes() == blob.read_bytes()  # binaries are kept as they are
+    session = capture.load_session(crepo, "ses_att")
+    text = (crepo / session.path).read_text()
+    assert GH not in text and f"> [attachment:{rel}]" in text
+    done = capture.end(crepo, "ses_att")
+    assert done.commit
+    history = run_git(crepo, "log", "-p", "--all").stdout
+    assert GH not in history and AWS not in history
+
+
+def test_a_refused_end_commit_leaves_the_session_open_and_nothing_staged(crepo: Path) -> None:
+    s = capture.start(crepo, session_id="ses_ref")  # provisional name: end would rename it
+    capture.append(crepo, "ses_ref", "user", "plan the garden beds")
+    with open(crepo / s.path, "a", encoding="utf-8") as fh:  # a damaged write of a crash
+        fh.write("\n## 10:61 — agent\nhalf a turn\n")
+    before = (crepo / s.path).read_bytes()
+    head = run_git(crepo, "rev-parse", "HEAD").stdout
+    proc = run_memory(crepo, "capture", "end", "--session", "ses_ref")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    err = proc.stderr.strip()
+    assert len(err.splitlines()) == 1
+    assert "session ses_ref: the commit closing it was refused" in err
+    assert "turn header must be" in err and f"open again at {s.path}" in err
+    assert run_git(crepo, "rev-parse", "HEAD").stdout == head
+    assert run_git(crepo, "diff", "--cached", "--name-only").stdout == ""  # nothing staged
+    assert (crepo / s.path).read_bytes() == before  # reopened byte for byte
+    assert list((crepo / "raw/conversations").rglob("*.md")) == [crepo / s.path]
+    assert capture.load_session(crepo, "ses_ref").path == s.path
+    # Fix the cause (the file is not committed yet, so it may be edited) and end again.
+    (crepo / s.path).write_bytes(before.replace(b"## 10:61", b"## 10:59"))
+    done = capture.end(crepo, "ses_ref")
+    assert done.commit and done.path.endswith("-ses_ref-plan-garden-beds.md")
+
+
+def test_a_deleted_transcript_is_a_clear_error(crepo: Path) -> None:
+    s = capture.start(crepo, session_id="ses_gone", topic="gone")
+    (crepo / s.path).unlink()
+    with pytest.raises(MemrepoError, match=f"session ses_gone: transcript {s.path} is missing"):
+        capture.append(crepo, "ses_gone", "user", "hello?")
+    for args in (["append", "--role", "user", "hi"], ["tool", "x"], ["end"]):
+        proc = run_memory(crepo, "capture", args[0], "--session", "ses_gone", *args[1:])
+        assert proc.returncode == 1, args
+        assert proc.stderr.startswith("memory: session ses_gone: transcript ") and \
+            "Traceback" not in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
+def test_memory_turns_are_agent_turns_only(crepo: Path) -> None:
+    capture.start(crepo, session_id="ses_mem", topic="memory turns")
+    proc = run_memory(crepo, "capture", "append", "--session", "ses_mem", "--role", "user",
+                      "--memory", "x")
+    assert proc.returncode == 1 and "only agent turns can be memory operations" in proc.stderr
+    assert capture.append(crepo, "ses_mem", "agent", "> [knowledge:updated] a.md", memory=True) == 0
+
+
+def test_start_says_the_path_is_provisional_and_end_prints_the_final_one(crepo: Path) -> None:
+    help_text = run_memory(crepo, "capture", "start", "--help").stdout
+    assert "renames it" in help_text and "printing the final path" in help_text
+    proc = run_memory(crepo, "capture", "start", "--session", "ses_p", "--json")
+    assert json.loads(proc.stdout)["provisional"] is True
+    proc = run_memory(crepo, "capture", "start", "--session", "ses_q", "--topic", "t", "--json")
+    assert json.loads(proc.stdout)["provisional"] is False
+
+
+def test_lock_file_is_never_unlinked(crepo: Path) -> None:
+    """A waiter that opened the lock file before `end` must lock the same file as anyone
+    after it: unlinking it would let two processes hold "the" lock at once."""
+    capture.start(crepo, session_id="ses_lock", topic="lock")
+    capture.append(crepo, "ses_lock", "user", "takes the lock")
+    lock = crepo / capture.STATE_DIR / "ses_lock.lock"
+    inode = lock.stat().st_ino
+    capture.end(crepo, "ses_lock", commit=False)
+    assert lock.stat().st_ino == inode
+
+
+def test_doctor_fix_closes_abandoned_sessions(crepo: Path) -> None:
+    began = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=3, hours=1)
+    old = capture.start(crepo, session_id="ses_old", topic="abandoned work", started=began)
+    capture.append(crepo, "ses_old", "user", "the agent crashed after this")
+    last = time.time() - 3 * 86400
+    os.utime(crepo / old.path, (last, last))
+    fresh = capture.start(crepo, session_id="ses_live", topic="still going")
+    gone = capture.start(crepo, session_id="ses_lost", topic="lost")
+    (crepo / gone.path).unlink()
+    proc = run_memory(crepo, "doctor")
+    assert "memory capture end --session ses_old" in proc.stdout
+    assert (crepo / capture.STATE_DIR / "ses_old.json").exists()  # without --fix: listed only
+    proc = run_memory(crepo, "doctor", "--fix")
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert f"fixed: closed session ses_old (idle 3.0 days): {old.path}, commit " in proc.stdout
+    assert "not fixed: session ses_lost left open: transcript" in proc.stdout
+    doc = formats.read_document(crepo / old.path, old.path)
+    assert doc.meta["ended"].timestamp() == pytest.approx(last, abs=1)
+    assert run_git(crepo, "log", "-1", "--format=%s").stdout.strip() == "conversation: abandoned-work"
+    assert not (crepo / capture.STATE_DIR / "ses_old.json").exists()
+    assert capture.load_session(crepo, "ses_live").path == fresh.path  # a live session stays
+
+
+def test_an_end_that_died_before_its_commit_is_explained(crepo: Path) -> None:
+    """The transcript was renamed and closed, the state file survived the crash."""
+    s = capture.start(crepo, session_id="ses_half")
+    capture.append(crepo, "ses_half", "user", "water the tomatoes")
+    state = capture.load_session(crepo, "ses_half")
+    done = capture.end(crepo, "ses_half", commit=False)
+    capture.save_session(crepo, state)  # what a crash before the commit leaves behind
+    assert done.path != s.path
+    with pytest.raises(MemrepoError, match=f"the session was closed as {done.path}"):
+        capture.end(crepo, "ses_half")

@@ -137,6 +137,44 @@ def test_date_fields_must_be_dates(vrepo: VRepo, value: str) -> None:
     assert out.count("\n") == 1
 
 
+@pytest.mark.parametrize(
+    ("meta", "expected"),
+    [
+        ("tags: notalist\n", "'tags' must be a list of strings, e.g. [coding, git], got 'notalist'"),
+        ("tags: {a: 1}\n", "'tags' must be a list of strings, e.g. [coding, git], got {'a': 1}"),
+        ("tags: [ok, [nested]]\n", "'tags' must be a list of strings"),
+        ("tags: [yes]\n", "'tags' must be a list of strings, e.g. [coding, git], got [True] (quote values YAML reads as true/false or null)"),
+        ("line_count: abc\n", "'line_count' must be a whole number (0 or more), got 'abc'"),
+        ("line_count: -3\n", "'line_count' must be a whole number (0 or more), got -3"),
+        ("line_count: 2.5\n", "'line_count' must be a whole number (0 or more), got 2.5"),
+        ("line_count: true\n", "'line_count' must be a whole number (0 or more), got True"),
+    ],
+)
+def test_tags_and_counts_have_their_types(vrepo: VRepo, meta: str, expected: str) -> None:
+    vrepo.write("knowledge/memory/MEMORY.md", doc("type: memory\n" + meta))
+    code, out = vrepo.run(main, "knowledge/memory/MEMORY.md")
+    assert code == 1
+    assert out.startswith(f"knowledge/memory/MEMORY.md:3: error: {expected}")
+    assert out.count("\n") == 1
+
+
+@pytest.mark.parametrize("key", ["tokens_in", "tokens_out", "turns", "redactions"])
+def test_transcript_counts_are_whole_numbers(vrepo: VRepo, key: str) -> None:
+    meta = f"session_id: s\nstarted: 2026-02-16T18:45:00Z\n{key}: many\n"
+    vrepo.write(TRANSCRIPT, doc(meta))
+    code, out = vrepo.run(main, TRANSCRIPT)
+    assert code == 1
+    assert out == (f"{TRANSCRIPT}:4: error: '{key}' must be a whole number (0 or more), got "
+                   "'many' [check-frontmatter]\n")
+
+
+def test_good_tags_and_counts_pass(vrepo: VRepo) -> None:
+    meta = ("session_id: s\nstarted: 2026-02-16T18:45:00Z\ntags: [coding, 2026]\n"
+            "tokens_in: 0\ntokens_out: 12840\nturns: 6\nredactions: 0\n")
+    vrepo.write(TRANSCRIPT, doc(meta))
+    assert vrepo.run(main, TRANSCRIPT) == (0, "")
+
+
 @pytest.mark.parametrize("value", ["2026-13-01", "2026-02-30"])
 def test_impossible_yaml_dates_name_their_line(vrepo: VRepo, value: str) -> None:
     vrepo.write("knowledge/reference/a.md", doc(f"type: reference\nupdated: {value}\n"))

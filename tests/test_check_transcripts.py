@@ -157,7 +157,8 @@ def test_ended_before_started(vrepo: VRepo) -> None:
 @pytest.mark.parametrize(
     "header",
     ["## 18:46 - agent", "## 18:46 — assistant", "## 9:05 — user", "## 24:00 — user",
-     "## 18:46 —user", "##  18:46 — user", "## 18:61 — agent"],
+     "## 18:46 —user", "##  18:46 — user", "## 18:61 — agent",
+     "## 18:46 — user [memory]", "## 18:46 — system [memory]"],
 )
 def test_malformed_turn_header(vrepo: VRepo, header: str) -> None:
     vrepo.write(PATH, transcript(body=BODY + f"\n{header}\nhello\n"))
@@ -166,7 +167,7 @@ def test_malformed_turn_header(vrepo: VRepo, header: str) -> None:
     line = 7 + BODY.count("\n") + 1
     assert out == (
         f"{PATH}:{line}: error: turn header must be '## HH:MM — user|agent|system' (24-hour time, "
-        "an em dash; ' [memory]' may follow the role) [check-transcripts]\n"
+        "an em dash; ' [memory]' may follow agent only) [check-transcripts]\n"
     )
 
 
@@ -254,6 +255,24 @@ def test_changing_kept_frontmatter_of_an_open_transcript_is_refused(open_transcr
         "knowledge_changes, redactions, tokens_in, tokens_out, turns, updated may change while "
         "a transcript is open [check-transcripts]",
     ]
+
+
+@pytest.mark.parametrize("added", ["topic: something else\n", "tags: [sneaky]\n",
+                                   "session_note: added later\n"])
+def test_adding_a_kept_key_to_an_open_transcript_is_refused(
+    open_transcript: VRepo, added: str
+) -> None:
+    vrepo = open_transcript
+    vrepo.write(PATH, transcript(META + added, BODY + MORE))
+    vrepo.add()
+    code, out = vrepo.run_staged(main)
+    key = added.split(":")[0]
+    assert code == 1
+    assert out == (
+        f"{PATH}:6: error: frontmatter '{key}' was added; only ended, knowledge_changes, "
+        "redactions, tokens_in, tokens_out, turns, updated may be added while a transcript is "
+        "open [check-transcripts]\n"
+    )
 
 
 def test_modifying_a_closed_transcript_is_refused(closed_transcript: VRepo) -> None:

@@ -34,6 +34,20 @@ def test_rendered_default_config_holds_every_setting(tmp_path: Path) -> None:
         ("validation:\n  secrets_allowlist: [1]\n", "list of strings", 2),
         ("search:\n  bm25_weight: 1\nsearch: {}\n", "duplicate key 'search'", 3),
         ("search: [\n", "invalid YAML", 2),
+        ("lifecycle:\n  condensation_schedule: foo\n",
+         "'lifecycle.condensation_schedule' must be a cron expression of 5 fields", 2),
+        ("lifecycle:\n  weekly_schedule: '@fortnightly'\n", "is not a valid cron expression", 2),
+        ("lifecycle:\n  pruning_schedule: '0 25 * * 0'\n",
+         "'lifecycle.pruning_schedule' is not a valid cron expression: hour field '25' is out "
+         "of range 0-23", 2),
+        ("lifecycle:\n  pruning_schedule: '0 x * * 0'\n", "hour field 'x' is not valid", 2),
+        ("search:\n  vector_weight: 0.3\n  bm25_weight: -5\n",
+         "'search.bm25_weight' must be at least 0, got -5", 3),
+        ("validation:\n  memory_error_lines: -1\n",
+         "'validation.memory_error_lines' must be at least 1, got -1", 2),
+        ("validation:\n  max_file_kb: 0\n", "'validation.max_file_kb' must be above 0", 2),
+        ("llm:\n  max_concurrency: 0\n", "'llm.max_concurrency' must be at least 1", 2),
+        ("context_compiler:\n  history_share: 1.5\n", "must be at most 1, got 1.5", 2),
     ],
 )
 def test_bad_config_names_key_path_and_line(
@@ -44,6 +58,18 @@ def test_bad_config_names_key_path_and_line(
         load_config(tmp_path)
     assert expected in str(err.value)
     assert str(err.value).startswith(f"memory-config.yaml:{line}:")
+
+
+def test_limits_accept_their_edges_and_cron_accepts_real_schedules(tmp_path: Path) -> None:
+    (tmp_path / "memory-config.yaml").write_text(
+        "search:\n  bm25_weight: 0\n  recency_per_day: 0\n"
+        "lifecycle:\n  condensation_schedule: '*/15 1-5 * * mon-fri'\n"
+        "  pruning_schedule: '0 0 1,15 * 7'\n  weekly_schedule: '@weekly'\n"
+        "context_compiler:\n  history_share: 1\n"
+    )
+    cfg = load_config(tmp_path)
+    assert cfg["search"]["bm25_weight"] == 0
+    assert cfg["lifecycle"]["condensation_schedule"] == "*/15 1-5 * * mon-fri"
 
 
 def test_partial_config_is_merged_over_defaults(tmp_path: Path) -> None:

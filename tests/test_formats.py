@@ -92,3 +92,18 @@ def test_dates_and_transcript_names() -> None:
     assert TURN_HEADER.match("## 18:45 — agent [memory]")
     assert not TURN_HEADER.match("## 18:45 - agent")
     assert not TURN_HEADER.match("## 24:00 — user")
+    # seed 000 §2.1: memory operations are agent turns only
+    assert not TURN_HEADER.match("## 18:45 — user [memory]")
+    assert not TURN_HEADER.match("## 18:45 — system [memory]")
+    assert TURN_HEADER.match("## 18:45 — agent [memory]")["memory"]
+
+
+def test_dump_never_writes_aliases_the_loader_refuses() -> None:
+    """The same object twice (``ended`` clamped to ``started``) is written out twice."""
+    from memrepo import yamlsafe
+
+    when = dt.datetime(2026, 2, 16, 18, 45, tzinfo=dt.timezone.utc)
+    tags = ["a", "b"]
+    text = yamlsafe.dump({"started": when, "ended": when, "tags": tags, "more": tags})
+    assert "&" not in text and "*" not in text
+    assert yamlsafe.load(text) == {"started": when, "ended": when, "tags": tags, "more": tags}

@@ -116,5 +116,98 @@ def test_bad_input_is_a_clean_error(crepo: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"type": "user", "sessionId": "x"}\nnot json\n')
     proc = run_memory(crepo, "capture", "import", str(bad), "--format", "claude-code")
-    assert proc.returncode == 1 and "not a valid claude-code log" in proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert proc.returncode == 1 and proc.stderr == f"memory: {bad}:2:1: not valid JSON (Expecting value)\n"
+
+
+def _no_new_transcripts(root: Path, before: str) -> None:
+    assert run_git(root, "rev-parse", "HEAD").stdout == before
+    assert run_git(root, "status", "--porcelain", "--untracked-files=all").stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "fmt", "message"),
+    [
+        ("empty.md", b"", "auto", "no conversation found (format markdown)"),
+        ("blank.md", b"\n  \n", "auto", "no conversation found (format markdown)"),
+        ("list.json", b"[]", "auto", "no conversation found (format openai)"),
+        ("obj.json", b"{}", "auto", "no conversation found (format openai)"),
+        ("nomap.json", b'[{"mapping": null}]', "auto", "no conversation found (format chatgpt)"),
+        ("cut.json", b'{"a": [1,2', "auto", "1:11: not valid JSON (Expecting ',' delimiter)"),
+        ("cut2.json", b'[\n  {"role": "user",\n  "content": "hi"', "anthropic",
+         "3:18: not valid JSON (Expecting ',' delimiter)"),
+        ("latin1.md", "caf\u00e9 ol\u00e9".encode("latin-1"), "auto",
+         "not UTF-8 (byte 0xe9 at offset 3)"),
+    ],
+)
+def test_bad_input_writes_nothing(
+    crepo: Path, tmp_path: Path, name: str, content: bytes, fmt: str, message: str
+) -> None:
+    """Nothing in these files is a conversation: no empty, permanent transcript is written."""
+    f = tmp_path / name
+    f.write_bytes(content)
+    before = run_git(crepo, "rev-parse", "HEAD").stdout
+    proc = run_memory(crepo, "capture", "import", str(f), "--format", fmt)
+    assert proc.returncode == 1
+    sep = ":" if message[0].isdigit() else ": "
+    assert proc.stderr == f"memory: {f}{sep}{message}\n"
+    _no_new_transcripts(crepo, before)
+
+
+def test_a_log_of_another_format_is_not_imported_as_an_empty_one(crepo: Path) -> None:
+    before = run_git(crepo, "rev-parse", "HEAD").stdout
+    src = FIX / "chatgpt_conversations.json"
+    proc = run_memory(crepo, "capture", "import", str(src), "--format", "anthropic")
+    assert proc.returncode == 1
+    assert proc.stderr == f"memory: {src}: no conversation found (format anthropic)\n"
+    _no_new_transcripts(crepo, before)
+
+
+def test_empty_conversations_of_an_export_are_dropped(crepo: Path, tmp_path: Path) -> None:
+    export = json.loads((FIX / "chatgpt_conversations.json").read_text())
+    export.append({"id": "empty-one", "title": "Nothing said", "mapping": {}})
+    f = tmp_path / "conversations.json"
+    f.write_text(json.dumps(export))
+    results = import_file(crepo, f)
+    assert len(results) == len(export) - 1
+    assert all("empty-one" not in r.session_id for r in results)
+
+
+def test_secret_straddling_the_tool_line_cut_is_redacted_whole(
+    crepo: Path, tmp_path: Path
+) -> None:
+    """Redaction runs before truncation (a cut token no longer matches its rule)."""
+    token = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
+    log = [
+        {"role": "user", "content": "run it"},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t1", "name": "bash",
+             "input": {"command": "a" * 175 + " " + token}},
+        ]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "b" * 100 + " " + token},
+        ]},
+    ]
+    f = tmp_path / "log.json"
+    f.write_text(json.dumps(log))
+    [r] = import_file(crepo, f, "anthropic")
+    text = (crepo / r.path).read_text()
+    assert "ghp_abc" not in text and "abcdefghijklmnopq" not in text
+    assert "[REDACTED:github-token]" in text
+
+
+def test_a_refused_import_commit_leaves_nothing_behind(crepo: Path) -> None:
+    """A closed transcript left on disk (or staged) would read as imported on a retry."""
+    hook = crepo / ".git/hooks/pre-commit"
+    saved = hook.read_bytes()
+    hook.write_text("#!/bin/sh\necho 'some.md:1: error: refused for the test [test]'\nexit 1\n")
+    before = run_git(crepo, "rev-parse", "HEAD").stdout
+    proc = run_memory(crepo, "capture", "import", str(FIX / "chat.md"))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "was refused, so it was not imported: some.md:1: error: refused for the test" \
+        in proc.stderr
+    assert run_git(crepo, "rev-parse", "HEAD").stdout == before
+    assert run_git(crepo, "diff", "--cached", "--name-only").stdout == ""
+    assert not list((crepo / "raw/conversations").rglob("*.md"))
+    hook.write_bytes(saved)
+    [r] = import_file(crepo, FIX / "chat.md")
+    assert r.status == "imported"

@@ -93,6 +93,27 @@ def test_init_in_existing_repo_leaves_unrelated_files_alone(tmp_path: Path) -> N
     assert (root / "notes.txt").read_text() == "mine\n"
     status = run_git(root, "status", "--porcelain").stdout
     assert status.strip() == "?? notes.txt"  # untouched and not committed by init
+    # the layout is laid down for the first time: the first memory commit, not a "restore"
+    log = run_git(root, "log", "--format=%s").stdout.splitlines()
+    assert log == [scaffold.INIT_MESSAGE, "user stuff"]
+
+
+def test_init_adds_the_journal_union_merge_to_an_older_memory_repo(memrepo_root: Path) -> None:
+    root = memrepo_root
+    attrs = root / ".gitattributes"
+    line = "knowledge/journal/*.md merge=union"
+    assert line in attrs.read_text().splitlines()
+    older = [ln for ln in attrs.read_text().splitlines() if ln != line]
+    attrs.write_text("\n".join(older) + "\n")
+    run_git(root, "commit", "-qam", "maintenance: an older memrepo's attributes")
+    proc = run_memory(root, "init")
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert "updated   .gitattributes" in proc.stdout
+    assert attrs.read_text().splitlines().count(line) == 1
+    assert run_git(root, "check-attr", "merge", "--", "knowledge/journal/2026-01-01.md"
+                   ).stdout.strip().endswith("merge: union")
+    assert run_git(root, "log", "-1", "--format=%s").stdout.strip() == scaffold.RESTORE_MESSAGE
+    assert run_memory(root, "init").stdout.count("updated") == 0  # idempotent
 
 
 def test_init_refuses_a_subdirectory_of_another_repo(tmp_path: Path) -> None:

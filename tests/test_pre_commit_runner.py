@@ -92,7 +92,7 @@ def test_every_check_reports_in_one_run(good: VRepo) -> None:
         [
             "knowledge/people/nobody.md:2: error: a person file needs 'name' [check-frontmatter]",
             f"{TRANSCRIPT}:12: error: turn header must be '## HH:MM — user|agent|system' "
-            "(24-hour time, an em dash; ' [memory]' may follow the role) [check-transcripts]",
+            "(24-hour time, an em dash; ' [memory]' may follow agent only) [check-transcripts]",
             "knowledge/memory/MEMORY.md:221: error: MEMORY.md has 233 lines, above the limit of "
             "220 (validation.memory_error_lines); condense it or move detail to knowledge/ "
             "[check-memory-cap]",

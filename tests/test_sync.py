@@ -6,12 +6,13 @@ import os
 import stat
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 from conftest import run_git, run_memory
 
-from memrepo import capture, committer
+from memrepo import capture, committer, formats
 from memrepo.errors import MemrepoError
 from memrepo.sync import SyncConflict, sync
 
@@ -35,44 +36,138 @@ def crepo_remote(crepo: Path, tmp_path: Path) -> tuple[Path, Path, Path]:
     return bare, a, b
 
 
+def _memory_ok(root: Path, *args: str) -> str:
+    proc = run_memory(root, *args)
+    if proc.returncode != 0:
+        raise AssertionError(f"memory {' '.join(args)} in {root.name}: {proc.stderr}{proc.stdout}")
+    return proc.stdout
+
+
 def _work(root: Path, name: str, rounds: int, errors: list[BaseException]) -> None:
+    """One machine: each round captures a session, remembers a fact, commits and syncs
+    (`commit --push`), every step a separate `memory` process."""
     try:
         for r in range(rounds):
             sid = f"ses_{name}{r}"
-            capture.start(root, session_id=sid, topic=f"{name} round {r}")
-            capture.append(root, sid, "user", f"{name} says hello in round {r}")
-            capture.append(root, sid, "agent", f"reply to {name} {r}")
-            capture.end(root, sid)
-            note = root / f"knowledge/reference/{name}-{r}.md"
-            note.write_text(f"---\ntype: reference\n---\n- fact {r} from {name}\n")
-            committer.run(root, use_llm=False, push=False)
-            sync(root)
+            _memory_ok(root, "capture", "start", "--session", sid, "--topic", f"{name} round {r}")
+            _memory_ok(root, "capture", "append", "--session", sid, "--role", "user",
+                       f"{name} says hello in round {r}")
+            _memory_ok(root, "capture", "end", "--session", sid)
+            _memory_ok(root, "remember", f"fact {r} from {name}")
+            out = _memory_ok(root, "commit", "--no-llm", "--push")  # commit, then sync
+            if "sync failed" in out or "pushed" not in out:
+                raise AssertionError(f"{root.name} round {r}: {out}")
     except BaseException as exc:  # surfaced by the test
         errors.append(exc)
 
 
 def test_two_clones_capture_and_sync_concurrently(crepo_remote) -> None:
+    """Both clones write today's journal (the second creates it too: add/add) and sessions,
+    in separate processes, for many rounds: nothing conflicts, nothing is lost."""
     bare, a, b = crepo_remote
-    rounds = 3
+    rounds = 10
     errors: list[BaseException] = []
     threads = [threading.Thread(target=_work, args=(c, n, rounds, errors))
                for c, n in ((a, "a"), (b, "b"))]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(120)
+        t.join(300)
     assert not errors, errors
     sync(a)
     sync(b)
     heads = {run_git(c, "rev-parse", "HEAD").stdout for c in (a, b)}
     assert len(heads) == 1 and heads == {run_git(bare, "rev-parse", "main").stdout}
-    files = run_git(a, "ls-files", "raw/conversations", "knowledge/reference").stdout.split()
+    files = run_git(a, "ls-files", "raw/conversations", "knowledge/journal").stdout.split()
+    journals = [f for f in files if f.startswith("knowledge/journal/") and f.endswith(".md")]
+    text = "".join((a / j).read_text() for j in journals)
     for name in "ab":
         for r in range(rounds):
             assert any(f"-ses_{name}{r}-" in f for f in files)
-            assert f"knowledge/reference/{name}-{r}.md" in files
+            assert text.count(f" fact {r} from {name}\n") == 1
+    for j in journals:
+        assert formats.read_document(a / j, j).meta["type"] == "journal"
+    assert run_memory(a, "hook", "pre-commit", *journals).returncode == 0
     assert run_git(a, "status", "--porcelain").stdout == ""
     assert run_memory(a, "verify").returncode == 0
+
+
+def test_both_clones_creating_the_days_journal_merge_without_conflict(crepo_remote) -> None:
+    """The add/add case: each clone creates today's journal with the same frontmatter."""
+    _, a, b = crepo_remote
+    for c, fact in ((a, "alpha fact"), (b, "beta fact")):
+        _memory_ok(c, "remember", fact, "--tags", "shared")
+        _memory_ok(c, "commit", "--no-llm", "--no-push")
+    _memory_ok(a, "sync")
+    out = _memory_ok(b, "sync")
+    assert "pulled 1 and pushed 1" in out
+    [journal] = [f for f in run_git(b, "ls-files", "knowledge/journal").stdout.split()
+                 if f.endswith(".md")]
+    doc = formats.read_document(b / journal, journal)
+    assert doc.meta["tags"] == ["shared"]
+    assert doc.body.count("## ") == 1  # the day's heading once
+    assert "alpha fact" in doc.body and "beta fact" in doc.body
+    assert run_memory(b, "hook", "pre-commit", journal).returncode == 0
+
+
+def test_a_union_merge_that_breaks_frontmatter_is_a_conflict(crepo_remote) -> None:
+    """Union keeps both sides' lines: two values of one key would be a duplicate key."""
+    _, a, b = crepo_remote
+    path = "knowledge/journal/2026-03-01.md"
+    (a / path).parent.mkdir(parents=True, exist_ok=True)
+    (a / path).write_text("---\ntype: journal\ndate: 2026-03-01\nupdated: 2026-03-01\n---\n\n"
+                          "## 2026-03-01\n- first\n")
+    _memory_ok(a, "commit", "--no-llm", "--no-push")
+    _memory_ok(a, "sync")
+    _memory_ok(b, "sync")
+    for c, day, fact in ((a, "02", "from a"), (b, "03", "from b")):
+        f = c / path
+        f.write_text(f.read_text().replace("updated: 2026-03-01", f"updated: 2026-03-{day}")
+                     + f"- {fact}\n")
+        _memory_ok(c, "commit", "--no-llm", "--no-push")
+    _memory_ok(a, "sync")
+    mine = run_git(b, "rev-parse", "HEAD").stdout
+    with pytest.raises(SyncConflict) as err:
+        sync(b)
+    assert err.value.files == [path] and "duplicate key 'updated'" in str(err.value)
+    assert run_git(b, "rev-parse", "HEAD").stdout == mine  # branch as it was
+    assert "from b" in (b / path).read_text() and "from a" not in (b / path).read_text()
+    assert run_git(b, "status", "--porcelain").stdout == ""
+
+
+def test_a_failed_fetch_is_retried(crepo_remote, tmp_path: Path) -> None:
+    """A transient failure (here: upload-pack fails twice, as a dropped connection does)."""
+    _, a, _ = crepo_remote
+    count = tmp_path / "fetches"
+    flaky = tmp_path / "flaky-upload-pack"
+    flaky.write_text(
+        "#!/bin/sh\n"
+        f"n=$(cat {count} 2>/dev/null || echo 0); echo $((n+1)) > {count}\n"
+        'if [ "$n" -lt 2 ]; then echo "fatal: the remote end hung up unexpectedly" >&2; '
+        "exit 128; fi\n"
+        'exec git-upload-pack "$@"\n'
+    )
+    flaky.chmod(0o755)
+    run_git(a, "config", "remote.origin.uploadpack", str(flaky))
+    _memory_ok(a, "remember", "survives a flaky network")
+    _memory_ok(a, "commit", "--no-llm", "--no-push")
+    result = sync(a)
+    assert count.read_text().strip() == "3" and result.pushed == 1
+    count.write_text("-100")  # from now on every fetch fails
+    with pytest.raises(MemrepoError, match="could not fetch from origin after 3 attempts"):
+        sync(a, attempts=3)
+
+
+def test_a_fetch_that_cannot_succeed_fails_at_once(crepo_remote, tmp_path: Path) -> None:
+    _, a, _ = crepo_remote
+    run_git(a, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    start = time.monotonic()
+    proc = run_memory(a, "sync")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "could not fetch from origin;" in proc.stderr
+    assert "does not appear to be a git repository" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert time.monotonic() - start < 5
 
 
 def test_real_conflict_is_left_for_the_person(crepo_remote) -> None:

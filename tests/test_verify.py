@@ -39,3 +39,31 @@ def test_verify_reports_each_offending_commit(crepo: Path) -> None:
     data = json.loads(proc.stdout)
     assert proc.returncode == 1 and data["checked"] == 2 and len(data["offending"]) == 2
     assert run_memory(crepo, "verify", "--rev", good).returncode == 0
+
+
+def test_a_key_added_to_an_open_transcript_is_caught_by_verify_and_pre_receive(
+    crepo: Path, tmp_path: Path
+) -> None:
+    """The rule lives in check_transcripts.check_history, which both audits share."""
+    import stat
+    import sys
+
+    s = capture.start(crepo, session_id="ses_k", topic="keys")
+    capture.append(crepo, "ses_k", "user", "first words")
+    run_git(crepo, "add", s.path)
+    run_git(crepo, "commit", "-q", "-m", "conversation: open")
+    bare = tmp_path / "remote.git"
+    run_git(tmp_path, "clone", "-q", "--bare", str(crepo), str(bare))
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text(f"#!/bin/sh\nexec {Path(sys.executable).parent / 'memory'} hook pre-receive\n")
+    hook.chmod(hook.stat().st_mode | stat.S_IXUSR)
+    run_git(crepo, "remote", "add", "origin", str(bare))
+    t = crepo / s.path
+    t.write_text(t.read_text().replace("topic: keys\n", "topic: keys\nmodel: other\n"))
+    local = run_memory(crepo, "hook", "pre-commit", s.path)
+    assert local.returncode == 1 and "frontmatter 'model' was added" in local.stdout
+    run_git(crepo, "commit", "-q", "--no-verify", "-am", "conversation: new key")
+    proc = run_memory(crepo, "verify")
+    assert proc.returncode == 1 and "frontmatter 'model' was added" in proc.stdout
+    push = run_git(crepo, "push", "origin", "HEAD:main", check=False)
+    assert push.returncode != 0 and "frontmatter 'model' was added" in push.stderr

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from memrepo.capture import Conversation, find_transcript, write_conversation
+from memrepo.capture import Conversation, find_transcript, secrets_allowlist, write_conversation
 from memrepo.errors import MemrepoError
 
 #: format name -> module in memrepo.importers (each has ``parse(data, ctx) -> list``).
@@ -36,6 +36,8 @@ class ImportContext:
     session_id: str | None = None
     model: str | None = None
     channel: str | None = None
+    allowlist: tuple[str, ...] = ()  # the repo's secrets allowlist (tool lines are redacted
+    # by the importers themselves, before they are cut short)
 
 
 @dataclass
@@ -47,23 +49,45 @@ class ImportResult:
     detail: str = ""
 
 
+def _json_error(path: Path, exc: json.JSONDecodeError) -> MemrepoError:
+    """``FILE:LINE:COL: not valid JSON (why)``: where a person can go and look."""
+    return MemrepoError(f"not valid JSON ({exc.msg})", f"{path}:{exc.lineno}:{exc.colno}")
+
+
+def decode_text(path: Path, data: bytes) -> str:
+    """The file as UTF-8 text (a BOM allowed), else a plain error naming the first bad byte."""
+    body = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        offset = exc.start + len(data) - len(body)
+        raise MemrepoError(
+            f"not UTF-8 (byte 0x{data[offset]:02x} at offset {offset})", path
+        ) from None
+
+
 def detect(path: Path, data: bytes) -> str:
-    """Guess the format from the content (JSONL of Claude Code records, JSON shapes, text)."""
+    """Guess the format from the content (JSONL of Claude Code records, JSON shapes, text).
+
+    Text that starts like JSON (``{`` or ``[``) but does not parse is an error with its
+    line and column, never silently "markdown": a truncated export would otherwise become
+    a transcript of JSON fragments.
+    """
     text = data.lstrip()[:1]
     if text not in (b"{", b"["):
         return "markdown"
     try:
         doc = json.loads(data)
-    except ValueError:
-        first = data.split(b"\n", 1)[0]
+    except json.JSONDecodeError as whole:
+        first = data.lstrip().split(b"\n", 1)[0]
         try:
             rec = json.loads(first)
         except ValueError:
-            return "markdown"
+            raise _json_error(path, whole) from None
         if isinstance(rec, dict) and ("sessionId" in rec or rec.get("type") in (
                 "user", "assistant", "summary", "system")):
             return "claude-code"
-        return "markdown"
+        raise _json_error(path, whole) from None
     items = doc if isinstance(doc, list) else [doc]
     first = items[0] if items and isinstance(items[0], dict) else {}
     if "mapping" in first:
@@ -90,17 +114,31 @@ def detect(path: Path, data: bytes) -> str:
     return "openai"
 
 
-def parse(path: Path, fmt: str, ictx: ImportContext) -> list[Conversation]:
-    data = path.read_bytes()
+def parse(path: Path, fmt: str, ictx: ImportContext) -> tuple[str, list[Conversation]]:
+    """(the format used, the conversations that have at least one turn)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise MemrepoError(f"cannot read: {exc.strerror or exc}", path) from None
+    decode_text(path, data)
     if fmt == "auto":
         fmt = detect(path, data)
     if fmt not in FORMATS:
         raise MemrepoError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
     module = importlib.import_module(f"memrepo.importers.{FORMATS[fmt]}")
     try:
-        return module.parse(data, ictx)
+        conversations = module.parse(data, ictx)
+    except json.JSONDecodeError as exc:
+        raise _json_error(path, exc) from None
     except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
         raise MemrepoError(f"not a valid {fmt} log: {type(exc).__name__}: {exc}", path) from None
+    return fmt, [c for c in conversations if has_turns(c)]
+
+
+def has_turns(conv: Conversation) -> bool:
+    """Whether anything was said: a conversation without turns would be an empty, permanent
+    transcript."""
+    return any(block.strip() for turn in conv.turns for block in turn.blocks)
 
 
 def import_file(
@@ -118,10 +156,10 @@ def import_file(
     """Import every conversation in ``path``; already-imported sessions are skipped."""
     if started is None:
         started = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.timezone.utc)
-    ictx = ImportContext(path, started, session_id, model, channel)
-    conversations = parse(path, fmt, ictx)
+    ictx = ImportContext(path, started, session_id, model, channel, tuple(secrets_allowlist(root)))
+    used, conversations = parse(path, fmt, ictx)
     if not conversations:
-        raise MemrepoError("no conversation found in the file", path)
+        raise MemrepoError(f"no conversation found (format {used})", path)
     results = []
     for conv in conversations:
         if model and not conv.model:

@@ -7,9 +7,11 @@ import datetime as dt
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
-from memrepo.capture import Turn, one_line, tool_line
+from memrepo.capture import Turn, redacted_line, tool_line
+from memrepo.secrets import redact
 
 #: Marker an importer puts in a turn's blocks for an attachment (resolved when rendering).
 ATTACH = "\0attach:"
@@ -45,30 +47,40 @@ _SALIENT = ("command", "file_path", "path", "pattern", "url", "query", "code", "
             "prompt", "notebook_path", "name")
 
 
-def args_summary(args: Any) -> str:
-    """The part of a tool call's arguments a reader needs, not the full JSON."""
+def args_summary(args: Any, allowlist: Sequence[str] = ()) -> str:
+    """The part of a tool call's arguments a reader needs, not the full JSON.
+
+    Redacted before it is cut short, so a secret straddling the cut is still caught whole.
+    """
     if isinstance(args, str):
         try:
             args = json.loads(args)
         except ValueError:
-            return one_line(args)
+            return redacted_line(args, allowlist)[0]
     if isinstance(args, dict):
         for key in _SALIENT:
             if isinstance(args.get(key), str) and args[key].strip():
-                return one_line(args[key])
+                return redacted_line(args[key], allowlist)[0]
         if not args:
             return ""
-        return one_line(json.dumps(args, ensure_ascii=False, separators=(",", ":")))
-    return one_line(json.dumps(args, ensure_ascii=False)) if args is not None else ""
+        compact = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+        return redacted_line(compact, allowlist)[0]
+    if args is None:
+        return ""
+    return redacted_line(json.dumps(args, ensure_ascii=False), allowlist)[0]
 
 
-def result_summary(content: Any, is_error: bool = False) -> str:
-    """First line of a tool result (and how long it was): the brief result of seed 000 §2.1."""
-    text = content_text(content)
+def result_summary(content: Any, is_error: bool = False, allowlist: Sequence[str] = ()) -> str:
+    """First line of a tool result (and how long it was): the brief result of seed 000 §2.1.
+
+    The whole result is redacted before its first line is taken and cut (a private key
+    block spans lines).
+    """
+    text = redact(content_text(content), allowlist)[0]
     lines = [ln for ln in text.split("\n") if ln.strip()]
     if not lines:
         return "error" if is_error else "ok"
-    first = one_line(lines[0], 120)
+    first = redacted_line(lines[0], allowlist, 120)[0]
     more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
     return ("error: " if is_error else "") + first + more
 
@@ -104,9 +116,14 @@ def _ext(media_type: str) -> str:
 
 
 class Builder:
-    """Turns in order: consecutive blocks of one role form a turn; tool results find their call."""
+    """Turns in order: consecutive blocks of one role form a turn; tool results find their call.
 
-    def __init__(self) -> None:
+    ``allowlist`` is the repo's secrets allowlist: tool lines are redacted here, before
+    their parts are cut short (the renderer redacts whole blocks again, harmlessly).
+    """
+
+    def __init__(self, allowlist: Sequence[str] = ()) -> None:
+        self.allowlist = tuple(allowlist)
         self.turns: list[Turn] = []
         self.attachments: dict[str, bytes] = {}
         self._tools: dict[str, tuple[Turn, int, str, str]] = {}
@@ -131,19 +148,21 @@ class Builder:
     def tool_call(self, name: str, args: Any, call_id: str | None = None,
                   when: dt.datetime | None = None) -> None:
         turn = self._turn("agent", when)
-        summary = args_summary(args)
+        name = redact(name, self.allowlist)[0]
+        summary = args_summary(args, self.allowlist)
         turn.blocks.append(tool_line(name, summary))
         if call_id:
             self._tools[call_id] = (turn, len(turn.blocks) - 1, name, summary)
 
     def tool_result(self, call_id: str | None, content: Any, is_error: bool = False,
                     name: str | None = None, when: dt.datetime | None = None) -> None:
-        result = result_summary(content, is_error)
+        result = result_summary(content, is_error, self.allowlist)
         if call_id and call_id in self._tools:
             turn, index, tname, args = self._tools.pop(call_id)
             turn.blocks[index] = tool_line(tname, args, result)
         else:  # a result without its call: a line of its own
-            self._turn("agent", when).blocks.append(tool_line(name or "tool", "", result))
+            tname = redact(name or "tool", self.allowlist)[0]
+            self._turn("agent", when).blocks.append(tool_line(tname, "", result))
 
     def attach(self, role: str, name: str, data: bytes | None,
                when: dt.datetime | None = None) -> None:
@@ -155,4 +174,5 @@ class Builder:
 
     def reference(self, role: str, target: str, when: dt.datetime | None = None) -> None:
         """An attachment that lives elsewhere (a URL): referenced, never fetched."""
-        self._turn(role, when).blocks.append(f"> [attachment:{one_line(target, 300)}]")
+        target = redacted_line(target, self.allowlist, 300)[0]
+        self._turn(role, when).blocks.append(f"> [attachment:{target}]")

@@ -26,7 +26,7 @@ def parse(data: bytes, ictx: Any) -> list[Conversation]:
     response = meta.get("response")
     if isinstance(response, dict) and response.get("role") == "assistant":
         messages.append(response)
-    b = Builder()
+    b = Builder(ictx.allowlist)
     system = meta.get("system")
     if system:
         b.text("system", content_text(system))

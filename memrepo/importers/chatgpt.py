@@ -54,7 +54,7 @@ def parse(data: bytes, ictx: Any) -> list[Conversation]:
 
 
 def _conversation(conv: dict[str, Any], ictx: Any, folder: Path) -> Conversation:
-    b = Builder()
+    b = Builder(ictx.allowlist)
     model = conv.get("default_model_slug")
     pending_call: dict[str, Any] | None = None
     times = []

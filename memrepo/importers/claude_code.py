@@ -22,22 +22,25 @@ FORMAT = "claude-code"
 
 
 def _records(data: bytes) -> list[dict[str, Any]]:
+    """One record per line; a bad line is a JSONDecodeError placed in the whole file."""
     out = []
-    for n, line in enumerate(data.decode("utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            raise ValueError(f"line {n} is not JSON") from None
-        if isinstance(rec, dict):
-            out.append(rec)
+    text = data.decode("utf-8")
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        if line.strip():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise json.JSONDecodeError(exc.msg, text, offset + exc.pos) from None
+            if isinstance(rec, dict):
+                out.append(rec)
+        offset += len(line)
     return out
 
 
 def parse(data: bytes, ictx: Any) -> list[Conversation]:
     records = _records(data)
-    b = Builder()
+    b = Builder(ictx.allowlist)
     title = None
     sid_source = None
     model = None

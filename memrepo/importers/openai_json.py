@@ -26,7 +26,7 @@ def parse(data: bytes, ictx: Any) -> list[Conversation]:
     for choice in (meta.get("choices") or [])[:1]:
         if isinstance(choice.get("message"), dict):
             messages.append(choice["message"])
-    b = Builder()
+    b = Builder(ictx.allowlist)
     n = 0
     for msg in messages:
         role = msg.get("role")

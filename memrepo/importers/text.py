@@ -36,7 +36,7 @@ def parse(data: bytes, ictx: Any) -> list[Conversation]:
     if text.startswith("---\n"):  # frontmatter of a markdown note: not conversation
         end = text.find("\n---", 4)
         text = text[end + 4 :] if end > 0 else text
-    b = Builder()
+    b = Builder(ictx.allowlist)
     title = None
     role: str | None = None
     when: dt.datetime | None = None
