@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
 from memrepo.index.chunking import MAX_CHARS, chunk_lines
 from memrepo.index.docmeta import read_meta
 from memrepo.index.indexer import parse
@@ -104,3 +106,22 @@ def test_a_turn_is_indexed_with_the_start_of_the_turn_before() -> None:
     assert second.text.endswith("Did you visit Lisbon?")
     assert "Lisbon" not in _span_text(text, second)
     assert "Friday" not in first.text
+
+
+def test_hash_embedder_batch_path_equals_the_one_by_one_path() -> None:
+    """A rebuild embeds in numpy batches, the hook one text at a time: same vectors."""
+    import array
+
+    pytest.importorskip("numpy")
+    from memrepo.index.embedders import HashEmbedder
+
+    texts = [f"Deploy #{i}: the payment-API (v{i}) & HMAC keys; {'word ' * (i % 7)}" for i in range(300)]
+    texts += ["", "the and of", "a \x01 b", "ünïcode 東京 text"]
+    emb = HashEmbedder()
+    assert len(texts) >= emb.NUMPY_BATCH
+    batch = emb.embed(texts)
+    one = [emb.embed_one(t) for t in texts]
+    assert len(batch) == len(texts)
+    for b, o in zip(batch, one, strict=True):
+        vb, vo = array.array("f", b), array.array("f", o)
+        assert max(abs(x - y) for x, y in zip(vb, vo, strict=True)) < 1e-6

@@ -25,6 +25,9 @@ from typing import Protocol
 _WORD = re.compile(r"\w+")
 #: ASCII punctuation to spaces, on bytes: translate + split is ~10x faster than a regex.
 _PUNCT = bytes.maketrans(string.punctuation.encode(), b" " * len(string.punctuation))
+#: Joins the texts of a batch: a word no text can contain (punctuation becomes spaces).
+_SEP = b" \x01 "
+_SEP_WORD = _SEP.strip()
 
 
 class Embedder(Protocol):
@@ -54,7 +57,9 @@ class _SlotCodes(dict):
 
         if len(self) > 500_000:
             self.clear()
-        if len(word) < 2 or word.decode("utf-8", "replace") in STOP_WORDS:
+        if word == _SEP_WORD:
+            code = -2
+        elif len(word) < 2 or word.decode("utf-8", "replace") in STOP_WORDS:
             code = -1
         else:
             h = zlib.crc32(word)
@@ -108,15 +113,12 @@ class HashEmbedder:
             import numpy as np
         except ImportError:
             return [self.embed_one(t) for t in texts]
-        get = self._codes.__getitem__
-        codes: list[int] = []
-        lengths: list[int] = []
-        for t in texts:
-            c = list(map(get, self._words(t)))
-            lengths.append(len(c))
-            codes.extend(c)
-        arr = np.asarray(codes, dtype=np.int64)
-        rows = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
+        # one pass over all texts: a separator word (code -2) between them marks the rows
+        words = self._words(_SEP.decode().join(texts))
+        arr = np.fromiter(map(self._codes.__getitem__, words), dtype=np.int64, count=len(words))
+        rows = np.cumsum(arr == -2)
+        if rows[-1] != len(texts) - 1:  # a text held the separator itself: one at a time
+            return [self.embed_one(t) for t in texts]
         keep = arr >= 0
         arr, rows = arr[keep], rows[keep]
         flat = np.bincount(
