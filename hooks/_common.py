@@ -13,10 +13,11 @@ import argparse
 import os
 import posixpath
 import stat
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from memrepo import formats
 from memrepo.config import CONFIG_FILE, Config, defaults, load_config, validate
@@ -56,9 +57,9 @@ class Report:
     def warning(self, path: str | None, line: int | None, message: str, check: str) -> None:
         self.add("warning", path, line, message, check)
 
-    def print(self) -> None:
+    def print(self, out: TextIO | None = None) -> None:
         for text in self.lines:
-            print(text)
+            print(text, file=out or sys.stdout)
 
     @property
     def exit_code(self) -> int:
@@ -223,8 +224,14 @@ class BlobContext(Context):
 CheckFn = Callable[[Sequence[str], Context], None]
 
 
-def run_checks(checks: Iterable[tuple[str, CheckFn]], paths: Sequence[str], ctx: Context) -> int:
-    """Run checks over ``paths``, print every finding, return the exit code.
+def run_checks(
+    checks: Iterable[tuple[str, CheckFn]],
+    paths: Sequence[str],
+    ctx: Context,
+    out: TextIO | None = None,
+) -> int:
+    """Run checks over ``paths``, print every finding (to ``out``, stdout by default),
+    return the exit code.
 
     A failure of the machinery itself (git missing, not a repository) is one error line
     for that check, and the remaining checks still run.
@@ -234,7 +241,7 @@ def run_checks(checks: Iterable[tuple[str, CheckFn]], paths: Sequence[str], ctx:
             fn(paths, ctx)
         except MemrepoError as exc:
             ctx.report.error(exc.path, exc.line, exc.message, check_id)
-    ctx.report.print()
+    ctx.report.print(out)
     return ctx.report.exit_code
 
 

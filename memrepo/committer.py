@@ -30,7 +30,6 @@ TYPES = ("conversation", "memory", "identity", "maintenance", "explore", "extrac
 #: How long to wait for another git process's index.lock before giving up.
 LOCK_WAIT_SECONDS = 15.0
 SUMMARY_CHARS = 72
-#: Model aliases of the config (git.commit_message_model) to API model ids.
 #: How much of the diff the model sees (seed 000 §3.2 uses 4000 characters).
 LLM_DIFF_CHARS = 4000
 
@@ -77,6 +76,12 @@ def commit_staged(root: Path, paths: Sequence[str], message: str) -> None:
     staged = {p for p in git(["diff", "--cached", "--name-only", "--no-renames", "-z"],
                              root).split("\0") if p}
     only = [] if staged <= set(paths) else ["--", *paths]
+    if not only:
+        from memrepo import inline_hooks
+
+        if inline_hooks.only_memrepo_hooks(root):
+            retry_locked(lambda: inline_hooks.commit(root, message))
+            return
     retry_locked(
         lambda: git(["commit", "-q", "--no-edit", "-F", "-", *only], root, input=message)
     )

@@ -192,7 +192,7 @@ def direct_hook_script(kind: str) -> str:
     )
 
 
-def _runner_of(text: str) -> str | None:
+def runner_of(text: str) -> str | None:
     if DIRECT_MARKER in text:
         return "direct"
     if "pre-commit" in text and "hook-impl" in text:
@@ -210,7 +210,7 @@ def hooks_status(root: Path, runner: str = "pre-commit") -> dict[str, str]:
         if not path.is_file():
             status[kind] = "missing"
             continue
-        found = _runner_of(path.read_text(encoding="utf-8", errors="replace"))
+        found = runner_of(path.read_text(encoding="utf-8", errors="replace"))
         if found is None:
             status[kind] = "foreign"
         elif found != runner:

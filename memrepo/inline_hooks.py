@@ -1,0 +1,93 @@
+"""memrepo's own commits run memrepo's hooks in-process instead of through git.
+
+``capture end``, ``memory commit``, extraction and condensation commit from inside a
+``memory`` process that has the validators and the indexer at hand. Going through the
+installed git hooks would start Python twice more and, with the pre-commit framework,
+scan the whole work tree several times per commit (1.8 s at 100K files, see
+bench/bench_commit.py). So when every installed hook is memrepo's own (the direct shims,
+or pre-commit running a config of memrepo's local hooks only), the same checks run here
+on the staged content, git commits with hooks off, and the index is brought up to date
+here. Any other hook (a user's linter, a chained ``.legacy`` hook) means the real hooks
+run instead: nothing a person installed is ever skipped.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from pathlib import Path
+
+from memrepo import git
+from memrepo.errors import MemrepoError
+
+#: The entry every memrepo hook runs (repo-skeleton/dot-pre-commit-config.yaml).
+MEMREPO_ENTRY = "memory hook "
+
+
+def only_memrepo_hooks(root: Path) -> bool:
+    """Whether every installed git hook of ``root`` is one of memrepo's."""
+    from memrepo.scaffold import PRE_COMMIT_CONFIG, runner_of
+
+    hooks = git.hooks_dir(root)
+    if not hooks.is_dir():
+        return True
+    framework = False
+    for path in hooks.iterdir():
+        if path.name.endswith(".sample") or not path.is_file():
+            continue
+        if path.name.endswith(".legacy"):
+            return False  # a hook pre-commit found and chains
+        runner = runner_of(path.read_text(encoding="utf-8", errors="replace"))
+        if runner is None:
+            return False
+        framework |= runner == "pre-commit"
+    return not framework or _config_is_memrepos(root / PRE_COMMIT_CONFIG)
+
+
+def _config_is_memrepos(path: Path) -> bool:
+    """A pre-commit config whose hooks are all memrepo's local ones."""
+    from memrepo import yamlsafe
+
+    try:
+        data = yamlsafe.load(path.read_text(encoding="utf-8"))
+    except (OSError, MemrepoError):
+        return False
+    repos = data.get("repos") if isinstance(data, dict) else None
+    if not isinstance(repos, list):
+        return False
+    for repo in repos:
+        if not isinstance(repo, dict) or repo.get("repo") != "local":
+            return False
+        for hook in repo.get("hooks") or []:
+            entry = str(hook.get("entry", "")) if isinstance(hook, dict) else ""
+            if not entry.startswith(MEMREPO_ENTRY):
+                return False
+    return True
+
+
+def validate_staged(root: Path) -> None:
+    """The pre-commit validators over the staged content; warnings to stderr, errors raised
+    the way a refused hook reads (``path:line: error: message [check]`` lines)."""
+    from memrepo.hooks._common import run_checks
+    from memrepo.hooks.pre_commit import CHECKS, staged_context
+
+    paths, ctx = staged_context(root)
+    said = io.StringIO()
+    if run_checks(CHECKS, paths, ctx, out=said):
+        raise MemrepoError(f"the pre-commit checks refused the commit:\n{said.getvalue()}")
+    sys.stderr.write(said.getvalue())  # warnings (MEMORY.md near its cap), as the hook shows
+
+
+def commit(root: Path, message: str) -> None:
+    """``git commit`` of the index with memrepo's hooks run here (see the module doc)."""
+    validate_staged(root)
+    no_hooks = ["-c", f"core.hooksPath={os.devnull}"]
+    git.git([*no_hooks, "commit", "-q", "--no-verify", "--no-edit", "-F", "-"], root, input=message)
+    try:  # like the post-commit hook: the index never fails a commit (errors are logged)
+        from memrepo.index.hook import on_git_event
+
+        if (root / "memory-config.yaml").is_file():
+            on_git_event(root, "post-commit")
+    except Exception:
+        pass
