@@ -163,3 +163,14 @@ def test_llm_message_prints_the_token_and_cost_line(crepo: Path, monkeypatch, ca
     assert "LLM: 1 calls, 0 cached, $0." in err and "claude-haiku-4-5: 1 calls" in err
     r = committer.run(crepo, use_llm=False)
     assert r.llm_usage is None  # no LLM asked, no line
+
+
+def test_files_in_new_directories_are_found(crepo: Path) -> None:
+    """git shows a new directory as ``dir/`` (so its untracked cache works): its files count."""
+    ctx = crepo / "knowledge/projects/garden/context.md"
+    ctx.parent.mkdir(parents=True)
+    ctx.write_text("---\ntype: project_context\n---\n# Garden\n\n- raised beds in spring\n")
+    (crepo / "scratch" / "tmp").mkdir(parents=True, exist_ok=True)
+    (crepo / "scratch" / "tmp" / "x.md").write_text("scratch\n")
+    take, skipped = committer.candidates(crepo)
+    assert take == ["knowledge/projects/garden/context.md"] and skipped == []

@@ -41,10 +41,17 @@ def _head_indexed(root: Path) -> str:
 def test_own_commit_validates_and_indexes_in_process(crepo: Path, spy: list[Path]) -> None:
     assert inline_hooks.only_memrepo_hooks(crepo)
     sync(crepo)
+    before = run_git(crepo, "rev-parse", "HEAD").stdout.strip()
     (crepo / "knowledge/reference/runbook.md").write_text(NOTE)
-    sha = committer.commit_paths(crepo, ["knowledge/reference/runbook.md"], "memory: runbook\n")
+    msg = "memory: runbook  \n\n\nSession: x\n\n"
+    sha = committer.commit_paths(crepo, ["knowledge/reference/runbook.md"], msg)
     assert spy == [crepo]
     assert sha == run_git(crepo, "rev-parse", "HEAD").stdout.strip()
+    # the plumbing commit is what `git commit` makes: parent, cleaned message, reflog, index
+    assert run_git(crepo, "log", "-1", "--format=%P%n%B").stdout == f"{before}\nmemory: runbook\n\nSession: x\n\n"
+    assert run_git(crepo, "reflog", "-1", "--format=%gs").stdout.strip() == "commit: memory: runbook"
+    assert run_git(crepo, "status", "--porcelain", "--", "knowledge").stdout == ""
+    assert run_git(crepo, "symbolic-ref", "HEAD").stdout.strip() == "refs/heads/main"
     assert _head_indexed(crepo) == sha  # the post-commit work ran here
 
     bad = NOTE + "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"
