@@ -8,6 +8,7 @@ must stay cheap: one compiled pass per rule over the staged text.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -21,14 +22,25 @@ ALLOW_MARKER = "memrepo: allow-secret"
 @dataclass(frozen=True)
 class Rule:
     kind: str
-    pattern: re.Pattern[str]
+    source: str
+    keywords: tuple[str, ...]  # lower case; every match contains one (gitleaks' prefilter)
+    flags: int = 0
     min_entropy: float = 0.0  # for generic rules: bits per character of the value
     prose: bool = False  # a value found in a sentence must look like one, not a word
 
+    @functools.cached_property
+    def pattern(self) -> re.Pattern[str]:
+        """Compiled on first use: most texts hold none of a rule's keywords, and compiling
+        every rule costs ~10 ms of each ``capture append``."""
+        return re.compile(self.source, self.flags)
 
-def _r(kind: str, pattern: str, flags: int = 0, min_entropy: float = 0.0,
+    def may_match(self, lowered: str) -> bool:
+        return any(k in lowered for k in self.keywords)
+
+
+def _r(kind: str, pattern: str, keywords: str, flags: int = 0, min_entropy: float = 0.0,
        prose: bool = False) -> Rule:
-    return Rule(kind, re.compile(pattern, flags), min_entropy, prose)
+    return Rule(kind, pattern, tuple(keywords.split()), flags, min_entropy, prose)
 
 
 #: Names a password is stored under, as the last part of a key (``db_password``,
@@ -45,35 +57,45 @@ RULES: tuple[Rule, ...] = (
         "private-key",
         r"(?P<s>-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
         r"(?:[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)?)",
+        "private",
     ),
-    _r("aws-access-key", r"\b(?P<s>(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z0-9]{16})\b"),
+    _r("aws-access-key", r"\b(?P<s>(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z0-9]{16})\b",
+       "akia asia agpa aida aroa aipa anpa anva"),
     _r(
         "aws-secret-key",
         r"aws.{0,20}?(?:secret|key).{0,20}?[:=]\s*[\"']?(?P<s>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
+        "aws",
         re.IGNORECASE,
     ),
-    _r("github-token", r"\b(?P<s>gh[pousr]_[A-Za-z0-9]{36,255})\b"),
-    _r("github-token", r"\b(?P<s>github_pat_[A-Za-z0-9_]{22,255})\b"),
-    _r("gitlab-token", r"\b(?P<s>glpat-[A-Za-z0-9_-]{20,})"),
+    _r("github-token", r"\b(?P<s>gh[pousr]_[A-Za-z0-9]{36,255})\b", "ghp_ gho_ ghu_ ghs_ ghr_"),
+    _r("github-token", r"\b(?P<s>github_pat_[A-Za-z0-9_]{22,255})\b", "github_pat_"),
+    _r("gitlab-token", r"\b(?P<s>glpat-[A-Za-z0-9_-]{20,})", "glpat-"),
     _r(
         "slack-webhook",
         r"(?P<s>https://hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+)",
+        "hooks.slack.com",
     ),
-    _r("slack-token", r"\b(?P<s>xox[abposr]-[A-Za-z0-9-]{10,})"),
-    _r("anthropic-api-key", r"\b(?P<s>sk-ant-[A-Za-z0-9_-]{20,})"),
-    _r("openai-api-key", r"\b(?P<s>sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,})"),
-    _r("google-api-key", r"\b(?P<s>AIza[0-9A-Za-z_-]{35})(?![0-9A-Za-z_-])"),
-    _r("stripe-key", r"\b(?P<s>(?:sk|rk)_(?:live|test)_[0-9a-zA-Z]{16,})"),
-    _r("jwt", r"\b(?P<s>eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"),
+    _r("slack-token", r"\b(?P<s>xox[abposr]-[A-Za-z0-9-]{10,})", "xox"),
+    _r("anthropic-api-key", r"\b(?P<s>sk-ant-[A-Za-z0-9_-]{20,})", "sk-ant-"),
+    _r(
+        "openai-api-key",
+        r"\b(?P<s>sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,})",
+        "sk-",
+    ),
+    _r("google-api-key", r"\b(?P<s>AIza[0-9A-Za-z_-]{35})(?![0-9A-Za-z_-])", "aiza"),
+    _r("stripe-key", r"\b(?P<s>(?:sk|rk)_(?:live|test)_[0-9a-zA-Z]{16,})", "_live_ _test_"),
+    _r("jwt", r"\b(?P<s>eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})", "eyj"),
     _r(
         "url-credentials",
         r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@\"'<>]{1,100}:(?P<s>[^\s:/@\"'<>]{3,200})@[A-Za-z0-9.-]",
+        "://",
         re.IGNORECASE,
     ),
     _r(
         "generic-secret",
         r"(?:api[_-]?key|apikey|secret|token|passw(?:or)?d|access[_-]?key|auth[_-]?key|client[_-]?secret)"
         r"[A-Za-z0-9_-]{0,20}[\"']?\s*(?::|=|=>|:=)\s*[\"']?(?P<s>[A-Za-z0-9/+_.=~-]{16,})",
+        "key secret token passw",
         re.IGNORECASE,
         min_entropy=3.5,
     ),
@@ -82,6 +104,7 @@ RULES: tuple[Rule, ...] = (
     _r(
         "password",
         rf"(?<![A-Za-z0-9]){_PASSWORD_KEY}[\"']?[ \t]*(?::|=|=>|:=)[ \t]*[\"']?{_PASSWORD_VALUE}",
+        "passw passphrase pwd",
         re.IGNORECASE,
     ),
     # prose: "the staging admin password is hunter2" (the value must look like one)
@@ -90,6 +113,7 @@ RULES: tuple[Rule, ...] = (
         rf"\bpass(?:word|phrase|wd)\b{_FOR_WHAT}[ \t]+(?:has been (?:set|changed) to"
         rf"|(?:was |is )?(?:set|changed|reset) to|is now|is still|is|was)[ \t]*:?[ \t]+[\"'`]?"
         + _PASSWORD_VALUE,
+        "passw passphrase",
         re.IGNORECASE,
         prose=True,
     ),
@@ -165,7 +189,10 @@ def find_secrets(text: str, allowlist: Iterable[str] = ()) -> list[Finding]:
     """Every secret in ``text``, leftmost first, overlapping hits merged (first rule wins)."""
     allow = [re.compile(p) for p in allowlist]
     hits: list[Finding] = []
+    lowered = text.lower()
     for rule in RULES:
+        if not rule.may_match(lowered):
+            continue
         for m in rule.pattern.finditer(text):
             value = m.group("s")
             if not _plausible(rule, value) or any(a.search(value) for a in allow):

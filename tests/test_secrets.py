@@ -115,3 +115,24 @@ def test_states_credential_is_looser_for_extraction() -> None:
     assert states_credential("The PIN is 4321.")
     assert not states_credential("The API token was rotated yesterday.")
     assert not states_credential("The password is stored in the team vault.")
+
+
+def test_the_keyword_prefilter_never_hides_a_match() -> None:
+    """A rule runs only on text holding one of its keywords: every match must hold one."""
+    from memrepo.secrets import RULES
+
+    texts = [f"x {v} y" for v in SAMPLES.values()] + [
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----",
+        "postgres://admin:s3cr3tPassw0rd@db.example.com/app",
+        "API-KEY := 'q8Zr2Lm4Xv9Tn1Pw7Ks3'",
+        "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXX",
+        "GITHUB_PAT_" + "a" * 30, "glpat-" + "x" * 20, "smtp.pwd=Zx9!kk", "PassPhrase: Zx9!kkQ",
+        "the PASSWD is Zx9!kkQ", "rk_test_" + "a1" * 10,
+    ]
+    for text in texts:
+        lowered = text.lower()
+        for rule in RULES:
+            if rule.pattern.search(text):
+                assert rule.may_match(lowered), (rule.kind, text)
+    assert find_secrets("nothing to see: a plain sentence about keys and tokens") == []
