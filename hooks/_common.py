@@ -85,6 +85,17 @@ class Context:
         self._text: dict[str, str | None] = {}
         self._docs: dict[str, formats.Document | None] = {}
         self._seen: set[tuple[str, ...]] = set()
+        #: Every staged change against HEAD, when the caller already asked git for it
+        #: (the direct hook): the transcripts check then needs no second index read.
+        self.staged_rows: list[tuple[str, str, str | None]] | None = None
+
+    def staged_status(self, prefix: str) -> list[tuple[str, str, str | None]]:
+        """Staged (status, path, new path) rows under ``prefix``."""
+        if self.staged_rows is None:
+            from memrepo import git
+
+            return git.staged_status(self.root, prefix)
+        return [r for r in self.staged_rows if r[1].startswith(prefix)]
 
     def _load_config(self) -> Config:
         """The repo's config; a broken one is reported and the defaults are used instead."""

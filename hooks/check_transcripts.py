@@ -188,7 +188,7 @@ def check(paths: Sequence[str], ctx: Context) -> None:
     """Shape of the named transcripts; history of every staged one; no deletes or renames."""
     named = [p for p in paths if formats.is_transcript(p)]
     staged: list[str] = []
-    for status, path, new_path in git.staged_status(ctx.root, formats.TRANSCRIPT_ROOT):
+    for status, path, new_path in ctx.staged_status(formats.TRANSCRIPT_ROOT):
         if not formats.is_transcript(path):
             continue  # .gitkeep and the like
         if status == "D":

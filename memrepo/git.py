@@ -106,21 +106,13 @@ def read_blobs(root: str | Path, revs: Iterable[str]) -> dict[str, bytes | None]
 
 
 def staged_status(root: str | Path, *pathspecs: str) -> list[tuple[str, str, str | None]]:
-    """Staged changes against HEAD as (status letter, path, new path for renames)."""
+    """Staged changes against HEAD as (status letter, path, new path for renames); none
+    without a HEAD (an unborn branch, or not a repository)."""
     if head(root) is None:
         return []
     out = git(
-        [
-            "diff",
-            "--cached",
-            "--name-status",
-            "-M",
-            "-z",
-            "--no-ext-diff",
-            "HEAD",
-            "--",
-            *pathspecs,
-        ],
+        ["diff", "--cached", "--name-status", "-M", "-z", "--no-ext-diff", "HEAD", "--",
+         *pathspecs],
         root,
     )
     return parse_name_status(out)

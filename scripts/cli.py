@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         if os.environ.get("MEMORY_DEBUG"):
             raise
-        click.echo(f"memory: {_system_error(exc)}", err=True)
+        click.echo(f"memory: {system_error(exc)}", err=True)
         return 1
     except click.exceptions.Abort:
         click.echo("Aborted!", err=True)
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> Any:
         return exc.exit_code
 
 
-def _system_error(exc: OSError | UnicodeDecodeError) -> str:
+def system_error(exc: OSError | UnicodeDecodeError) -> str:
     """One line naming the file (when the OS says which) and what went wrong."""
     if isinstance(exc, UnicodeDecodeError):
         byte = exc.object[exc.start : exc.start + 1].hex()

@@ -55,6 +55,26 @@ def _hooks_check(repo: MemoryRepo) -> Check:
     return Check("git hooks", True, f"installed {how}: " + ", ".join(status))
 
 
+#: From this many tracked files on, the pre-commit framework's own work-tree scans cost
+#: more than the validators (bench/bench_commit.py: 0.4 s per commit at 10K, 1 s at 100K).
+BIG_REPO_FILES = 20_000
+
+
+def _runner_advice(repo: MemoryRepo) -> list[Check]:
+    """A warning, never a failure: a big repo committing through the pre-commit framework."""
+    if _runner(repo) != "pre-commit" or git.toplevel(repo.root) is None:
+        return []
+    n = git.git(["ls-files", "-z"], repo.root, check=False).count("\0")
+    if n < BIG_REPO_FILES:
+        return []
+    return [Check(
+        "hook runner", False,
+        f"{n:,} tracked files: the pre-commit framework scans them all several times per "
+        "commit; the direct runner costs what the commit changes",
+        "memory init --hooks direct", warning=True,
+    )]
+
+
 def _runner(repo: MemoryRepo) -> str:
     try:
         return repo.config["git"]["hook_runner"]
@@ -99,6 +119,7 @@ def foundation_checks(repo: MemoryRepo) -> list[Check]:
         _config_check(repo),
         _layout_check(repo),
         _hooks_check(repo),
+        *_runner_advice(repo),
         _memory_on_path_check(),
         _lfs_check(repo),
     ]

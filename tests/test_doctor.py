@@ -41,3 +41,18 @@ def test_invalid_config_makes_the_repo_unhealthy(memrepo_root: Path) -> None:
     proc = run_memory(memrepo_root, "doctor")
     assert proc.returncode == 1
     assert "memory-config.yaml:2: 'search.vector_weight' must be a number" in proc.stdout
+
+
+def test_a_big_repo_on_the_pre_commit_runner_gets_advice_not_a_failure(
+    memrepo_root: Path, monkeypatch
+) -> None:
+    from memrepo.scripts import doctor
+
+    from memrepo.repo import discover
+
+    repo = discover(memrepo_root)
+    assert doctor._runner_advice(repo) == []  # a fresh repo is small
+    monkeypatch.setattr(doctor, "BIG_REPO_FILES", 3)
+    (advice,) = doctor._runner_advice(repo)
+    assert advice.warning and not advice.ok and advice.fix == "memory init --hooks direct"
+    assert "tracked files" in advice.detail

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 import pytest
 import yaml
 from memrepo.hooks import pre_commit
+from memrepo.hooks.dispatch import VALIDATORS
 from memrepo.hooks.pre_commit import main
-from memrepo.scripts.hook import VALIDATORS
 
 if TYPE_CHECKING:
     from conftest import VRepo

@@ -1,0 +1,112 @@
+"""The two hot paths, served without Click: ``memory hook NAME`` and ``capture append``.
+
+Git runs ``memory hook …`` on every commit and a harness runs ``capture append`` on every
+turn; importing Click and the command tree costs ~20 ms of each. Only plain forms are
+taken here:
+
+    memory hook NAME [ARGS…]            (NAME a validator, a post-* event or pre-receive)
+    memory [--repo PATH] capture append --session ID --role user|agent|system [--memory] [TEXT]
+
+(``--opt value`` or ``--opt=value``; TEXT or stdin). Anything else (``--at``, ``--help``, a
+typo, a missing option) goes to the Click commands, which stay the one definition of the
+interface, its help and its usage errors.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+ROLES = ("user", "agent", "system")
+
+
+def parse_append(argv: Sequence[str]) -> dict[str, object] | None:
+    """The append call ``argv`` makes, or None when it is not the plain form."""
+    args = list(argv)
+    repo = os.environ.get("MEMORY_REPO")
+    if args[:1] == ["--repo"] and len(args) > 1:
+        repo, args = args[1], args[2:]
+    elif args and args[0].startswith("--repo="):
+        repo, args = args[0].split("=", 1)[1], args[1:]
+    if args[:2] != ["capture", "append"]:
+        return None
+    opts: dict[str, str | None] = {"--session": os.environ.get("MEMORY_SESSION"), "--role": None}
+    memory, text = False, None
+    rest, i = args[2:], 0
+    while i < len(rest):
+        arg = rest[i]
+        key, eq, value = arg.partition("=")
+        if arg == "--memory":
+            memory = True
+        elif key in opts:
+            if not eq:
+                if i + 1 >= len(rest):
+                    return None
+                i += 1
+                value = rest[i]
+            opts[key] = value
+        elif arg.startswith("-") or text is not None:
+            return None  # another option, "-", "--", or a second TEXT: Click decides
+        else:
+            text = arg
+        i += 1
+    if not opts["--session"] or opts["--role"] not in ROLES:
+        return None
+    if text is None and (sys.stdin is None or sys.stdin.isatty()):
+        return None
+    return {"repo": repo, "session": opts["--session"], "role": opts["--role"],
+            "memory": memory, "text": text}
+
+
+def is_hook(argv: Sequence[str]) -> bool:
+    """``hook NAME …`` with a known NAME and no request for help."""
+    if len(argv) < 2 or argv[0] != "hook" or "--help" in argv:
+        return False
+    from memrepo.hooks.dispatch import NAMES
+
+    return argv[1] in NAMES
+
+
+def run(argv: Sequence[str]) -> int | None:
+    """Exit status of the fast path, or None when Click must handle ``argv``."""
+    hook = is_hook(argv)
+    call = None if hook else parse_append(argv)
+    if not hook and call is None:
+        return None
+    from memrepo.errors import MemrepoError
+
+    try:
+        if hook or call is None:
+            from memrepo.hooks import dispatch
+
+            return dispatch.run(argv[1], argv[2:])
+        from memrepo import capture
+        from memrepo.repo import discover
+
+        text = call["text"] if call["text"] is not None else sys.stdin.read()
+        count = capture.append(discover(call["repo"]).root, str(call["session"]),
+                               str(call["role"]), str(text), memory=bool(call["memory"]))
+    except MemrepoError as exc:
+        print(f"memory: {exc}", file=sys.stderr)
+        return 1
+    except (OSError, UnicodeDecodeError) as exc:
+        if os.environ.get("MEMORY_DEBUG"):
+            raise
+        from memrepo.scripts.cli import system_error
+
+        print(f"memory: {system_error(exc)}", file=sys.stderr)
+        return 1
+    if count:
+        print(f"redacted {count} secret(s)", file=sys.stderr)
+    return 0
+
+
+def main() -> None:
+    """The ``memory`` console script: the fast path, else the Click group."""
+    code = run(sys.argv[1:])
+    if code is None:
+        from memrepo.scripts.cli import run as click_run
+
+        click_run()
+    sys.exit(code)
