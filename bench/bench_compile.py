@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from memrepo.resources import memory_command
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
@@ -42,11 +44,6 @@ TEMPLATES = (
     "summarise what we know about {a}",
     "the {a} deploy failed again, check {b}",
 )
-
-
-def memory_cmd() -> list[str]:
-    exe = Path(sys.executable).with_name("memory")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "memrepo.scripts.cli"]
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -69,7 +66,7 @@ def queries(n: int, seed: int = 6) -> list[str]:
 def ensure_index(repo: Path) -> None:
     """``memory index`` (incremental; a rebuild when missing or of an older schema)."""
     print(f"updating the search index of {repo} …", file=sys.stderr)
-    subprocess.run([*memory_cmd(), "index"], cwd=repo, check=True, capture_output=True)
+    subprocess.run([*memory_command(), "index"], cwd=repo, check=True, capture_output=True)
 
 
 def bench_in_process(repo: Path, qs: list[str], rounds: int) -> dict[str, float]:
@@ -109,7 +106,7 @@ def process_env(pyc: bool, cache: Path) -> dict[str, str]:
 
 
 def bench_process(repo: Path, qs: list[str], env: dict[str, str]) -> dict[str, float]:
-    cmd = [*memory_cmd(), "compile"]
+    cmd = [*memory_command(), "compile"]
     subprocess.run([*cmd, qs[0], "--json"], cwd=repo, env=env, capture_output=True)  # warm
     times = []
     for q in qs:

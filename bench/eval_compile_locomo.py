@@ -33,6 +33,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from memrepo.resources import memory_command
+
 HERE = Path(__file__).resolve().parent
 EVAL = HERE.parent.parent / "shared" / "eval"
 HARNESS = EVAL / "locomo_retrieval.py"
@@ -50,11 +52,6 @@ def harness() -> ModuleType:
     return mod
 
 
-def memory_cmd() -> list[str]:
-    exe = Path(sys.executable).with_name("memory")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "memrepo.scripts.cli"]
-
-
 def make_repo(root: Path, settings: dict[str, object]) -> None:
     """The harness corpus as a memory repo: config (defaults + ``--set``), a commit, an index."""
     lines = ["search:"] + [f"  {k}: {json.dumps(v)}" for k, v in settings.items()]
@@ -64,7 +61,7 @@ def make_repo(root: Path, settings: dict[str, object]) -> None:
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
     subprocess.run(["git", "add", "-A"], cwd=root, check=True)
     subprocess.run([*GIT, "commit", "-q", "--no-verify", "-m", "corpus"], cwd=root, check=True)
-    subprocess.run([*memory_cmd(), "index"], cwd=root, check=True, capture_output=True)
+    subprocess.run([*memory_command(), "index"], cwd=root, check=True, capture_output=True)
 
 
 def inside(loc: Any, spans: dict[str, list[tuple[int, int]]]) -> bool:

@@ -21,14 +21,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from memrepo.resources import memory_command
+
 HERE = Path(__file__).resolve().parent
 HARNESS = HERE.parent.parent / "shared" / "eval" / "locomo_retrieval.py"
 GIT = ["git", "-c", "user.name=eval", "-c", "user.email=eval@example.com"]
-
-
-def memory_cmd() -> list[str]:
-    exe = Path(sys.executable).with_name("memory")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "memrepo.scripts.cli"]
 
 
 def prepare(settings: dict[str, object]) -> int:
@@ -39,7 +36,7 @@ def prepare(settings: dict[str, object]) -> int:
     subprocess.run(["git", "init", "-q"], check=True)
     subprocess.run(["git", "add", "-A"], check=True)
     subprocess.run([*GIT, "commit", "-q", "--no-verify", "-m", "corpus"], check=True)
-    return subprocess.run([*memory_cmd(), "index"], stdout=subprocess.DEVNULL).returncode
+    return subprocess.run([*memory_command(), "index"], stdout=subprocess.DEVNULL).returncode
 
 
 def parse_set(items: list[str]) -> dict[str, object]:
@@ -68,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     sets = " ".join(f"--set {shlex.quote(s)}" for s in args.set)
     me = shlex.quote(str(Path(__file__).resolve()))
     index_cmd = f"{shlex.quote(sys.executable)} {me} --prepare {sets}"
-    search_cmd = " ".join(shlex.quote(x) for x in memory_cmd()) + " search --batch --json"
+    search_cmd = " ".join(shlex.quote(x) for x in memory_command()) + " search --batch --json"
     cmd = [
         sys.executable,
         str(HARNESS),

@@ -16,3 +16,12 @@ def skeleton_dir() -> Path:
 
 def template_text(name: str) -> str:
     return (templates_dir() / name).read_text(encoding="utf-8")
+
+
+def memory_command() -> list[str]:
+    """How this interpreter runs ``memory``: the script installed beside it, else
+    ``python -m memrepo`` (a ``--user`` or odd install may put scripts elsewhere)."""
+    import sys
+
+    exe = Path(sys.executable).with_name("memory")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "memrepo"]

@@ -29,7 +29,6 @@ import json
 import re
 import shlex
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from memrepo.config import load_config
 from memrepo.errors import ConfigError
 from memrepo.locks import LockBusy, file_lock
 from memrepo.repo import CONFIG_FILE
+from memrepo.resources import memory_command
 
 LOCK = ".memrepo/schedule.lock"
 LOG = ".memrepo/schedule.log"
@@ -127,11 +127,6 @@ def next_run(expr: str, after: dt.datetime) -> dt.datetime:
     return croniter(expr, after.replace(tzinfo=None)).get_next(dt.datetime)
 
 
-def memory_argv() -> list[str]:
-    exe = Path(sys.executable).parent / "memory"
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "memrepo.scripts.cli"]
-
-
 def log_event(root: Path, event: dict[str, Any]) -> None:
     path = root / LOG
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -159,7 +154,7 @@ def _run_locked(root: Path, job: Job) -> int:
     start = _now()
     code, detail = 0, ""
     for step in job.steps:
-        proc = subprocess.run([*memory_argv(), "--repo", str(root), *step],
+        proc = subprocess.run([*memory_command(), "--repo", str(root), *step],
                               capture_output=True, text=True)
         out = (proc.stderr or proc.stdout).strip()
         if proc.returncode and not code:
@@ -217,7 +212,7 @@ def _cron_quote(arg: str) -> str:
 
 def crontab_lines(root: Path) -> list[str]:
     """One line per job, calling ``memory schedule run --job NAME`` (same lock and log)."""
-    cmd = " ".join(_cron_quote(a) for a in [*memory_argv(), "--repo", str(root)])
+    cmd = " ".join(_cron_quote(a) for a in [*memory_command(), "--repo", str(root)])
     out = []
     for job in jobs(root):
         out.append(f"{job.cron} {cmd} schedule run --job {_cron_quote(job.name)} "

@@ -110,3 +110,7 @@ def system_error(exc: OSError | UnicodeDecodeError) -> str:
 
 def run() -> None:
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

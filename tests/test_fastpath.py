@@ -85,3 +85,16 @@ def test_the_console_script_serves_hooks_without_importing_click(crepo: Path) ->
     assert out.stdout.split() == ["0", "False"], out.stderr
     helped = run_memory(crepo, "hook", "post-commit", "--help")
     assert helped.returncode == 0 and "Usage: memory hook" in helped.stdout
+
+
+def test_python_dash_m_memrepo_is_the_memory_command(crepo: Path) -> None:
+    """What the scheduler runs when the ``memory`` script is not beside the interpreter."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "memrepo", "--version"], cwd=crepo,
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.startswith("memory, version ")
+    hooked = subprocess.run([sys.executable, "-m", "memrepo", "hook", "post-commit"], cwd=crepo,
+                            capture_output=True, text=True)
+    assert hooked.returncode == 0, hooked.stderr
