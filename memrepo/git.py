@@ -118,6 +118,33 @@ def staged_status(root: str | Path, *pathspecs: str) -> list[tuple[str, str, str
     return parse_name_status(out)
 
 
+def staged_blobs(root: str | Path) -> list[tuple[str, str, str | None, str]]:
+    """Every staged change against HEAD (or, on an unborn branch, everything staged) as
+    (status letter, path, new path for renames, staged blob sha).
+
+    The blob shas let the content be read by sha: ``cat-file`` then never loads the index,
+    which costs as much as the repo is big (25 ms at 100K files).
+    """
+    against = ["HEAD"] if head(root) is not None else []
+    out = git(["diff", "--cached", "--raw", "-M", "-z", "--no-ext-diff", "--no-abbrev",
+               *against], root)
+    fields = out.split("\0")
+    rows: list[tuple[str, str, str | None, str]] = []
+    i = 0
+    while i < len(fields) - 1:
+        meta = fields[i].split()
+        if len(meta) < 5:
+            break
+        sha, status = meta[3], meta[4][:1]
+        if status in ("R", "C"):
+            rows.append((status, fields[i + 1], fields[i + 2], sha))
+            i += 3
+        else:
+            rows.append((status, fields[i + 1], None, sha))
+            i += 2
+    return rows
+
+
 def parse_name_status(out: str) -> list[tuple[str, str, str | None]]:
     """Rows of ``--name-status -z`` output as (status letter, path, new path for R/C)."""
     fields = out.split("\0")
