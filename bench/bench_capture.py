@@ -14,6 +14,7 @@ at the end. It works in its own clone of that repo (with the hooks installed by
 
     python bench/bench_capture.py                   # 100K files, 5 rounds
     python bench/bench_capture.py --size 10000 --rounds 10
+    python bench/bench_capture.py --memory /tmp/wheel-venv/bin/memory   # a wheel install
 """
 
 from __future__ import annotations
@@ -68,13 +69,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--memory", help="the memory script to time (default: this venv's); an "
+                    "editable install pays ~10 ms per process for its import finder, so "
+                    "time a wheel install too: pip wheel . && pip install the wheel in a venv")
     args = ap.parse_args()
     repo = work_repo(args.size)
-    memory = str(BIN / "memory")
+    memory = args.memory or str(BIN / "memory")
+    python = str(Path(memory).with_name("python")) if args.memory else sys.executable
     start_head = git(repo, "rev-parse", "HEAD").strip()
     print(f"repo: {repo} ({args.size} files), {args.rounds} rounds")
     try:
-        floor = [timed([sys.executable, "-c", "pass"], repo) for _ in range(args.rounds * 2)]
+        floor = [timed([python, "-c", "pass"], repo) for _ in range(args.rounds * 2)]
         version = [timed([memory, "--version"], repo) for _ in range(args.rounds * 2)]
         appends, ends, commits = [], [], []
         for r in range(args.rounds):

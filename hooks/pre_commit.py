@@ -47,14 +47,16 @@ CHECKS: tuple[tuple[str, CheckFn], ...] = tuple(
 )
 
 
-def staged_context(root: Path) -> tuple[list[str], BlobContext]:
+def staged_context(
+    root: Path, raw: list[git.StagedRow] | None = None
+) -> tuple[list[str], BlobContext]:
     """The staged paths and a Context serving their staged content (and the staged config).
 
     One ``git diff --cached`` for everything (each command that reads the index costs as
     much as the repo is big: 25 ms at 100K files): it names the staged blobs, which are
     then read by sha, and the transcripts check takes its deletions and renames from it.
     """
-    raw = git.staged_blobs(root)
+    raw = git.staged_blobs(root) if raw is None else raw
     shas = {new or path: sha for status, path, new, sha in raw if status != "D"}
     config_rev = shas.get(CONFIG_FILE) or (
         f"HEAD:{CONFIG_FILE}" if git.head(root) is not None else f":{CONFIG_FILE}"

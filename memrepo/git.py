@@ -118,7 +118,10 @@ def staged_status(root: str | Path, *pathspecs: str) -> list[tuple[str, str, str
     return parse_name_status(out)
 
 
-def staged_blobs(root: str | Path) -> list[tuple[str, str, str | None, str]]:
+StagedRow = tuple[str, str, "str | None", str]
+
+
+def staged_blobs(root: str | Path, env: dict[str, str] | None = None) -> list[StagedRow]:
     """Every staged change against HEAD (or, on an unborn branch, everything staged) as
     (status letter, path, new path for renames, staged blob sha).
 
@@ -127,9 +130,9 @@ def staged_blobs(root: str | Path) -> list[tuple[str, str, str | None, str]]:
     """
     against = ["HEAD"] if head(root) is not None else []
     out = git(["diff", "--cached", "--raw", "-M", "-z", "--no-ext-diff", "--no-abbrev",
-               *against], root)
+               *against], root, env=env)
     fields = out.split("\0")
-    rows: list[tuple[str, str, str | None, str]] = []
+    rows: list[StagedRow] = []
     i = 0
     while i < len(fields) - 1:
         meta = fields[i].split()

@@ -66,22 +66,23 @@ def _config_is_memrepos(path: Path) -> bool:
     return True
 
 
-def validate_staged(root: Path) -> None:
+def validate_staged(root: Path, rows: list[git.StagedRow] | None = None) -> None:
     """The pre-commit validators over the staged content; warnings to stderr, errors raised
     the way a refused hook reads (``path:line: error: message [check]`` lines)."""
     from memrepo.hooks._common import run_checks
     from memrepo.hooks.pre_commit import CHECKS, staged_context
 
-    paths, ctx = staged_context(root)
+    paths, ctx = staged_context(root, rows)
     said = io.StringIO()
     if run_checks(CHECKS, paths, ctx, out=said):
         raise MemrepoError(f"the pre-commit checks refused the commit:\n{said.getvalue()}")
     sys.stderr.write(said.getvalue())  # warnings (MEMORY.md near its cap), as the hook shows
 
 
-def commit(root: Path, message: str) -> None:
-    """Commit the index with memrepo's hooks run here (see the module doc)."""
-    validate_staged(root)
+def commit(root: Path, message: str, rows: list[git.StagedRow] | None = None) -> None:
+    """Commit the index with memrepo's hooks run here (see the module doc); ``rows``: what
+    is staged, when the caller has just asked git."""
+    validate_staged(root, rows)
     _commit_index(root, message)
     try:  # like the post-commit hook: the index never fails a commit (errors are logged)
         from memrepo.index.hook import on_git_event

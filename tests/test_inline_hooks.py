@@ -20,9 +20,9 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     calls: list[Path] = []
     real = inline_hooks.commit
 
-    def commit(root: Path, message: str) -> None:
+    def commit(root: Path, message: str, rows: list | None = None) -> None:
         calls.append(root)
-        real(root, message)
+        real(root, message, rows)
 
     monkeypatch.setattr(inline_hooks, "commit", commit)
     return calls
