@@ -27,4 +27,5 @@ CheckFn = Callable[["MemoryRepo"], list[Check]]
 PROVIDERS: list[str] = [
     "memrepo.scripts.doctor:foundation_checks",
     "memrepo.scripts.capture:health_checks",
+    "memrepo.index.health:checks",
 ]

@@ -140,8 +140,9 @@ def run_checks(repo: MemoryRepo) -> list[Check]:
 
 
 def fix(repo: MemoryRepo) -> tuple[list[str], list[str]]:
-    """Re-run the idempotent parts of init (missing files and directories, the hooks) and
-    close sessions a crashed agent left open; (what was fixed, what could not be)."""
+    """Re-run the idempotent parts of init (missing files and directories, the hooks),
+    close sessions a crashed agent left open and bring the index to HEAD; (what was fixed,
+    what could not be)."""
     from memrepo.scripts.capture import close_stale_sessions
 
     done = [f"{a.status} {a.path}" for a in scaffold.lay_down(repo.root) if a.status != "found"]
@@ -151,6 +152,16 @@ def fix(repo: MemoryRepo) -> tuple[list[str], list[str]]:
     failed = []
     for ok, line in close_stale_sessions(repo):
         (done if ok else failed).append(line)
+    try:  # the index: brought to HEAD (rebuilt when its schema or embedder is not current)
+        from memrepo.index.indexer import sync
+
+        res = sync(repo.root, embedder_name=repo.config["search"]["embedder"])
+        if res is not None and res.mode != "noop":
+            done.append(f"index {res.mode} at {(res.commit or 'no commit')[:12]}")
+    except ImportError:
+        pass
+    except Exception as exc:  # reported, like any other repair that failed
+        failed.append(f"index: {exc}")
     return done, failed
 
 

@@ -43,12 +43,14 @@ def init(path: str, no_hooks: bool, no_commit: bool, runner: str | None, as_json
         runner = load_config(root)["git"]["hook_runner"]
         actions.append(scaffold.install_hooks(root, runner))
     sha = None if no_commit else scaffold.commit(root, actions)
+    index_note = None if no_commit else _first_index(root)
     on_path = scaffold.memory_on_path()
     if as_json:
         report = {
             "root": str(root),
             "actions": [asdict(a) for a in actions],
             "commit": sha,
+            "index": index_note,
             "memory_on_path": on_path,
         }
         click.echo(json.dumps(report, indent=2))
@@ -64,6 +66,8 @@ def init(path: str, no_hooks: bool, no_commit: bool, runner: str | None, as_json
         )
     if sha:
         click.echo(f"committed {sha}")
+    if index_note:
+        click.echo(index_note)
     if not changed:
         click.echo(f"{root} is already a memory repo; nothing changed.")
     else:
@@ -75,3 +79,29 @@ def init(path: str, no_hooks: bool, no_commit: bool, runner: str | None, as_json
             err=True,
         )
     return 0
+
+
+#: A first index is built by init up to this many tracked files; past it, a minute or more
+#: of indexing is left to an explicit ``memory index`` (the git hooks keep it current after).
+INIT_INDEX_MAX_FILES = 5000
+
+
+def _first_index(root: Path) -> str | None:
+    """Build memory.db when there is none, so that the hooks keep it current from now on
+    (they never build a first index: a commit must not wait minutes)."""
+    from memrepo import git
+    from memrepo.index.paths import db_path
+
+    if db_path(root).exists() or git.head(root) is None:
+        return None
+    files = git.git(["ls-files", "-z"], root, check=False).count("\0")
+    if files > INIT_INDEX_MAX_FILES:
+        return f"{files:,} files: run 'memory index' to build the search index"
+    try:
+        from memrepo.index.indexer import sync
+
+        res = sync(root, embedder_name=load_config(root)["search"]["embedder"])
+    except Exception as exc:  # init has done its job; the doctor reports the index
+        return f"search index not built ({exc}); run 'memory index'"
+    return f"indexed {res.files} files into memory.db" if res is not None else None
+

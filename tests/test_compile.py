@@ -8,10 +8,11 @@ import random
 from pathlib import Path
 
 import pytest
-from conftest import run_memory
+from conftest import run_git, run_memory
 
 from memrepo.compile import CompileRequest, compile_context
 from memrepo.compile.tokens import estimate_tokens
+from memrepo.index.indexer import sync
 from memrepo.repo import MemoryRepo
 
 TODAY = dt.date(2026, 3, 10)
@@ -19,9 +20,14 @@ WORDS = "alpha beta gamma delta deploy payment webhook stripe kubernetes tea gre
 
 
 def write(root: Path, rel: str, text: str) -> None:
+    """Write and commit a file, and index it as the post-commit hook would: P3 searches
+    the index, which holds what is committed."""
     p = root / rel
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(text, encoding="utf-8")
+    run_git(root, "add", "--", rel)
+    run_git(root, "commit", "-q", "--no-verify", "-m", f"memory: {rel}")
+    sync(root)
 
 
 def sections_text(rng: random.Random, n: int, width: int) -> str:

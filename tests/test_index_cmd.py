@@ -49,3 +49,20 @@ def test_config_embedder_change_is_reported(irepo: IRepo) -> None:
     assert json.loads(proc.stdout)["mode"] == "rebuild"
     by_name = {c.name: c for c in checks(MemoryRepo(irepo.root))}
     assert by_name["index embedder"].ok
+
+
+def test_memory_doctor_shows_the_index_and_fix_repairs_it(memrepo_root) -> None:
+    from conftest import run_git
+
+    proc = run_memory(memrepo_root, "doctor", "--json")
+    names = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
+    assert names["index commit"]["ok"] and names["vector mode"]["ok"], names  # init built it
+    (memrepo_root / "knowledge/reference/x.md").write_text("---\ntype: reference\n---\nx\n")
+    run_git(memrepo_root, "add", "-A")
+    run_git(memrepo_root, "commit", "-q", "--no-verify", "-m", "memory: x")
+    (memrepo_root / "memory.db").unlink()
+    proc = run_memory(memrepo_root, "doctor")
+    assert proc.returncode == 1 and "memory.db is missing" in proc.stdout
+    proc = run_memory(memrepo_root, "doctor", "--fix")
+    assert proc.returncode == 0, proc.stdout
+    assert "fixed: index rebuild at" in proc.stdout
