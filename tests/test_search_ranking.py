@@ -97,3 +97,24 @@ def test_superseded_entries_are_down_ranked_and_not_the_snippet(irepo: IRepo) ->
     assert ranked[0].score > next(h.score for h in ranked if "ledger/context" in h.path)
     billing = next(h for h in top(Settings(), "MySQL billing") if "billing" in h.path)
     assert billing.snippet.startswith("- 2024-03-05: Use PostgreSQL")  # the current entry
+
+
+def test_hybrid_fusion_keeps_every_keyword_match_above_unrelated_vectors() -> None:
+    """Seed 000's merge: scores divided by the best of their kind; sim <= 0 counts nothing."""
+    from memrepo.index.ranking import ChunkHit, FileInfo, fuse, rank
+
+    hits = [
+        ChunkHit(1, "a.md", 0, 1, 2, bm25=9.0, vector=0.9),
+        ChunkHit(2, "weak-keyword.md", 0, 1, 2, bm25=1.0, vector=-0.2),
+        ChunkHit(3, "vector-only.md", 0, 1, 2, bm25=0.0, vector=0.3),
+        ChunkHit(4, "unrelated.md", 0, 1, 2, bm25=0.0, vector=-0.5),
+        ChunkHit(5, "orthogonal.md", 0, 1, 2, bm25=0.0, vector=0.0),
+    ]
+    for fusion in ("weighted", "rrf"):
+        fuse(hits, Settings(fusion=fusion), have_vectors=True)
+        files = {p: FileInfo(p, None, None, "") for p in {h.path for h in hits}}
+        order = [r.path for r in rank(hits, files, {}, Settings(fusion=fusion), 10)]
+        assert order[0] == "a.md" and "weak-keyword.md" in order and "vector-only.md" in order
+        assert "unrelated.md" not in order and "orthogonal.md" not in order
+    fuse(hits, Settings(), have_vectors=True)
+    assert hits[1].fused > 0  # the weakest keyword match keeps its BM25 share

@@ -88,7 +88,7 @@ def _fuse(hits: list[ChunkHit], s: Settings, have_vectors: bool) -> None:
         return
     if s.fusion == "rrf":
         by_b = sorted((h for h in hits if h.bm25 > 0), key=lambda h: -h.bm25)
-        by_v = sorted((h for h in hits if h.vector is not None), key=lambda h: -(h.vector or 0))
+        by_v = sorted((h for h in hits if (h.vector or 0) > 0), key=lambda h: -(h.vector or 0))
         for h in hits:
             h.fused = 0.0
         for rank, h in enumerate(by_b):
@@ -96,19 +96,14 @@ def _fuse(hits: list[ChunkHit], s: Settings, have_vectors: bool) -> None:
         for rank, h in enumerate(by_v):
             h.fused += s.vector_weight / (s.rrf_k + rank + 1)
         return
-    bs = [h.bm25 for h in hits if h.bm25 > 0]
-    vs = [h.vector for h in hits if h.vector is not None]
-    blo, bhi = (min(bs), max(bs)) if bs else (0.0, 1.0)
-    vlo, vhi = (min(vs), max(vs)) if vs else (0.0, 1.0)
+    # Seed 000: each score divided by the best of its kind, so the weakest keyword match
+    # keeps its share (min-max would give it 0, below chunks that match no word at all);
+    # a similarity of 0 or less says "unrelated" and counts nothing.
+    bhi = max((h.bm25 for h in hits), default=0.0) or 1.0
+    vhi = max((h.vector or 0.0 for h in hits), default=0.0) or 1.0
     for h in hits:
-        b = (
-            (h.bm25 - blo) / (bhi - blo)
-            if h.bm25 > 0 and bhi > blo
-            else (1.0 if h.bm25 > 0 else 0.0)
-        )
-        v = 0.0
-        if h.vector is not None:
-            v = (h.vector - vlo) / (vhi - vlo) if vhi > vlo else 1.0
+        b = max(h.bm25, 0.0) / bhi
+        v = max(h.vector or 0.0, 0.0) / vhi
         h.fused = s.bm25_weight * b + s.vector_weight * v
 
 
@@ -137,7 +132,8 @@ def rank(
     today = today or dt.date.today()
     by_file: dict[str, list[ChunkHit]] = {}
     for h in sorted(hits, key=lambda h: -h.fused):
-        by_file.setdefault(h.path, []).append(h)
+        if h.fused > 0:  # neither a keyword match nor a related vector: not a result
+            by_file.setdefault(h.path, []).append(h)
     out: list[Ranked] = []
     for path, chunks in by_file.items():
         info = files.get(path) or FileInfo(path, None, None, "")
