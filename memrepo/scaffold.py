@@ -96,6 +96,27 @@ def ensure_git_repo(root: Path) -> Action | None:
     return Action("created", ".git", f"git repository (branch {branch or 'main'})")
 
 
+#: The identity a memory repo commits with when git has none (a fresh machine, a container):
+#: set in the repo's own config, never the user's global one.
+FALLBACK_NAME = "memrepo"
+FALLBACK_EMAIL = "memrepo@localhost"
+
+
+def ensure_identity(root: Path) -> Action | None:
+    """Give the repo an author identity when git has none, so init's commit (and every
+    later one an agent makes) does not fail on a machine nobody configured."""
+    if git.git(["var", "GIT_COMMITTER_IDENT"], root, check=False).strip():
+        return None
+    for key, value in (("user.name", FALLBACK_NAME), ("user.email", FALLBACK_EMAIL)):
+        if not git.git(["config", "--get", key], root, check=False).strip():
+            git.git(["config", key, value], root)
+    return Action(
+        "configured", "git identity",
+        f"{FALLBACK_NAME} <{FALLBACK_EMAIL}> for this repo (git had none; change it with "
+        "'git config user.name' and 'git config user.email')",
+    )
+
+
 def _merge_lines(existing: str, wanted: str) -> str | None:
     """``existing`` plus the lines of ``wanted`` it lacks (comments included), or None."""
     have = {line.strip() for line in existing.splitlines()}
@@ -288,7 +309,7 @@ def commit(root: Path, actions: list[Action]) -> str | None:
         a.path.rstrip("/")
         for a in actions
         if a.status in wanted
-        and a.path not in (".git", "git hooks")
+        and a.path not in (".git", "git hooks", "git identity")
         and not a.path.startswith("scratch")
         and (root / a.path).exists()
     ]

@@ -38,6 +38,9 @@ def init(path: str, no_hooks: bool, no_commit: bool, runner: str | None, as_json
     created_repo = scaffold.ensure_git_repo(root)
     if created_repo:
         actions.append(created_repo)
+    identity = scaffold.ensure_identity(root)
+    if identity:
+        actions.append(identity)
     actions += scaffold.lay_down(root, runner=runner)
     if not no_hooks:
         runner = load_config(root)["git"]["hook_runner"]

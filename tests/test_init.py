@@ -125,3 +125,25 @@ def test_init_refuses_a_subdirectory_of_another_repo(tmp_path: Path) -> None:
     assert "is inside the git repo" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (outer / "sub" / "memory-config.yaml").exists()
+
+
+def test_init_on_a_machine_without_a_git_identity(tmp_path: Path, monkeypatch) -> None:
+    """A fresh machine has no user.name/email: init gives the repo one (locally) and commits."""
+    home = tmp_path / "home"
+    home.mkdir()
+    empty = home / "gitconfig"
+    empty.write_text("[user]\n\tuseConfigOnly = true\n")  # no guessing from the hostname
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
+    monkeypatch.setenv("HOME", str(home))
+    for var in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME",
+                "GIT_COMMITTER_EMAIL", "EMAIL"):
+        monkeypatch.delenv(var, raising=False)
+    root = tmp_path / "mem"
+    proc = run_memory(tmp_path, "init", str(root))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "configured git identity" in proc.stdout
+    author = run_git(root, "log", "-1", "--format=%an <%ae>").stdout.strip()
+    assert author == "memrepo <memrepo@localhost>"
+    assert empty.read_text() == "[user]\n\tuseConfigOnly = true\n"  # global config untouched
+    again = run_memory(tmp_path, "init", str(root))
+    assert "configured git identity" not in again.stdout and "nothing changed" in again.stdout
