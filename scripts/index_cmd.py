@@ -55,17 +55,18 @@ def index(ctx: click.Context, rebuild: bool, as_json: bool) -> None:
         raise MemrepoError(f"{exc}; try again when it finishes") from None
     finally:
         bar.close()
-    if res is None:  # pragma: no cover - only with hook=True
-        return
+    if res is None:  # only a hook call returns None; said anyway, never silent
+        raise MemrepoError("another indexer is running; it will bring the index to HEAD")
     if as_json:
         click.echo(json.dumps(res.as_dict(), indent=1))
         return
     commit = (res.commit or "no commit")[:12]
+    notes = list(res.notes)
     if res.mode == "noop":
         click.echo(f"index is up to date with {commit}")
     elif res.mode == "rebuild":
         rate = res.files / res.seconds if res.seconds else 0
-        why = f" ({res.notes[0]})" if res.notes else ""
+        why = f" ({notes.pop(0)})" if notes else ""
         click.echo(
             f"rebuilt the index at {commit}{why}: {res.files} files, {res.chunks} chunks "
             f"in {res.seconds:.1f}s ({rate:.0f} files/s)"
@@ -75,6 +76,8 @@ def index(ctx: click.Context, rebuild: bool, as_json: bool) -> None:
             f"indexed {commit}: {res.added} added, {res.updated} changed, {res.removed} removed "
             f"in {res.seconds * 1000:.0f} ms"
         )
+    for note in notes:
+        click.echo(f"note: {note}")
     if res.embedded:
         click.echo(f"embedded {res.embedded} chunks")
     if res.pending_vectors:

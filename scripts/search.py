@@ -16,24 +16,34 @@ from typing import Any
 
 import click
 
-from memrepo.errors import MemrepoError
 from memrepo.repo import discover
 
 _AGO = re.compile(r"^(\d+)([dwmy])$")
 
 
 def _date(value: str | None, option: str) -> str | None:
-    """YYYY-MM-DD, an ISO datetime, or N{d,w,m,y} ago."""
+    """YYYY-MM-DD, an ISO datetime, or N{d,w,m,y} ago: the whole string is checked (a
+    typo in the time must not pass because only the date part is used)."""
     if not value:
         return None
-    m = _AGO.match(value.strip())
-    if m:
-        days = int(m.group(1)) * {"d": 1, "w": 7, "m": 30, "y": 365}[m.group(2)]
-        return (dt.date.today() - dt.timedelta(days=days)).isoformat()
+    text = value.strip()
+    m = _AGO.match(text)
     try:
-        return dt.date.fromisoformat(value.strip()[:10]).isoformat()
+        if m:
+            days = int(m.group(1)) * {"d": 1, "w": 7, "m": 30, "y": 365}[m.group(2)]
+            return (dt.date.today() - dt.timedelta(days=days)).isoformat()
+        if len(text) == 10:
+            return dt.date.fromisoformat(text).isoformat()
+        return dt.datetime.fromisoformat(text).date().isoformat()
+    except OverflowError:  # N ago before year 1, or past what a timedelta holds
+        raise click.BadParameter(
+            f"{value!r} reaches back before year 1", param_hint=option
+        ) from None
     except ValueError:
-        raise MemrepoError(f"{option} wants a date like 2026-01-31 or 7d, got {value!r}") from None
+        raise click.BadParameter(
+            f"wants a date like 2026-01-31, 2026-01-31T14:00 or 7d, got {value!r}",
+            param_hint=option,
+        ) from None
 
 
 def _print_text(hits: list[Any], explain: bool) -> None:
@@ -52,7 +62,14 @@ def _print_text(hits: list[Any], explain: bool) -> None:
 
 @click.command("search")
 @click.argument("query", required=False, default="")
-@click.option("--limit", "-n", default=10, show_default=True, help="Files to return.")
+@click.option(
+    "--limit",
+    "-n",
+    default=10,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Files to return.",
+)
 @click.option("--category", "-c", multiple=True, help="Only this category (repeatable, or a,b).")
 @click.option("--path", "path_glob", help="Only paths matching this glob, e.g. 'knowledge/*'.")
 @click.option("--since", help="Only files dated on or after (YYYY-MM-DD or 7d, 2w, 3m, 1y).")
@@ -110,19 +127,14 @@ def search(
             for line in sys.stdin:
                 if not line.strip():
                     continue
-                try:
-                    req = json.loads(line)
-                    qid, text, k = (
-                        req.get("id"),
-                        str(req.get("query", "")),
-                        int(req.get("k") or limit),
-                    )
-                except (ValueError, AttributeError, TypeError):
-                    click.echo(json.dumps({"id": None, "error": "not a JSON query object"}))
-                    continue
-                hits = run(text, k)
-                out = {"id": qid, "results": [h.as_json(explain) for h in hits]}
-                click.echo(json.dumps(out, ensure_ascii=False))
+                req = _batch_request(line, limit)
+                if "error" not in req:
+                    try:
+                        hits = run(req["query"], req["k"])
+                        req = {"id": req["id"], "results": [h.as_json(explain) for h in hits]}
+                    except (ValueError, OverflowError, sqlite3.Error) as exc:
+                        req = {"id": req["id"], "error": f"search failed: {exc}"}
+                click.echo(json.dumps(req, ensure_ascii=False))
             return
         hits = run(query, limit)
     finally:
@@ -133,6 +145,29 @@ def search(
         _print_text(hits, explain)
     if hits and cfg.get("record_hits", True):
         _record_hits(repo.root, hits)
+
+
+def _batch_request(line: str, limit: int) -> dict[str, Any]:
+    """``{"id", "query", "k"}`` checked, or ``{"id", "error"}`` (the id kept whenever the
+    line parsed): one bad line answers with an error and the batch goes on."""
+    try:
+        req = json.loads(line)
+    except (ValueError, RecursionError):
+        return {"id": None, "error": "not JSON"}
+    if not isinstance(req, dict):
+        return {"id": None, "error": "not a JSON query object"}
+    qid = req.get("id")
+    text = req.get("query", "")
+    if not isinstance(text, str):
+        return {"id": qid, "error": f"query must be a string, got {json.dumps(text)[:80]}"}
+    k = req.get("k")
+    if k is None:
+        k = limit
+    elif isinstance(k, float) and k.is_integer():
+        k = int(k)
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        return {"id": qid, "error": f"k must be a positive integer, got {json.dumps(k)[:80]}"}
+    return {"id": qid, "query": text, "k": k}
 
 
 def _record_hits(root: Any, hits: list[Any]) -> None:

@@ -7,8 +7,11 @@ so the next search ranks with it (seed 001).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -36,7 +39,9 @@ def remember(ctx: click.Context, text: str, tags: str) -> None:
     path = repo.path(rel)
     if path.exists():
         doc = formats.read_document(path, rel)
-        meta, body = doc.meta, doc.body
+        # a journal written by hand without frontmatter still gets what the validator needs
+        meta = {"type": "journal", "date": now.date(), **doc.meta}
+        body = doc.body
     else:
         meta, body = {"type": "journal", "date": now.date()}, f"\n## {now:%Y-%m-%d}\n"
     if tag_list:
@@ -54,38 +59,127 @@ def remember(ctx: click.Context, text: str, tags: str) -> None:
     click.echo(f"{rel}:{line}")
 
 
-def _signal(ctx: click.Context, ref: str, event: str) -> None:
-    from memrepo.index import signals
+def _repo_relative(root: Path, target: Path) -> str | None:
+    """``target`` (absolute) as a normalised repo path, or None when it is outside."""
+    norm = Path(os.path.normpath(target))
+    for base in (root, root.resolve()):
+        try:
+            return norm.relative_to(base).as_posix()
+        except ValueError:
+            pass
+    with contextlib.suppress(OSError, ValueError):
+        return norm.resolve().relative_to(root.resolve()).as_posix()
+    return None
+
+
+def _resolve_path(root: Path, given: str, indexed: Callable[[str], bool]) -> str:
+    """A REF's path as a repo path: relative to the current directory first (a shell's
+    tab completion), else to the repo root (what search prints)."""
+    if Path(given).is_absolute():
+        rel = _repo_relative(root, Path(given))
+        if rel is None:
+            raise MemrepoError(f"{given} is outside the memory repo {root}")
+        return rel
+    from_cwd = _repo_relative(root, Path.cwd() / given)
+    from_root = _repo_relative(root, root / given)
+    for rel in (from_cwd, from_root):
+        if rel is not None and rel != "." and ((root / rel).is_file() or indexed(rel)):
+            return rel
+    if from_root is None or from_root == ".":
+        raise MemrepoError(f"{given} is outside the memory repo {root}")
+    return from_root
+
+
+def _line_count(root: Path, rel: str, con: sqlite3.Connection | None) -> int | None:
+    """Lines of the working-tree file (what the user sees), else of the indexed one."""
+    with contextlib.suppress(OSError), open(root / rel, "rb") as fh:
+        return max(1, sum(1 for _ in fh))
+    if con is not None:
+        row = con.execute("SELECT lines FROM documents WHERE path = ?", (rel,)).fetchone()
+        if row is not None:
+            return int(row[0])
+    return None
+
+
+def _chunk_lines(root: Path, rel: str, con: sqlite3.Connection | None) -> list[int]:
+    """Start line of each chunk (``#N`` anchors): the index's, else the file's own chunking."""
+    if con is not None:
+        rows = con.execute(
+            "SELECT c.start_line FROM chunks c JOIN documents d ON d.id = c.doc_id "
+            "WHERE d.path = ? ORDER BY c.ord",
+            (rel,),
+        ).fetchall()
+        if rows:
+            return [r[0] for r in rows]
+    try:
+        data = (root / rel).read_bytes()
+    except OSError:
+        return []
+    from memrepo.index.indexer import parse
+
+    return [c.start_line for c in parse(rel, data).chunks]
+
+
+def _open_index(root: Path) -> sqlite3.Connection | None:
     from memrepo.index.paths import db_path
 
-    repo = discover((ctx.obj or {}).get("repo"))
-    r = signals.parse_ref(ref)
-    if Path(r.path).is_absolute():
-        try:
-            r.path = Path(r.path).resolve().relative_to(repo.root).as_posix()
-        except ValueError:
-            raise MemrepoError(f"{ref} is outside the memory repo {repo.root}") from None
-    con = None
-    if db_path(repo.root).exists():
-        from memrepo.index.db import connect
+    if not db_path(root).exists():
+        return None
+    from memrepo.index.db import connect
 
-        try:
-            con = connect(db_path(repo.root))
-        except sqlite3.DatabaseError:
-            con = None
     try:
-        known = repo.path(r.path).is_file()
-        if con is not None:
-            row = con.execute("SELECT id FROM documents WHERE path = ?", (r.path,)).fetchone()
-            known = known or row is not None
-            if r.ord is not None and row is not None:
-                span = con.execute(
-                    "SELECT start_line FROM chunks WHERE doc_id = ? AND ord = ?", (row[0], r.ord)
-                ).fetchone()
-                r.line = span[0] if span else None
-        if not known:
+        con = connect(db_path(root))
+        con.execute("SELECT 1 FROM documents LIMIT 1")
+    except sqlite3.DatabaseError:
+        return None
+    return con
+
+
+def _signal(ctx: click.Context, ref: str, event: str) -> None:
+    """Validate REF fully, then log the event: a bad REF writes nothing (the JSONL is
+    append-only, a wrong event stays forever)."""
+    from memrepo.index import signals
+    from memrepo.index.paths import is_indexed
+
+    repo = discover((ctx.obj or {}).get("repo"))
+    try:
+        r = signals.parse_ref(ref)
+    except signals.BadRef as exc:
+        raise MemrepoError(str(exc)) from None
+    con = _open_index(repo.root)
+    try:
+
+        def in_index(rel: str) -> bool:
+            if con is None:
+                return False
+            q = "SELECT 1 FROM documents WHERE path = ?"
+            return con.execute(q, (rel,)).fetchone() is not None
+
+        r.path = _resolve_path(repo.root, r.path, in_index)
+        if not is_indexed(r.path):
+            raise MemrepoError(
+                f"{r.path}: not a file search indexes (Markdown outside scratch/, "
+                "attachments/ and hidden folders)"
+            )
+        if not (repo.path(r.path).is_file() or in_index(r.path)):
             raise MemrepoError(f"{r.path}: no such file in the memory repo")
-        ev = {"event": event, "path": r.path}
+        if r.ord is not None:
+            starts = _chunk_lines(repo.root, r.path, con)
+            if r.ord >= len(starts):
+                raise MemrepoError(
+                    f"{r.path} has {len(starts)} chunk(s) (#0 to #{len(starts) - 1}), "
+                    f"no #{r.ord}"
+                    if starts
+                    else f"{r.path} has no chunks, so no #{r.ord}"
+                )
+            r.line = starts[r.ord]
+        elif r.line is not None:
+            count = _line_count(repo.root, r.path, con)
+            if r.line < 1:
+                raise MemrepoError(f"{ref}: lines are numbered from 1")
+            if count is not None and r.line > count:
+                raise MemrepoError(f"{r.path} has {count} line(s), no line {r.line}")
+        ev: dict[str, object] = {"event": event, "path": r.path}
         if r.line:
             ev["line"] = r.line
         where = signals.append(repo.root, [ev])

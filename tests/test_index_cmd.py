@@ -66,3 +66,33 @@ def test_memory_doctor_shows_the_index_and_fix_repairs_it(memrepo_root) -> None:
     proc = run_memory(memrepo_root, "doctor", "--fix")
     assert proc.returncode == 0, proc.stdout
     assert "fixed: index rebuild at" in proc.stdout
+
+
+def test_index_rebuild_waits_for_a_running_indexer_and_rebuilds(irepo_indexed: IRepo) -> None:
+    """The holder's loop takes whatever pending mark it finds: the waiting `memory index
+    --rebuild` must still rebuild and say so, not exit 0 silently."""
+    import subprocess
+    import time
+
+    from memrepo.index.lock import IndexLock
+    from memrepo.index.paths import state_dir
+
+    lock = IndexLock(state_dir(irepo_indexed.root / ".git"))
+    lock.acquire()
+    try:
+        waiting = subprocess.Popen(
+            ["memory", "index", "--rebuild"],
+            cwd=irepo_indexed.root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 1.5
+        while not lock.pending.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        lock.take_pending()  # what a holder's loop does before it lets go
+    finally:
+        lock.release()
+    out, err = waiting.communicate(timeout=60)
+    assert waiting.returncode == 0 and "Traceback" not in err, err
+    assert "rebuilt the index" in out

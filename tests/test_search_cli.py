@@ -167,3 +167,57 @@ def test_without_a_usable_index_search_still_answers(irepo_indexed: IRepo, damag
         before[0]["end_line"],
     )
     assert set(after[0]) == set(before[0])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--since", "99999999999999999d"], "before year 1"),
+        (["--since", "1000000d"], "before year 1"),
+        (["--until", "5000y"], "before year 1"),
+        (["--since", "2024-03-02T99:00"], "2024-03-02T99:00"),
+        (["--since", "2024-03-02junk"], "2024-03-02junk"),
+        (["--limit", "0"], "--limit"),
+        (["--limit", "-1"], "--limit"),
+    ],
+)
+def test_bad_options_are_clean_errors(irepo_indexed: IRepo, args: list[str], message: str) -> None:
+    proc = run_memory(irepo_indexed.root, "search", "HMAC", *args)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+    assert message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_since_takes_a_full_iso_datetime(irepo_indexed: IRepo) -> None:
+    def paths(*args: str) -> list[str]:
+        proc = run_memory(irepo_indexed.root, "search", "--json", "HMAC payment", *args)
+        assert proc.returncode == 0, proc.stderr
+        return [h["path"] for h in json.loads(proc.stdout)]
+
+    assert paths("--since", "2024-03-02T10:00") == paths("--since", "2024-03-02")
+    assert paths("--since", "2024-03-02T10:00:00+02:00") == paths("--since", "2024-03-02")
+
+
+def test_a_bad_batch_line_answers_with_its_id_and_the_batch_goes_on(irepo_indexed: IRepo) -> None:
+    stdin = "\n".join(
+        [
+            '{"id": 5, "query": "HMAC", "k": 1e400}',
+            '{"id": 2, "query": "x", "k": "x"}',
+            '{"id": 6, "query": "HMAC", "k": 0}',
+            '{"id": 7, "query": "HMAC", "k": true}',
+            '{"id": 3, "query": null}',
+            '{"id": 4, "query": {"text": "HMAC"}}',
+            '{"id": 8, "query": ["HMAC"]}',
+            "[1, 2]",
+            "[" * 100_000,
+            '{"id": "last", "query": "kubernetes secrets", "k": 1.0}',
+        ]
+    )
+    proc = run_memory(irepo_indexed.root, "search", "--batch", input=stdin + "\n")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    lines = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert [x["id"] for x in lines] == [5, 2, 6, 7, 3, 4, 8, None, None, "last"]
+    assert all("error" in x and "results" not in x for x in lines[:-1])
+    assert "k must be a positive integer" in lines[0]["error"]
+    assert "query must be a string" in lines[4]["error"]
+    assert len(lines[-1]["results"]) == 1
+    assert lines[-1]["results"][0]["path"] == "knowledge/reference/kubernetes.md"

@@ -89,3 +89,95 @@ def test_remember_appends_to_todays_journal(irepo: IRepo) -> None:
     assert proc.returncode == 0
     again = (irepo.root / rel).read_text()
     assert "Payments use HMAC-SHA256" in again and "Second fact" in again
+
+
+KUBE = "knowledge/reference/kubernetes.md"
+
+
+def _chunks_and_lines(r: IRepo, path: str) -> tuple[int, int]:
+    import sqlite3
+
+    con = sqlite3.connect(r.root / "memory.db")
+    try:
+        (chunks,) = con.execute(
+            "SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.path = ?",
+            (path,),
+        ).fetchone()
+    finally:
+        con.close()
+    return chunks, len((r.root / path).read_text().splitlines())
+
+
+def test_a_ref_past_the_file_is_an_error_that_writes_nothing(irepo_indexed: IRepo) -> None:
+    r = irepo_indexed
+    chunks, lines = _chunks_and_lines(r, KUBE)
+    for ref, message in [
+        (f"{KUBE}#{chunks}", f"{KUBE} has {chunks} chunk(s)"),
+        (f"{KUBE}#99", f"{KUBE} has {chunks} chunk(s)"),
+        (f"{KUBE}:{lines + 1}", f"{KUBE} has {lines} line(s), no line {lines + 1}"),
+        (f"{KUBE}:99999", f"{KUBE} has {lines} line(s)"),
+        (f"{KUBE}:0", "lines are numbered from 1"),
+        (".git/config", "not a file search indexes"),
+        ("memory-config.yaml", "not a file search indexes"),
+        ("../outside.md", "outside the memory repo"),
+    ]:
+        proc = run_memory(r.root, "reinforce", ref)
+        assert proc.returncode == 1, (ref, proc.stdout)
+        assert message in proc.stderr and "Traceback" not in proc.stderr, (ref, proc.stderr)
+        assert proc.stderr.count("\n") == 1
+    assert not (r.root / "raw/signals").exists()
+    proc = run_memory(r.root, "reinforce", f"{KUBE}#{chunks - 1}")
+    assert proc.returncode == 0, proc.stderr
+    assert run_memory(r.root, "demote", f"{KUBE}:{lines}").returncode == 0
+
+
+def _logged(r: IRepo) -> list[dict]:
+    files = sorted((r.root / "raw/signals").glob("*.jsonl"))
+    return [json.loads(x) for f in files for x in f.read_text().splitlines()]
+
+
+def test_a_ref_is_resolved_from_the_current_directory_then_the_root(irepo_indexed: IRepo) -> None:
+    r = irepo_indexed
+    here = r.root / "knowledge"
+    assert run_memory(here, "reinforce", "reference/kubernetes.md:6").returncode == 0
+    assert run_memory(here, "reinforce", f"{KUBE}:8").returncode == 0  # as search prints it
+    up = f"../{r.root.name}/{KUBE}"
+    proc = run_memory(r.root, "demote", up)
+    assert proc.returncode == 0, proc.stderr
+    assert f"demoted {KUBE} " in proc.stdout
+    proc = run_memory(r.root, "reinforce", str(r.root / KUBE))
+    assert proc.returncode == 0, proc.stderr
+    assert [(e["path"], e.get("line")) for e in _logged(r)] == [
+        (KUBE, 6),
+        (KUBE, 8),
+        (KUBE, None),
+        (KUBE, None),
+    ]
+
+
+def test_a_chunk_anchor_works_without_an_index(irepo: IRepo) -> None:
+    path = "raw/conversations/2024/03/02/1000-s1-rotating-keys.md"
+    proc = run_memory(irepo.root, "reinforce", f"{path}#1")
+    assert proc.returncode == 0, proc.stderr
+    assert f"{path}:12" in proc.stdout
+    proc = run_memory(irepo.root, "reinforce", f"{path}#7")
+    assert proc.returncode == 1 and "has 2 chunk(s) (#0 to #1), no #7" in proc.stderr, proc.stderr
+
+
+def test_remember_into_a_journal_without_frontmatter_makes_it_valid(
+    irepo: IRepo, monkeypatch
+) -> None:
+    import datetime as dt
+
+    from memrepo.hooks.check_frontmatter import main as check_frontmatter
+
+    rel = f"knowledge/journal/{dt.date.today():%Y-%m-%d}.md"
+    irepo.write(rel, "## Notes\n\n- Written by hand.\n")
+    proc = run_memory(irepo.root, "remember", "The staging DB moved to eu-west-1")
+    assert proc.returncode == 0, proc.stderr
+    doc = formats.read_document(irepo.root / rel, rel)
+    assert doc.meta["type"] == "journal" and str(doc.meta["date"]) in rel
+    text = (irepo.root / rel).read_text()
+    assert "- Written by hand." in text and "staging DB moved" in text
+    monkeypatch.chdir(irepo.root)
+    assert check_frontmatter([rel]) == 0

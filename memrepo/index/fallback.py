@@ -1,6 +1,6 @@
 """Search without ``memory.db``: scan the files, rank them the same way, print the same.
 
-Candidate files come from ripgrep when it is installed (``rg -l -i -F``), else from a
+Candidate files come from ripgrep when it is installed (``rg -l -a -i -F``), else from a
 pure-Python walk. Candidates are chunked like the index does and scored with BM25
 computed over the candidate chunks (statistics are local, so scores differ from the
 index's, the order mostly does not). Signals are read straight from ``raw/signals/``.
@@ -46,7 +46,8 @@ class Scanner:
 
     def _candidates(self, words: list[str]) -> list[str]:
         if self.rg:
-            args = [self.rg, "-l", "-i", "-F", "--no-messages", "-g", "*.md"]
+            # -a: a Markdown file with a stray NUL byte is still text to search
+            args = [self.rg, "-l", "-a", "-i", "-F", "--no-messages", "-g", "*.md"]
             for w in words:
                 args += ["-e", w]
             proc = subprocess.run(args, cwd=self.root, capture_output=True)

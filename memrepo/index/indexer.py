@@ -28,8 +28,16 @@ from memrepo.index import gitsource, schema, signals
 from memrepo.index.chunking import Chunk, chunk_lines
 from memrepo.index.docmeta import DocMeta, read_meta
 from memrepo.index.embedders import Embedder, get_embedder
-from memrepo.index.lock import IndexLock
-from memrepo.index.paths import db_path, is_indexed, is_signal_file, state_dir
+from memrepo.index.lock import Busy, IndexLock
+from memrepo.index.paths import (
+    db_path,
+    is_indexed,
+    is_markdown,
+    is_ranking_signal_file,
+    is_utf8,
+    printable,
+    state_dir,
+)
 
 Progress = Callable[[int, int], None]
 BATCH_FILES = 2000
@@ -55,11 +63,33 @@ class Result:
     chunks: int = 0
     embedded: int = 0
     pending_vectors: int = 0
+    skipped: int = 0  # files left out because their name is not valid UTF-8
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
+
+    def skip(self, paths: list[str]) -> None:
+        """Count (and name a few of) the files whose name SQLite cannot store."""
+        if not paths:
+            return
+        self.skipped += len(paths)
+        shown = ", ".join(printable(p) for p in paths[:3])
+        more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+        self.notes.append(
+            f"skipped {len(paths)} file(s) whose name is not valid UTF-8: {shown}{more} "
+            "(rename them to index them)"
+        )
+
+
+#: How much a pass did, to report the most significant of several.
+_RANK = {"noop": 0, "incremental": 1, "rebuild": 2}
+
+
+def _bad_names(paths: Iterable[str]) -> list[str]:
+    """Paths the index would hold but for a name that is not valid UTF-8."""
+    return [p for p in paths if is_markdown(p) and not is_utf8(p)]
 
 
 @dataclass
@@ -244,6 +274,14 @@ def update(
         if indexed != head and head is not None:
             res.mode = "incremental"
             _apply_diff(root, con, indexed, head, embedder, embed_now, res)
+        elif signals.stamp(root) != meta.get("signals"):
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                _refold_signals(root, con, force=True)
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
         if embedder is not None and embed_now and not hook:
             res.embedded += _catch_up_vectors(root, con, embedder)
         res.pending_vectors = pending_vectors(con) if embedder is not None else 0
@@ -272,7 +310,8 @@ def _apply_diff(
                 f"cannot diff from the indexed commit {indexed[:12]}: {exc}"
             ) from None
     docs = [c for c in changes if is_indexed(c.path)]
-    signals_changed = any(is_signal_file(c.path) for c in changes)
+    res.skip(_bad_names(c.path for c in changes if c.new is not None))
+    signals_changed = any(is_ranking_signal_file(c.path) for c in changes)
     indexed_blobs: dict[str, str] = {}
     if docs:
         paths = [c.path for c in docs if c.old is not None]
@@ -308,8 +347,7 @@ def _apply_diff(
                 res.removed += 1
         res.embedded += writer.embedded + writer.flush_vectors()
         writer.drop_orphan_vectors()
-        if signals_changed:
-            signals.store(con, signals.aggregate(root))
+        _refold_signals(root, con, force=signals_changed)
         total = int(schema.get_meta(con).get("chunks", 0)) + writer.chunks - writer.removed_chunks
         schema.set_meta(con, commit=head, updated=int(time.time()), chunks=total)
         con.execute("COMMIT")
@@ -317,6 +355,18 @@ def _apply_diff(
         con.execute("ROLLBACK")
         raise
     res.chunks = writer.chunks
+
+
+def _refold_signals(root: Path, con: sqlite3.Connection, *, force: bool = False) -> bool:
+    """Re-aggregate ``raw/signals`` when its files changed since the last fold (inside the
+    caller's transaction). Events are appended to the working tree by search and
+    reinforce without a commit, so the diff alone would miss them until a rebuild."""
+    now = signals.stamp(root)  # before reading: an append after it re-folds next time
+    if not force and schema.get_meta(con).get("signals") == now:
+        return False
+    signals.store(con, signals.aggregate(root, hits=False))
+    schema.set_meta(con, signals=now)
+    return True
 
 
 def _catch_up_vectors(root: Path, con: sqlite3.Connection, embedder: Embedder) -> int:
@@ -369,12 +419,14 @@ def rebuild(root: Path, embedder_name: str, *, progress: Progress | None = None)
             )
             files = []
             if head is not None:
-                files = [(p, s) for p, s in gitsource.list_tree(root, head) if is_indexed(p)]
+                tree = gitsource.list_tree(root, head)
+                files = [(p, s) for p, s in tree if is_indexed(p)]
+                res.skip(_bad_names(p for p, _ in tree))
             writer = Writer(con, embedder, True)
             _bulk_add(root, con, writer, files, progress)
             con.execute("BEGIN")
             res.embedded = writer.embedded + writer.flush_vectors()
-            signals.store(con, signals.aggregate(root))
+            _refold_signals(root, con, force=True)
             con.execute("COMMIT")
             con.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize')")
             dbmod.finish_build(con)
@@ -497,38 +549,56 @@ def sync(
     wait: float = 30.0,
     located: tuple[Path, str | None] | None = None,
 ) -> Result | None:
-    """Update (or rebuild) under the lock, looping while hooks marked work pending.
+    """Update (or rebuild) under the lock, then loop while hooks marked work pending.
 
-    ``hook=True`` never waits for the lock and never rebuilds: it returns None when
-    another indexer runs (that one will pick the change up) and raises NoIndex /
-    NeedsRebuild for the caller to log.
+    Whoever holds the lock runs its own pass (its ``force_rebuild`` included: a pending
+    mark cannot carry it, and another holder's pass is not the rebuild this caller asked
+    for), then one more pass per pending mark, and returns the most significant result
+    of the passes it ran. ``hook=True`` never waits for the lock and never rebuilds: it
+    returns None when another indexer runs (that one sees the hook's pending mark and
+    picks the change up) and raises NoIndex / NeedsRebuild for the caller to log. Any
+    other caller waits up to ``wait`` seconds (Busy after that) and always gets a Result.
     """
-    git_dir, _head = located or gitsource.locate(Path(root))
+    git_dir, head = located or gitsource.locate(Path(root))
     lock = IndexLock(state_dir(git_dir))
-    lock.mark_pending()
+    if hook:
+        lock.mark_pending()  # before trying: either we get the lock or the holder sees it
     try:
         lock.acquire(0.0 if hook else wait)
-    except Exception:
+    except Busy:
         if hook:
             return None
         raise
     result: Result | None = None
-    first = True
+    own_pass = True
     while True:
         try:
-            while lock.take_pending():
-                head = _head if first else None  # later passes: HEAD may have moved
-                first = False
-                result = _one_pass(root, embedder_name, force_rebuild, hook, progress, head)
-                force_rebuild = False
+            while lock.take_pending() or own_pass:
+                own_pass = False
+                res = _one_pass(root, embedder_name, force_rebuild, hook, progress, head)
+                result = res if result is None else _combine(result, res)
+                force_rebuild, head = False, None  # later passes: HEAD may have moved
         finally:
             lock.release()
         if not lock.pending.exists():
             return result
         try:
             lock.acquire(0.0)
-        except Exception:
+        except Busy:  # the new holder runs the pending pass
             return result
+
+
+def _combine(first: Result, then: Result) -> Result:
+    """One report for several passes: the most significant pass (a rebuild outranks an
+    update, which outranks a noop), at the commit and vector state the last one left."""
+    best = then if _RANK[then.mode] >= _RANK[first.mode] else first
+    other = first if best is then else then
+    best.seconds = first.seconds + then.seconds
+    best.commit, best.pending_vectors = then.commit, then.pending_vectors
+    best.embedded = first.embedded + then.embedded
+    best.skipped = max(first.skipped, then.skipped)
+    best.notes = list(dict.fromkeys([*best.notes, *other.notes]))
+    return best
 
 
 def _one_pass(
@@ -556,7 +626,7 @@ def _one_pass(
         meta_embedder = _recorded_embedder(root)
         embedder_name = meta_embedder or "none"
     res = rebuild(root, embedder_name, progress=progress)
-    res.notes.append(note)
+    res.notes.insert(0, note)  # first: `memory index` prints it as the reason
     # commits that landed while rebuilding are picked up by the next pass (pending mark)
     return res
 

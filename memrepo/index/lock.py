@@ -3,7 +3,9 @@
 A hook that finds the lock taken must not wait (it would block the commit), so it leaves
 a *pending* mark and leaves; the holder re-checks the mark after releasing the lock and
 runs again when it is there. Marking before trying the lock closes the gap: either the
-hook gets the lock, or the holder sees the mark.
+hook gets the lock, or the holder sees the mark. A caller that can wait (``memory index``)
+leaves no mark: it waits for the lock and runs its own pass, since the holder's pass may
+not be the one it asked for (a rebuild).
 """
 
 from __future__ import annotations

@@ -22,9 +22,46 @@ def state_dir(git_dir: Path) -> Path:
 
 
 def is_indexed(path: str) -> bool:
-    """Markdown files outside scratch/ and attachments/ (and hidden folders)."""
+    """Markdown files outside scratch/ and attachments/ (and hidden folders), whose name
+    is valid UTF-8 (SQLite stores text as UTF-8: a name git gave us with surrogate escapes
+    cannot be stored, so it is skipped rather than breaking every update)."""
+    return is_markdown(path) and is_utf8(path)
+
+
+def is_markdown(path: str) -> bool:
+    """What the index would hold, whatever the name's encoding."""
     return path.endswith(".md") and not path.startswith(EXCLUDED_ROOTS) and "/." not in path
+
+
+def is_utf8(text: str) -> bool:
+    """False for a str holding surrogates (bytes that were not UTF-8, decoded with
+    ``surrogateescape``, or a lone ``\\udXXX`` escape from JSON): SQLite refuses them."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def printable(path: str) -> str:
+    """A name with undecodable bytes shown as ``\\xff`` escapes (safe to print or log)."""
+    try:
+        raw = path.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate that is not an escaped byte
+        return path.encode("utf-8", "backslashreplace").decode("utf-8")
+    return raw.decode("utf-8", "backslashreplace")
+
+
+#: Search and compile hits go to files of their own (``hits-YYYY-MM.jsonl``): they are
+#: logged on every search and do not move ranking, so they must not make every commit
+#: re-fold the signals into the index.
+HITS_PREFIX = "hits-"
 
 
 def is_signal_file(path: str) -> bool:
     return path.startswith(SIGNALS_DIR) and path.endswith(".jsonl")
+
+
+def is_ranking_signal_file(path: str) -> bool:
+    """A signal file whose events move ranking (reinforce, demote): not a hits file."""
+    return is_signal_file(path) and not path.rsplit("/", 1)[-1].startswith(HITS_PREFIX)

@@ -5,22 +5,34 @@ They cannot be rebuilt from files, so they are files: append-only JSONL under
 cleanly, with ``merge=union`` where .gitattributes sets it). The index aggregates them
 into its ``signals`` table per (path, line) for ranking: ``× exp(score × 0.2)`` and a
 reinforce resets the recency clock. Aggregation reads the working tree, so an event
-counts from the moment it is written, committed or not.
+counts from the moment it is written, committed or not: the indexer re-folds them
+whenever the files' :func:`stamp` (names, sizes, mtimes) differs from the one it stored,
+because folding thousands of events on every commit would cost the hook 10 ms and more.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import re
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from memrepo.index.paths import SIGNALS_DIR
+from memrepo.index.paths import HITS_PREFIX, SIGNALS_DIR, is_utf8, printable
 
 WEIGHTS = {"reinforce": 3.0, "demote": -1.0, "hit": 0.0}
-_REF = re.compile(r"^(?P<path>.+?)(?::(?P<a>\d+)(?:-(?P<b>\d+))?|#(?P<ord>\d+))?$")
+#: The largest line (or chunk) number SQLite's INTEGER holds: beyond it, inserting the
+#: aggregate raises OverflowError, so such numbers never reach a file or the table.
+MAX_NUMBER = 2**63 - 1
+_REF = re.compile(
+    r"^(?P<path>.+?)(?::(?P<a>[0-9]+)(?:-(?P<b>[0-9]+))?|#(?P<ord>[0-9]+))?$", re.DOTALL
+)
+
+
+class BadRef(ValueError):
+    """A REF that cannot name a place in a file."""
 
 
 @dataclass
@@ -36,11 +48,19 @@ class Ref:
 
 
 def parse_ref(ref: str) -> Ref:
-    """``path``, ``path:LINE``, ``path:A-B`` (the span search prints) or ``path#CHUNK``."""
+    """``path``, ``path:LINE``, ``path:A-B`` (the span search prints) or ``path#CHUNK``.
+
+    Raises BadRef for a number past :data:`MAX_NUMBER`, before anything is written.
+    """
     ref = ref.strip().removeprefix("./")
     m = _REF.match(ref)
     if not m:
         return Ref(ref)
+    for group in ("a", "b", "ord"):
+        digits = m.group(group)
+        if digits is not None and (len(digits) > 19 or int(digits) > MAX_NUMBER):
+            what = "chunk" if group == "ord" else "line"
+            raise BadRef(f"{ref}: {what} number {digits} is too large")
     if m.group("ord") is not None:
         return Ref(m.group("path"), ord=int(m.group("ord")))
     if m.group("a") is not None:
@@ -48,19 +68,25 @@ def parse_ref(ref: str) -> Ref:
     return Ref(m.group("path"))
 
 
-def signal_file(root: Path, when: dt.datetime) -> Path:
-    return Path(root) / SIGNALS_DIR / f"{when:%Y-%m}.jsonl"
+def signal_file(root: Path, when: dt.datetime, hits: bool = False) -> Path:
+    return Path(root) / SIGNALS_DIR / f"{HITS_PREFIX if hits else ''}{when:%Y-%m}.jsonl"
 
 
 def append(root: Path, events: list[dict]) -> Path:
-    """Append events (each gets a timestamp) to this month's file; returns the file."""
+    """Append events (each gets a timestamp) to this month's file (hits to this month's
+    hits file); returns the last file written."""
     now = dt.datetime.now().astimezone()
-    path = signal_file(root, now)
-    path.parent.mkdir(parents=True, exist_ok=True)
     stamp = now.isoformat(timespec="seconds")
-    lines = "".join(json.dumps({"ts": stamp, **e}, ensure_ascii=False) + "\n" for e in events)
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(lines)
+    path = signal_file(root, now)
+    for hits in (False, True):
+        mine = [e for e in events if (e.get("event") == "hit") == hits]
+        if not mine:
+            continue
+        path = signal_file(root, now, hits)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lines = "".join(json.dumps({"ts": stamp, **e}, ensure_ascii=False) + "\n" for e in mine)
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(lines)
     return path
 
 
@@ -84,26 +110,75 @@ class Aggregate:
                 self.last_hit = date
 
 
-def aggregate(root: Path) -> dict[Key, Aggregate]:
-    """Fold every event of ``raw/signals/*.jsonl`` (bad lines are skipped)."""
+def _event(line: str) -> tuple[Key, str, str] | None:
+    """(key, event, date) of one JSONL line, or None when it could not be stored.
+
+    The files are edited by hand and merged by git, so anything may be there: a line
+    number that is not an int in 0..MAX_NUMBER, or a string SQLite cannot encode
+    (a lone ``\\udXXX`` escape), would break every index update that folds it.
+    """
+    try:
+        ev = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(ev, dict):
+        return None
+    path, kind, ts = ev.get("path"), ev.get("event"), ev.get("ts", "")
+    num = ev.get("line") or 0
+    if not (isinstance(path, str) and isinstance(kind, str) and isinstance(ts, str)):
+        return None
+    if isinstance(num, bool) or not isinstance(num, int) or not 0 <= num <= MAX_NUMBER:
+        return None
+    if not (is_utf8(path) and is_utf8(kind) and is_utf8(ts[:10])):
+        return None
+    return (path, num), kind, ts[:10]
+
+
+def _files(root: Path, hits: bool = True) -> list[os.DirEntry[str]]:
+    """The signal files, without the hits files unless ``hits``."""
+    try:
+        with os.scandir(Path(root) / SIGNALS_DIR) as it:
+            return sorted(
+                (
+                    e for e in it
+                    if e.name.endswith(".jsonl") and e.is_file()
+                    and (hits or not e.name.startswith(HITS_PREFIX))
+                ),
+                key=lambda e: e.name,
+            )
+    except OSError:
+        return []
+
+
+def aggregate(root: Path, hits: bool = True) -> dict[Key, Aggregate]:
+    """Fold every event of ``raw/signals/*.jsonl`` (bad lines are skipped); without
+    ``hits``, only what moves ranking (what the index keeps: hits cost every search a
+    line and no ranking, so the index leaves them to ``memory prune``)."""
     out: dict[Key, Aggregate] = {}
-    folder = Path(root) / SIGNALS_DIR
-    if not folder.is_dir():
-        return out
-    for file in sorted(folder.glob("*.jsonl")):
+    for entry in _files(root, hits):
         try:
-            text = file.read_text(encoding="utf-8", errors="replace")
+            text = Path(entry.path).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
         for line in text.splitlines():
-            try:
-                ev = json.loads(line)
-                key = (str(ev["path"]), int(ev.get("line") or 0))
-                kind = str(ev["event"])
-            except (ValueError, KeyError, TypeError):
-                continue
-            out.setdefault(key, Aggregate()).add(kind, str(ev.get("ts", ""))[:10])
+            ev = _event(line)
+            if ev is not None and (hits or ev[1] != "hit"):
+                key, kind, date = ev
+                out.setdefault(key, Aggregate()).add(kind, date)
     return out
+
+
+def stamp(root: Path) -> str:
+    """Names, sizes and mtimes of the signal files: it changes with every append, and
+    costs a directory listing (the hook compares it with the one the index stored)."""
+    parts = []
+    for entry in _files(root, hits=False):
+        try:
+            st = entry.stat()
+        except OSError:
+            continue
+        parts.append(f"{printable(entry.name)}:{st.st_size}:{st.st_mtime_ns}")
+    return "|".join(parts)
 
 
 def store(con: sqlite3.Connection, agg: dict[Key, Aggregate]) -> None:
