@@ -20,6 +20,7 @@ from pathlib import Path
 
 from memrepo import git
 from memrepo.errors import MemrepoError
+from memrepo.hook_runners import PRE_COMMIT_CONFIG, runner_of
 
 #: The entry every memrepo hook runs (repo-skeleton/dot-pre-commit-config.yaml).
 MEMREPO_ENTRY = "memory hook "
@@ -27,8 +28,6 @@ MEMREPO_ENTRY = "memory hook "
 
 def only_memrepo_hooks(root: Path) -> bool:
     """Whether every installed git hook of ``root`` is one of memrepo's."""
-    from memrepo.scaffold import PRE_COMMIT_CONFIG, runner_of
-
     hooks = git.hooks_dir(root)
     if not hooks.is_dir():
         return True
@@ -51,8 +50,8 @@ def _config_is_memrepos(path: Path) -> bool:
 
     try:
         data = yamlsafe.load(path.read_text(encoding="utf-8"))
-    except (OSError, MemrepoError):
-        return False
+    except (OSError, MemrepoError, yamlsafe.YAMLProblem):
+        return False  # unreadable: not provably memrepo's alone, so the real hooks run
     repos = data.get("repos") if isinstance(data, dict) else None
     if not isinstance(repos, list):
         return False

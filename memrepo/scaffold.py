@@ -21,6 +21,14 @@ from memrepo.atomic import atomic_write
 from memrepo.config import CONFIG_FILE, load_config, render_default_config, set_setting
 from memrepo.errors import MemrepoError
 from memrepo.formats import LAYOUT_DIRS
+from memrepo.hook_runners import (  # noqa: F401 - part of scaffold's interface
+    DIRECT_MARKER,
+    HOOK_TYPES,
+    PRE_COMMIT_CONFIG,
+    RUNNERS,
+    direct_hook_script,
+    runner_of,
+)
 from memrepo.resources import skeleton_dir, templates_dir
 
 #: template (under templates/knowledge/) -> where init writes it.
@@ -35,8 +43,6 @@ KNOWLEDGE_TEMPLATES = {
 }
 #: Files whose lines init merges into an existing copy instead of skipping it.
 MERGED_LINE_FILES = (".gitignore", ".gitattributes")
-PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
-HOOK_TYPES = ("pre-commit", "post-commit", "post-merge", "post-checkout", "post-rewrite")
 HOOK_ID_PREFIX = "memrepo-"
 INIT_MESSAGE = "maintenance: initialize memory repo"
 RESTORE_MESSAGE = "maintenance: restore memory repo layout"
@@ -199,26 +205,7 @@ def _pre_commit_cmd(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-#: First line after the shebang of a direct hook; how hooks_status recognises one.
-DIRECT_MARKER = "# memrepo direct hook"
-RUNNERS = ("pre-commit", "direct")
 
-
-def direct_hook_script(kind: str) -> str:
-    """A git hook that calls the installed ``memory`` with no framework in between."""
-    call = "memory hook pre-commit --index" if kind == "pre-commit" else f'memory hook {kind} "$@"'
-    return (
-        f"#!/bin/sh\n{DIRECT_MARKER} (git.hook_runner: direct); `memory doctor` checks it.\n"
-        f"exec {call}\n"
-    )
-
-
-def runner_of(text: str) -> str | None:
-    if DIRECT_MARKER in text:
-        return "direct"
-    if "pre-commit" in text and "hook-impl" in text:
-        return "pre-commit"
-    return None
 
 
 def hooks_status(root: Path, runner: str = "pre-commit") -> dict[str, str]:

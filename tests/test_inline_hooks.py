@@ -82,3 +82,8 @@ def test_a_pre_commit_config_with_other_hooks_is_not_memrepos_alone(crepo: Path)
         "        entry: ruff check\n        language: system\n"
     )
     assert not inline_hooks.only_memrepo_hooks(crepo)
+
+
+def test_an_unreadable_pre_commit_config_means_the_real_hooks_run(crepo: Path) -> None:
+    (crepo / ".pre-commit-config.yaml").write_text("repos: [\n  - {repo: local\n")  # broken
+    assert not inline_hooks.only_memrepo_hooks(crepo)
