@@ -16,11 +16,9 @@ Why it looks like this:
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import re
-import secrets as _random
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -213,6 +211,8 @@ def attachment_name(
     for _ in range(2):
         stem = redact(stem, allowlist)[0].replace("[REDACTED:", "REDACTED-")
         stem = re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-.")
+    import hashlib  # here, not at the top: `capture append` (every turn) never needs it
+
     digest = hashlib.sha256(data).hexdigest()[:8]
     return f"attachments/{when:%Y/%m/%d}/{digest}-{(stem or 'file')[-80:]}"
 
@@ -411,10 +411,12 @@ def start(
     started: dt.datetime | None = None,
 ) -> Session:
     """Create the open transcript (frontmatter and title) and the session's state file."""
+    import secrets  # the stdlib's, for a random id: only `start` needs it
+
     from memrepo import formats
     from memrepo.atomic import atomic_write
 
-    session_id = _check_sid(session_id or f"ses_{_random.token_hex(4)}")
+    session_id = _check_sid(session_id or f"ses_{secrets.token_hex(4)}")
     if _state_file(root, session_id).exists() or find_open_transcript(root, session_id):
         raise MemrepoError(f"session {session_id} is already open; end it first")
     tz, tzname = resolve_timezone(timezone)
