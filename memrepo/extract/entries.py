@@ -17,12 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-SRC = re.compile(r"\s*\[src: (?P<src>[^\]]+)\]")
-#: A superseded entry (search down-ranks lines that match this).
-SUPERSEDED_LINE = re.compile(
-    r"^\s*[-*] ~~(?P<old>.+?)~~(?P<src>\s*\[src: [^\]]+\])?"
-    r" \(superseded (?P<date>\d{4}-\d{2}-\d{2}) by: (?P<new>.+)\)\s*$"
-)
+from memrepo.markers import SRC, SUPERSEDED_LINE
+
 _BULLET = re.compile(r"^(?P<indent>\s*)[-*] (?P<rest>.+?)\s*$")
 _DATED = re.compile(r"^(?P<date>\d{4}-\d{2}-\d{2}):\s+(?P<text>.+)$")
 HEADING = re.compile(r"^(?P<hashes>#{1,6})\s+(?P<title>.+?)\s*$")
