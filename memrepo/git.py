@@ -131,34 +131,29 @@ def staged_blobs(root: str | Path, env: dict[str, str] | None = None) -> list[St
     against = ["HEAD"] if head(root) is not None else []
     out = git(["diff", "--cached", "--raw", "-M", "-z", "--no-ext-diff", "--no-abbrev",
                *against], root, env=env)
+    return [(st, path, new, sha or "") for st, path, new, sha in _diff_rows(out)]
+
+
+def parse_name_status(out: str) -> list[tuple[str, str, str | None]]:
+    """Rows of ``--name-status -z`` output as (status letter, path, new path for R/C)."""
+    return [(st, path, new) for st, path, new, _sha in _diff_rows(out)]
+
+
+def _diff_rows(out: str) -> list[tuple[str, str, str | None, str | None]]:
+    """``-z`` records of ``--name-status`` or ``--raw``: (status letter, path, new path
+    for R/C, the new blob sha for --raw)."""
     fields = out.split("\0")
-    rows: list[StagedRow] = []
+    rows: list[tuple[str, str, str | None, str | None]] = []
     i = 0
     while i < len(fields) - 1:
-        meta = fields[i].split()
-        if len(meta) < 5:
+        meta = fields[i].split()  # "M", "R087" or ":100644 100644 <old> <new> M"
+        if not meta:
             break
-        sha, status = meta[3], meta[4][:1]
+        status, sha = meta[-1][:1], (meta[3] if len(meta) >= 5 else None)
         if status in ("R", "C"):
             rows.append((status, fields[i + 1], fields[i + 2], sha))
             i += 3
         else:
             rows.append((status, fields[i + 1], None, sha))
-            i += 2
-    return rows
-
-
-def parse_name_status(out: str) -> list[tuple[str, str, str | None]]:
-    """Rows of ``--name-status -z`` output as (status letter, path, new path for R/C)."""
-    fields = out.split("\0")
-    rows: list[tuple[str, str, str | None]] = []
-    i = 0
-    while i < len(fields) - 1:
-        status = fields[i]
-        if status[:1] in ("R", "C"):
-            rows.append((status[0], fields[i + 1], fields[i + 2]))
-            i += 3
-        else:
-            rows.append((status[:1], fields[i + 1], None))
             i += 2
     return rows
