@@ -21,8 +21,7 @@ from memrepo.atomic import atomic_write
 from memrepo.config import CONFIG_FILE, load_config, render_default_config, set_setting
 from memrepo.errors import MemrepoError
 from memrepo.formats import LAYOUT_DIRS
-from memrepo.hook_runners import (  # noqa: F401 - part of scaffold's interface
-    DIRECT_MARKER,
+from memrepo.hook_runners import (
     HOOK_TYPES,
     PRE_COMMIT_CONFIG,
     RUNNERS,
