@@ -73,8 +73,8 @@ SCHEMA: dict[str, dict[str, Setting]] = {
         "embedder": Setting(
             "none",
             str,
-            "local embedder for vector search: none (FTS5 alone), hash, wordllama",
-            ("none", "hash", "wordllama"),
+            "local embedder for vector search: none (FTS5 alone), hash, wordllama, minilm",
+            ("none", "hash", "wordllama", "minilm"),
         ),
         "fusion": Setting(
             "weighted",

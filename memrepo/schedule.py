@@ -6,6 +6,9 @@ The jobs come from memory-config.yaml (seed 000 §8, §10.3):
   ``lifecycle.extraction_trigger: on_session_end`` it goes on with ``memory extract``,
   so the sessions that ended since the last run are extracted;
 - ``extract`` hourly when the trigger is ``hourly`` (``manual``: no job);
+- ``index`` after those steps (or on the same interval when nothing is auto-committed)
+  when ``search.embedder`` is too heavy for the post-commit hook (wordllama, minilm):
+  ``memory index`` embeds the chunks the hook left without vectors;
 - ``condense-daily`` at ``lifecycle.condensation_schedule``;
 - ``weekly`` at ``lifecycle.weekly_schedule``: the weekly rollup, then the weekly tag —
   one job, because the two share a schedule and would otherwise collide;
@@ -97,17 +100,21 @@ def jobs(root: Path) -> list[Job]:
         return check_cron(root, str(life[key]), f"lifecycle.{key}")
 
     trigger = life["extraction_trigger"]
+    m = int(life["commit_interval_minutes"])
+    if m < 1:
+        raise ConfigError(f"'lifecycle.commit_interval_minutes' must be at least 1, got {m}",
+                          CONFIG_FILE)
+    every = f"*/{m} * * * *" if m < 60 else "0 * * * *"
+    # an embedder too heavy for the post-commit hook leaves chunks for `memory index`
+    embed: tuple[tuple[str, ...], ...] = (("index",),) if _heavy_embedder(cfg) else ()
     out = []
     if g["auto_commit"]:
-        m = int(life["commit_interval_minutes"])
-        if m < 1:
-            raise ConfigError(f"'lifecycle.commit_interval_minutes' must be at least 1, got {m}",
-                              CONFIG_FILE)
-        every = f"*/{m} * * * *" if m < 60 else "0 * * * *"
         steps: tuple[tuple[str, ...], ...] = (("commit",),)
         if trigger == "on_session_end":
             steps += (("extract",),)  # the sessions that ended since: closed, committed
-        out.append(Job("commit", every, steps))
+        out.append(Job("commit", every, steps + embed))
+    elif embed:
+        out.append(Job("index", every, embed))
     if trigger == "hourly" or (trigger == "on_session_end" and not g["auto_commit"]):
         out.append(Job("extract", HOURLY_EXTRACT, (("extract",),)))
     out.append(Job("condense-daily", cron("condensation_schedule"), (("condense", "daily"),)))
@@ -118,6 +125,13 @@ def jobs(root: Path) -> list[Job]:
     if g["auto_tag_daily"]:
         out.append(Job("tag-daily", DAILY_TAG, (("tag", "daily"),)))
     return out
+
+
+def _heavy_embedder(cfg: dict[str, Any]) -> bool:
+    from memrepo.index.embedders import get_embedder
+
+    emb = get_embedder(cfg["search"]["embedder"])
+    return emb is not None and not emb.light
 
 
 def next_run(expr: str, after: dt.datetime) -> dt.datetime:

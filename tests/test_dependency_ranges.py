@@ -21,7 +21,8 @@ if not (ROOT / "pyproject.toml").is_file():  # pragma: no cover - running from a
     pytest.skip("no pyproject.toml", allow_module_level=True)
 
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-RUNTIME = [*PROJECT["dependencies"], *PROJECT["optional-dependencies"]["wordllama"]]
+EXTRAS = PROJECT["optional-dependencies"]
+RUNTIME = [*PROJECT["dependencies"], *EXTRAS["wordllama"], *EXTRAS["minilm"]]
 
 
 @pytest.mark.parametrize("spec", RUNTIME)

@@ -131,3 +131,16 @@ def test_foreground_loop_runs_jobs_when_due(crepo: Path, monkeypatch):
     # weekly was due at 23:30 too: it runs right after commit, never beside it
     assert ran == [("commit", "23:30"), ("weekly", "23:33"), ("tag-daily", "23:55"),
                    ("commit", "00:00")]
+
+
+def test_a_heavy_embedder_gets_its_vectors_on_the_schedule(crepo: Path):
+    """The hook leaves minilm/wordllama chunks unembedded; the schedule runs `memory index`."""
+    assert ("index",) not in by_name(crepo)["commit"].steps  # default: FTS5 alone
+    configure(crepo, search__embedder="minilm")
+    assert by_name(crepo)["commit"].steps == (("commit",), ("extract",), ("index",))
+    configure(crepo, search__embedder="hash")  # light: the hook embeds it
+    assert by_name(crepo)["commit"].steps == (("commit",), ("extract",))
+    configure(crepo, search__embedder="wordllama", git__auto_commit=False)
+    jobs = by_name(crepo)
+    assert "commit" not in jobs
+    assert jobs["index"].steps == (("index",),) and jobs["index"].cron == "*/30 * * * *"

@@ -16,7 +16,7 @@ FIX = "memory index"
 
 def checks(repo: MemoryRepo) -> list[Check]:
     from memrepo.index import db as dbmod
-    from memrepo.index import gitsource, schema
+    from memrepo.index import embedders, gitsource, schema
     from memrepo.index import log as hooklog
     from memrepo.index.embedders import embedder_id
     from memrepo.index.paths import db_path, state_dir
@@ -45,6 +45,10 @@ def checks(repo: MemoryRepo) -> list[Check]:
             )
         if meta is not None:
             out.extend(_meta_checks(repo, root, meta, docs, head, embedder_id))
+    name = repo.config["search"]["embedder"]
+    missing = embedders.available(name)
+    if missing:
+        out.append(Check("embedder", False, f"search.embedder {name} is not installed", missing))
     backend = dbmod.vector_backend()
     out.append(Check("vector mode", True, f"{backend.mode}: {backend.detail}", warning=True))
     errors = hooklog.errors_since_last_success(state_dir(git_dir))

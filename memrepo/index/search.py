@@ -183,7 +183,15 @@ class Searcher:
             from memrepo.index.vectors import VectorSearch
 
             self._vsearch = VectorSearch(self.con, db_path(self.root))
-        qv = self.embedder.embed([text])[0]
+        try:
+            qv = self.embedder.embed([text])[0]
+        except Exception as exc:  # a missing extra or a bad model file: BM25 still answers
+            self.notes.append(
+                f"vectors unused: the {self.embedder.id} embedder failed "
+                f"({type(exc).__name__}: {str(exc)[:120]})"
+            )
+            self.embedder = None
+            return False
         top = self._vsearch.top(qv, CANDIDATES)
         if not top:
             return False
