@@ -9,6 +9,9 @@ from pathlib import Path
 
 from memrepo.errors import GitError
 
+#: The id of git's empty tree (SHA-1): what a root commit is compared with.
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
 
 def git(
     args: Sequence[str],

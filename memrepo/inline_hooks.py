@@ -18,7 +18,7 @@ import os
 import sys
 from pathlib import Path
 
-from memrepo import git
+from memrepo import git, trees
 from memrepo.errors import MemrepoError
 from memrepo.hook_runners import PRE_COMMIT_CONFIG, runner_of
 
@@ -78,11 +78,34 @@ def validate_staged(root: Path, rows: list[git.StagedRow] | None = None) -> None
     sys.stderr.write(said.getvalue())  # warnings (MEMORY.md near its cap), as the hook shows
 
 
+def plumbing_ok(root: Path) -> bool:
+    """Whether a commit of ``root`` may be written here with plumbing: every installed hook
+    is memrepo's, and nothing asks for ``git commit`` itself (see :func:`_needs_git_commit`)."""
+    return only_memrepo_hooks(root) and not _needs_git_commit(root)
+
+
 def commit(root: Path, message: str, rows: list[git.StagedRow] | None = None) -> None:
     """Commit the index with memrepo's hooks run here (see the module doc); ``rows``: what
     is staged, when the caller has just asked git."""
     validate_staged(root, rows)
     _commit_index(root, message)
+    _after_commit(root)
+
+
+def commit_tree(root: Path, message: str, prepared: trees.Prepared) -> None:
+    """Commit a :func:`memrepo.trees.prepare` result: the validators over its changes, the
+    index set for its paths, the commit written on its parent, then the search index.
+
+    Callers check :func:`plumbing_ok` first. The index is set before the commit, as
+    ``git add`` would have; a refused commit leaves it untouched.
+    """
+    validate_staged(root, prepared.rows)
+    trees.update_index(root, prepared)
+    _write_commit(root, prepared.tree, prepared.parent, message)
+    _after_commit(root)
+
+
+def _after_commit(root: Path) -> None:
     try:  # like the post-commit hook: the index never fails a commit (errors are logged)
         from memrepo.index.hook import on_git_event
 
@@ -92,23 +115,31 @@ def commit(root: Path, message: str, rows: list[git.StagedRow] | None = None) ->
         pass
 
 
+def _needs_git_commit(root: Path) -> bool:
+    """Signed commits, and a merge, cherry-pick or revert in progress (whose commit has
+    more to it than one parent), go through ``git commit``."""
+    signed = git.git(["config", "--type=bool", "--get", "commit.gpgsign"], root, check=False)
+    gdir = git.git_dir(root)
+    pending = any((gdir / f).exists() for f in ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD"))
+    return signed.strip() == "true" or pending
+
+
 def _commit_index(root: Path, message: str) -> None:
     """``git commit`` of the index, with plumbing: write-tree, commit-tree, update-ref.
 
     ``git commit`` first re-stats every tracked file (175 ms at 100K files) to refresh
     the index; the callers have just staged exactly what they commit, so the tree is
-    written straight from the index. Signed commits, and a merge, cherry-pick or revert in
-    progress (whose commit has more to it than one parent), go through ``git commit``.
+    written straight from the index.
     """
-    signed = git.git(["config", "--type=bool", "--get", "commit.gpgsign"], root, check=False)
-    gdir = git.git_dir(root)
-    pending = any((gdir / f).exists() for f in ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD"))
-    if signed.strip() == "true" or pending:  # git commit knows signing and merge parents
+    if _needs_git_commit(root):  # git commit knows signing and merge parents
         no_hooks = ["-c", f"core.hooksPath={os.devnull}"]
         git.git([*no_hooks, "commit", "-q", "--no-verify", "-F", "-"], root, input=message)
         return
-    tree = git.git(["write-tree"], root).strip()
-    parent = git.head(root)
+    _write_commit(root, git.git(["write-tree"], root).strip(), git.head(root), message)
+
+
+def _write_commit(root: Path, tree: str, parent: str | None, message: str) -> None:
+    """commit-tree and update-ref (HEAD must still be ``parent``), as ``git commit`` would."""
     if parent and git.git(["rev-parse", f"{parent}^{{tree}}"], root).strip() == tree:
         raise MemrepoError("nothing to commit: the index is the same as HEAD")
     text = git.git(["stripspace"], root, input=message)

@@ -16,11 +16,10 @@ from pathlib import Path
 from memrepo import formats
 from memrepo.config import CONFIG_FILE
 from memrepo.errors import MemrepoError
-from memrepo.git import git, parse_name_status, read_blobs
+from memrepo.git import EMPTY_TREE, git, parse_name_status, read_blobs
 from memrepo.hooks import check_secrets, check_transcripts
 from memrepo.hooks._common import BlobContext
 
-EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 ZERO = "0" * 40
 
 

@@ -17,14 +17,16 @@ NOTE = "---\ntype: reference\n---\n# Runbook\n\n- restart the worker\n"
 
 @pytest.fixture
 def spy(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The roots memrepo committed in-process (from the index, or from prepared trees)."""
     calls: list[Path] = []
-    real = inline_hooks.commit
+    for name in ("commit", "commit_tree"):
+        real = getattr(inline_hooks, name)
 
-    def commit(root: Path, message: str, rows: list | None = None) -> None:
-        calls.append(root)
-        real(root, message, rows)
+        def wrapped(root: Path, *args: object, _real=real) -> None:
+            calls.append(root)
+            _real(root, *args)
 
-    monkeypatch.setattr(inline_hooks, "commit", commit)
+        monkeypatch.setattr(inline_hooks, name, wrapped)
     return calls
 
 

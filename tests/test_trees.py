@@ -1,0 +1,142 @@
+"""memrepo.trees: the trees of a batch commit, written without rewriting the whole index.
+
+Each case is checked against real git: the tree must be the one ``git add -A`` and
+``git write-tree`` would have made from the same work tree.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import run_git
+
+from memrepo import committer, inline_hooks, trees
+from memrepo.errors import MemrepoError
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "r"
+    root.mkdir()
+    run_git(root, "init", "-q", "-b", "main")
+    files = {
+        "a/b/x.md": "1\n",
+        "a/y.md": "2\n",
+        "c/z.md": "3\n",
+        "top.md": "top\n",
+        "run.sh": "#!/bin/sh\n",
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    os.chmod(root / "run.sh", 0o755)
+    run_git(root, "add", "-A")
+    run_git(root, "commit", "-q", "-m", "init")
+    return root
+
+
+def _git_add_tree(root: Path, paths: list[str]) -> str:
+    """What git itself makes of the same paths (then the index is put back)."""
+    run_git(root, "add", "-A", "--", *paths)
+    tree = run_git(root, "write-tree").stdout.strip()
+    run_git(root, "reset", "-q")
+    return tree
+
+
+def test_the_tree_is_the_one_git_add_makes(repo: Path) -> None:
+    (repo / "a/b/x.md").write_text("1\nmore\n")  # changed, two levels down
+    (repo / "c/z.md").unlink()  # the last file of c/: c/ goes away
+    (repo / "n/m").mkdir(parents=True)
+    (repo / "n/m/q.md").write_text("new\n")  # new nested directories
+    (repo / "a/b.md").write_text("sorts before the tree a/b/ in git's order\n")
+    (repo / "tool.sh").write_text("#!/bin/sh\n")
+    os.chmod(repo / "tool.sh", 0o755)
+    (repo / "a/b/é-note.md").write_text("a name that is not ASCII\n")
+    paths = ["a/b/x.md", "c/z.md", "n/m/q.md", "a/b.md", "tool.sh", "a/b/é-note.md"]
+    prepared = trees.prepare(repo, paths)
+    assert prepared is not None and prepared.moving == []
+    assert prepared.tree == _git_add_tree(repo, paths)
+    assert sorted((st, p) for st, p, _new, _sha in prepared.rows) == [
+        ("A", "a/b.md"), ("A", "a/b/é-note.md"), ("A", "n/m/q.md"), ("A", "tool.sh"),
+        ("D", "c/z.md"), ("M", "a/b/x.md"),
+    ]
+    # nothing is touched until it commits: the index still matches HEAD
+    assert run_git(repo, "diff", "--cached", "--name-only").stdout == ""
+    trees.update_index(repo, prepared)
+    assert run_git(repo, "write-tree").stdout.strip() == prepared.tree
+    assert "100755" in run_git(repo, "ls-files", "-s", "tool.sh").stdout
+
+
+def test_an_unchanged_file_is_no_change(repo: Path) -> None:
+    os.utime(repo / "top.md", (1, 1))
+    prepared = trees.prepare(repo, ["top.md"])
+    assert prepared is not None
+    assert prepared.rows == [] and prepared.tree == prepared.base_tree
+
+
+def test_other_staged_work_is_left_alone(repo: Path) -> None:
+    """What `git commit -- PATHS` promises: only these paths; the rest stays staged."""
+    inline_hooks_ok = inline_hooks.plumbing_ok(repo)
+    assert inline_hooks_ok  # no hooks installed in this repo
+    (repo / "a/y.md").write_text("staged by someone else\n")
+    run_git(repo, "add", "a/y.md")
+    (repo / "top.md").write_text("top, edited\n")
+    committer.commit_paths(repo, ["top.md"], "memory: top\n")
+    shown = run_git(repo, "show", "--name-only", "--format=", "HEAD").stdout.split()
+    assert shown == ["top.md"]
+    assert run_git(repo, "diff", "--cached", "--name-only").stdout.split() == ["a/y.md"]
+    assert run_git(repo, "status", "--porcelain").stdout.splitlines() == ["M  a/y.md"]
+
+
+def test_cases_git_add_knows_better_are_left_to_it(repo: Path) -> None:
+    (repo / "link.md").symlink_to("top.md")
+    assert trees.prepare(repo, ["link.md"]) is None
+    (repo / "c/z.md").unlink()
+    (repo / "c/z.md").mkdir()  # a directory where HEAD has a file
+    (repo / "c/z.md/inner.md").write_text("x\n")
+    assert trees.prepare(repo, ["c/z.md/inner.md"]) is None
+    # and the commit still happens, through `git add`
+    committer.commit_paths(repo, ["link.md"], "memory: link\n")
+    assert run_git(repo, "ls-files", "-s", "link.md").stdout.startswith("120000")
+
+
+def test_a_file_written_while_it_is_hashed_waits_for_the_next_run(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = trees._hash
+
+    def racing(root: Path, paths: list[str]) -> dict[str, str]:
+        out = real(root, paths)
+        with (root / "a/y.md").open("a") as fh:  # a writer appends meanwhile
+            fh.write("half a line")
+        return out
+
+    monkeypatch.setattr(trees, "_hash", racing)
+    (repo / "a/y.md").write_text("2\nedited\n")
+    (repo / "top.md").write_text("top, edited\n")
+    prepared = trees.prepare(repo, ["a/y.md", "top.md"])
+    assert prepared is not None and prepared.moving == ["a/y.md"]
+    assert [p for _st, p, _n, _s in prepared.rows] == ["top.md"]
+
+
+def test_a_refused_commit_leaves_the_index_as_it_was(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (repo / "top.md").write_text("top, edited\n")
+
+    def refuse(root: Path, rows: list | None = None) -> None:
+        raise MemrepoError("the pre-commit checks refused the commit")
+
+    monkeypatch.setattr(inline_hooks, "validate_staged", refuse)
+    head = run_git(repo, "rev-parse", "HEAD").stdout
+    with pytest.raises(MemrepoError, match="refused"):
+        committer.commit_paths(repo, ["top.md"], "memory: top\n")
+    assert run_git(repo, "rev-parse", "HEAD").stdout == head
+    assert run_git(repo, "diff", "--cached", "--name-only").stdout == ""
+
+
+def test_a_commit_that_changes_nothing_says_so(repo: Path) -> None:
+    with pytest.raises(MemrepoError, match="nothing to commit"):
+        committer.commit_paths(repo, ["top.md"], "memory: nothing\n")
