@@ -106,6 +106,29 @@ def test_a_turn_is_indexed_with_the_start_of_the_turn_before() -> None:
     assert second.text.endswith("Did you visit Lisbon?")
     assert "Lisbon" not in _span_text(text, second)
     assert "Friday" not in first.text
+    # vectors embed the turn alone: the lead is for BM25
+    assert second.own_text == "## 10:01 — agent\n\nYes, last Friday."
+    assert first.own_text == first.text
+
+
+def test_vectors_are_made_from_the_turn_alone(irepo) -> None:
+    import sqlite3
+
+    from memrepo.index.embedders import HashEmbedder
+    from memrepo.index.indexer import rebuild
+    from memrepo.index.paths import db_path
+
+    rebuild(irepo.root, "hash")
+    path = "raw/conversations/2024/03/02/1000-s1-rotating-keys.md"
+    chunks = _chunks((irepo.root / path).read_text(), path)
+    led = [c for c in chunks if c.lead]
+    assert led, "the fixture transcript has a turn after the first"
+    con = sqlite3.connect(db_path(irepo.root))
+    stored = dict(con.execute("SELECT hash, vec FROM vectors").fetchall())
+    con.close()
+    emb = HashEmbedder()
+    for c in led:
+        assert stored[c.hash] == emb.embed_one(c.own_text) != emb.embed_one(c.text)
 
 
 def test_hash_embedder_batch_path_equals_the_one_by_one_path() -> None:

@@ -36,10 +36,21 @@ class Chunk:
     end_line: int
     text: str  # what is indexed: heading trail (if any) + the lines
     stale: float = 0.0  # share of its bullets that are superseded entries (down-ranked)
+    lead: int = 0  # characters at the end of ``text`` that lead in from the turn before
 
     @property
     def hash(self) -> int:
         return content_hash(self.text)
+
+    @property
+    def own_text(self) -> str:
+        """What vectors embed: the chunk without the lead of the turn before it.
+
+        Words of the previous turn help BM25 find a short reply, but in a sentence
+        vector they blur what this turn says (LoCoMo dev with MiniLM: turn R@10 66.8 →
+        69.7, evidence inside a compiled context 80.9 → 82.7 %).
+        """
+        return self.text[: len(self.text) - self.lead] if self.lead else self.text
 
 
 def content_hash(text: str) -> int:
@@ -136,10 +147,11 @@ def chunk_lines(lines: list[str], body_line: int, *, transcript: bool = False) -
                 head = f"{context} › {title}" if context else title
             body = "\n".join(lines[s:e])
             text = f"{head}\n{body}" if head else body
+            lead = ""
             if transcript and previous:
-                text = f"{text}\n{_lead(previous)}"
+                lead = f"\n{_lead(previous)}"
             stale = 0.0 if transcript else superseded_share(lines[s:e])
-            chunks.append(Chunk(len(chunks), s + 1, e, text, stale))
+            chunks.append(Chunk(len(chunks), s + 1, e, text + lead, stale, len(lead)))
             previous = "\n".join(lines[s + 1 : e]) if level and k == 0 else body
     return chunks
 

@@ -86,7 +86,7 @@ class HashEmbedder:
 
     def __init__(self, dim: int = 256):
         self.dim = dim
-        self.id = f"hash-v3-{dim}"
+        self.id = f"hash-v4-{dim}"  # v4: own text (see Chunk.own_text)
         self._codes = _SlotCodes(dim)
 
     @staticmethod
@@ -145,7 +145,7 @@ class WordLlamaEmbedder:
 
     def __init__(self, dim: int = 256):
         self.dim = dim
-        self.id = f"wordllama-l2supercat-{dim}"
+        self.id = f"wordllama-l2supercat-{dim}-own"
         self._model = None
 
     def _load(self):

@@ -166,7 +166,7 @@ class Writer:
                     "INSERT OR IGNORE INTO vectors(hash, vec) VALUES (?, ?)", (h, vectors[h])
                 ).rowcount
             elif self.embed_now:
-                self.to_embed.setdefault(h, c.text)
+                self.to_embed.setdefault(h, c.own_text)
         self.chunks += len(p.chunks)
         if len(self.to_embed) >= EMBED_BATCH:
             self.embedded += self.flush_vectors()
@@ -385,7 +385,7 @@ def _catch_up_vectors(root: Path, con: sqlite3.Connection, embedder: Embedder) -
         for sha, data in gitsource.stream_blobs(root, by_sha):
             if data is not None:
                 for c in parse(by_sha[sha], data).chunks:
-                    writer.to_embed.setdefault(c.hash, c.text)
+                    writer.to_embed.setdefault(c.hash, c.own_text)
                 if len(writer.to_embed) >= EMBED_BATCH:
                     n += writer.flush_vectors()
         n += writer.flush_vectors()
@@ -464,7 +464,7 @@ def _prepare_part(
             _WORKER_EMBEDDERS[embedder_name] = get_embedder(embedder_name)
         emb = _WORKER_EMBEDDERS[embedder_name]
         if emb is not None:
-            texts = {c.hash: c.text for _, _, p in parsed if p for c in p.chunks}
+            texts = {c.hash: c.own_text for _, _, p in parsed if p for c in p.chunks}
             vecs = dict(zip(texts, emb.embed(list(texts.values())), strict=True))
     return parsed, vecs
 
