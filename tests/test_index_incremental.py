@@ -190,9 +190,22 @@ def test_heavy_embedder_is_queued_off_the_commit_path(
     irepo.event()
     res = sync(irepo.root, hook=True)  # what the hook saw: chunks waiting for vectors
     assert res is not None and res.pending_vectors > 0
+    assert _vectors_check(irepo) == (False, f"{res.pending_vectors} chunk(s) wait")
     res = sync(irepo.root)  # `memory index` catches up
     assert res is not None and res.pending_vectors == 0 and res.embedded > 0
+    assert _vectors_check(irepo) == (True, "every chunk has its vector")
     _assert_like_rebuild(irepo, copies, "hash")
+
+
+def _vectors_check(irepo: IRepo) -> tuple[bool, str]:
+    """What `memory doctor` says of the vectors (ok, the first words of the detail)."""
+    from memrepo.index import health
+    from memrepo.repo import discover
+
+    (check,) = [c for c in health.checks(discover(str(irepo.root))) if c.name == "index vectors"]
+    assert check.warning and check.fix == "memory index"
+    words = " ".join(check.detail.split()[:3]) if not check.ok else check.detail
+    return check.ok, words
 
 
 def test_the_hook_path_stays_light(irepo_indexed: IRepo) -> None:

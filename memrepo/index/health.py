@@ -19,6 +19,7 @@ def checks(repo: MemoryRepo) -> list[Check]:
     from memrepo.index import embedders, gitsource, schema
     from memrepo.index import log as hooklog
     from memrepo.index.embedders import embedder_id
+    from memrepo.index.indexer import pending_vectors
     from memrepo.index.paths import db_path, state_dir
 
     out: list[Check] = []
@@ -36,6 +37,7 @@ def checks(repo: MemoryRepo) -> list[Check]:
             try:
                 meta = schema.get_meta(con)
                 docs = con.execute("SELECT count(*) FROM documents").fetchone()[0]
+                pending = pending_vectors(con)
             finally:
                 con.close()
         except sqlite3.DatabaseError as exc:
@@ -45,6 +47,16 @@ def checks(repo: MemoryRepo) -> list[Check]:
             )
         if meta is not None:
             out.extend(_meta_checks(repo, root, meta, docs, head, embedder_id))
+            if meta.get("embedder", "none") != "none":
+                out.append(Check(
+                    "index vectors",
+                    pending == 0,
+                    f"{pending} chunk(s) wait for vectors (the hook leaves them to "
+                    "'memory index'; search uses BM25 for them meanwhile)"
+                    if pending else "every chunk has its vector",
+                    FIX,
+                    warning=True,
+                ))
     name = repo.config["search"]["embedder"]
     missing = embedders.available(name)
     if missing:
