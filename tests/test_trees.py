@@ -140,3 +140,41 @@ def test_a_refused_commit_leaves_the_index_as_it_was(
 def test_a_commit_that_changes_nothing_says_so(repo: Path) -> None:
     with pytest.raises(MemrepoError, match="nothing to commit"):
         committer.commit_paths(repo, ["top.md"], "memory: nothing\n")
+
+
+def test_random_batches_make_the_trees_git_makes(repo: Path) -> None:
+    """Adds, edits and deletes over names that sort around each other ("x", "x.md",
+    "x-y", "x/…"), batch after batch, each checked against `git add` + `write-tree`."""
+    import random
+
+    rng = random.Random(7)
+    names = ["x", "x.md", "x-y.md", "x0.md", "é.md", "z.md"]
+    dirs = ["", "x", "x/y", "x-y", "k/m/n"]
+    for _batch in range(12):
+        paths: list[str] = []
+        for _ in range(rng.randint(1, 6)):
+            d, n = rng.choice(dirs), rng.choice(names)
+            p = f"{d}/{n}" if d else n
+            target = repo / p
+            if target.is_dir() or any((repo / a).is_file() for a in _prefixes(p)):
+                continue  # a file where a directory is, or the reverse: git add's job
+            if target.exists() and rng.random() < 0.4:
+                target.unlink()
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(f"{p} {rng.random()}\n")
+            paths.append(p)
+        if not paths:
+            continue
+        prepared = trees.prepare(repo, paths)
+        assert prepared is not None
+        assert prepared.tree == _git_add_tree(repo, paths), paths
+        trees.update_index(repo, prepared)
+        run_git(repo, "commit", "-q", "--allow-empty", "-m", "batch")
+        assert run_git(repo, "rev-parse", "HEAD^{tree}").stdout.strip() == prepared.tree
+        assert run_git(repo, "status", "--porcelain", "--", *paths).stdout == ""
+
+
+def _prefixes(path: str) -> list[str]:
+    parts = path.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
