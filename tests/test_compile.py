@@ -365,3 +365,37 @@ def test_a_transcript_passage_carries_its_turn_header_in_the_marker() -> None:
     assert memory.render() == "<!-- P3 2026/02/16/1845-ses_x:20-21 19:02 agent [memory] -->\nnoted"
     note = Section(3, "knowledge", "knowledge/reference/x.md", 3, 4, "## Deploys\nblue", "")
     assert note.render() == "<!-- P3 knowledge: knowledge/reference/x.md:3-4 -->\n## Deploys\nblue"
+
+
+def test_p3_groups_a_files_passages_under_one_marker(crepo: Path) -> None:
+    """Passages of one transcript sit together, each after the first with a short
+    marker: the headers were ~30 % of a P3 of single turns."""
+    kayak = "raw/conversations/2026/03/01/1000-ses_k-kayak.md"
+    head = "---\nsession_id: ses_k\nstarted: 2026-03-01T10:00:00+00:00\n---\n\n# Kayak\n\n"
+    turns = [
+        "## 10:00 — user\nWe rented a kayak on the lake.\n",
+        "## 10:01 — agent\nNice, how was the water?\n",
+        "## 10:02 — user\nCold. The kayak tipped over twice.\n",
+        "## 10:03 — agent\nGlad you are fine.\n",
+        "## 10:04 — user\nNext kayak trip is in June.\n",
+    ]
+    write(crepo, kayak, head + "\n".join(turns))
+    write(crepo, "knowledge/reference/boats.md",
+          "---\ntype: reference\n---\n# Boats\n\n- a kayak paddle is 220 cm\n")
+    res = compile_context(
+        MemoryRepo(crepo), CompileRequest("kayak trip", 4000, today=TODAY, record_hits=False)
+    )
+    check_invariants(crepo, res, 4000)
+    p3 = [s for s in res.sections if s.slot == 3]
+    paths = [s.path for s in p3]
+    assert paths.count(kayak) >= 3 and "knowledge/reference/boats.md" in paths
+    runs = [p for i, p in enumerate(paths) if i == 0 or paths[i - 1] != p]
+    assert len(runs) == len(set(paths)), f"each file's passages together: {paths}"
+    group = [s for s in p3 if s.path == kayak]
+    assert not group[0].cont and all(s.cont for s in group[1:])
+    assert group[0].render().startswith("<!-- P3 2026/03/01/1000-ses_k:")
+    for s in group[1:]:
+        assert s.render().startswith(f"<!-- :{s.start_line}-{s.end_line} ")
+        assert s.tokens == estimate_tokens(s.render())
+    # the JSON still names every passage in full
+    assert all(j["path"] == kayak for j in (s.as_json() for s in group))

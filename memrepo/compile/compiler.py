@@ -177,16 +177,21 @@ class _Compiler:
         self, slot: int, kind: str, path: str, lines: Lines, last: int, cap: int, why: str,
         tail: bool = False, unit: str = "line",
     ) -> Section | None:  # fmt: skip
-        """Fit ``lines`` into min(cap, what is left); add the section or say why not."""
+        """Fit ``lines`` into min(cap, what is left); add the section or say why not.
+
+        A P3 passage of a file P3 already holds is a continuation: it will sit right
+        below that file's passages with a marker of a few characters (see :meth:`run`).
+        """
         allowance = min(cap, self.left) - self.sep
-        mc = marker_cost(slot, kind, path, last, self.count, unit)
+        cont = slot == 3 and any(x.slot == 3 and x.path == path for x in self.sections)
+        mc = marker_cost(slot, kind, path, last, self.count, unit, cont)
         chars = self.chars_left - len(SEP) - len(path) - 64
         got = fit(lines, allowance - mc, self.count, tail=tail, max_chars=chars)
         if got is None:
             self._omit(slot, kind, path, f"does not fit ({max(allowance, 0)} tokens left for it)")
             return None
         rows, cut = got
-        s = make_section(slot, kind, path, rows, why, cut, self.count, unit)
+        s = make_section(slot, kind, path, rows, why, cut, self.count, unit, cont)
         if (
             s.tokens + self.sep > min(cap, self.left)
             or len(s.render()) + len(SEP) > self.chars_left
@@ -443,8 +448,16 @@ class _Compiler:
             self.p3()
         if 4 in slots:
             self.p4()
+        # slot order; within P3 each file's passages together, in rank order, the files
+        # in the order of their best passage (its continuations carry short markers)
         order = {id(s): i for i, s in enumerate(self.sections)}
-        self.sections.sort(key=lambda s: (s.slot, order[id(s)]))
+        first: dict[str, int] = {}
+        for s in self.sections:
+            if s.slot == 3:
+                first.setdefault(s.path, order[id(s)])
+        self.sections.sort(
+            key=lambda s: (s.slot, first.get(s.path, 0) if s.slot == 3 else 0, order[id(s)])
+        )
         text = SEP.join(s.render() for s in self.sections)
         total = self.count(text)
         cap_chars = self.req.max_chars if self.req.max_chars is not None else 1 << 62

@@ -39,14 +39,19 @@ class Section:
     unit: str = "line"  # "message" for history taken from a messages JSON
     cut: bool = False
     tokens: int = 0
+    #: another passage of the file of the section just above it (P3 groups them)
+    cont: bool = False
 
     def marker(self) -> str:
         """``<!-- P3 knowledge: path:A-B -->``; a transcript passage is named by its short
         reference (``2026/02/16/1845-ses_x:3-4``, the ``[src: …]`` form of knowledge
-        lines): a full transcript path costs as many tokens as the turn it labels."""
+        lines): a full transcript path costs as many tokens as the turn it labels. A
+        further passage of the same file, right below it, is ``<!-- :A-B -->``."""
         span = f"{self.start_line}-{self.end_line}"
         unit = "" if self.unit == "line" else f" {self.unit}s"
         cut = " (cut)" if self.cut else ""
+        if self.cont:
+            return f"<!-- :{span}{unit}{cut} -->"
         if self.slot >= 3 and formats.is_transcript(self.path):
             return f"<!-- {SLOT_NAMES[self.slot]} {source_ref(self.path)}:{span}{unit}{cut} -->"
         return f"<!-- {SLOT_NAMES[self.slot]} {self.kind}: {self.path}:{span}{unit}{cut} -->"
@@ -203,16 +208,19 @@ def make_section(
     cut: bool,
     count: Count,
     unit: str = "line",
+    cont: bool = False,
 ) -> Section:
     rows = _trim_blank(rows)
-    s = Section(slot, kind, path, rows[0][0], rows[-1][0], _text(rows), why, unit, cut)
+    s = Section(slot, kind, path, rows[0][0], rows[-1][0], _text(rows), why, unit, cut,
+                cont=cont)
     s.tokens = count(s.render())
     return s
 
 
 def marker_cost(
-    slot: int, kind: str, path: str, last_line: int, count: Count, unit: str = "line"
+    slot: int, kind: str, path: str, last_line: int, count: Count, unit: str = "line",
+    cont: bool = False,
 ) -> int:
     """An upper bound on the marker's tokens (the widest span the file allows, cut)."""
-    probe = Section(slot, kind, path, last_line, last_line, "", "", unit, cut=True)
+    probe = Section(slot, kind, path, last_line, last_line, "", "", unit, cut=True, cont=cont)
     return count(probe.marker() + "\n") + 1
