@@ -602,7 +602,12 @@ def end(
         atomic_write(root / rel, render_frontmatter(meta) + body)
         if rel != session.path:
             full.unlink()
-        attachments = sorted({m["path"] for m in _ATTACHMENT.finditer(body)})
+        from memrepo.git import plain_path
+
+        # only plain paths under attachments/: a line a user wrote ("attachments/../.git/x")
+        # must not make the commit take a file from elsewhere
+        attachments = sorted({m["path"] for m in _ATTACHMENT.finditer(body)
+                              if plain_path(m["path"])})
         sha = None
         if commit:
             from memrepo.committer import commit_paths

@@ -23,7 +23,15 @@ from typing import Any, TypeVar
 
 from memrepo import trees
 from memrepo.errors import GitError
-from memrepo.git import EMPTY_TREE, StagedRow, git, head, read_blobs, staged_blobs
+from memrepo.git import (
+    EMPTY_TREE,
+    StagedRow,
+    git,
+    head,
+    plain_path,
+    read_blobs,
+    staged_blobs,
+)
 
 #: Trees whose changes a batch commit takes.
 SCOPE = ("knowledge/", "topics/", "archive/", "raw/")
@@ -65,13 +73,31 @@ def commit_paths(root: Path, paths: Sequence[str], message: str) -> str | None:
     paths = list(dict.fromkeys(paths))
     prepared = prepare_trees(root, paths)
     if prepared is not None and not prepared.moving:
-        from memrepo import inline_hooks
-
-        retry_locked(lambda: inline_hooks.commit_tree(root, message, prepared))
+        commit_prepared(root, paths, message, prepared)
         return head(root)
     retry_locked(lambda: git(["add", "-A", "--", *paths], root))
     commit_staged(root, paths, message)
     return head(root)
+
+
+def commit_prepared(
+    root: Path, paths: Sequence[str], message: str, prepared: trees.Prepared
+) -> None:
+    """Commit prepared trees; when another commit lands first, build on it and try again
+    (the old path had that race too, in a narrower window)."""
+    from memrepo import inline_hooks
+
+    for _attempt in range(5):
+        try:
+            retry_locked(lambda p=prepared: inline_hooks.commit_tree(root, message, p))
+            return
+        except inline_hooks.HeadMoved:
+            again = trees.prepare(root, paths)
+            if again is None:
+                break
+            prepared = again
+    retry_locked(lambda: git(["add", "-A", "--", *prepared.index_lines], root))
+    commit_staged(root, list(prepared.index_lines), message)
 
 
 def prepare_trees(root: Path, paths: Sequence[str]) -> trees.Prepared | None:
@@ -480,7 +506,7 @@ def _with_attachments(root: Path, take: list[str]) -> list[str]:
             except (OSError, UnicodeDecodeError):
                 continue
             for m in re.finditer(r"^> \[attachment:(attachments/[^\]]+)\]", text, re.M):
-                if (root / m[1]).is_file():
+                if plain_path(m[1]) and (root / m[1]).is_file():
                     extra.append(m[1])
     if not extra:
         return take
@@ -566,9 +592,7 @@ def run(
     message, by_llm, llm_error, usage = _message(root, changes, ctype, use_llm, client, None,
                                                  against)
     if prepared is not None:
-        from memrepo import inline_hooks
-
-        retry_locked(lambda: inline_hooks.commit_tree(root, message, prepared))
+        commit_prepared(root, take, message, prepared)
     else:
         paths = list(dict.fromkeys([*take, *(c.old_path for c in changes if c.old_path)]))
         commit_staged(root, paths, message, rows)

@@ -75,6 +75,21 @@ def hooks_dir(root: str | Path) -> Path:
     return p if p.is_absolute() else Path(root) / p
 
 
+def plain_path(path: str) -> bool:
+    """A repo-relative path git takes as it is: no empty, ``.``, ``..`` or ``.git`` part,
+    nothing git's stdin protocols read otherwise (a leading quote, CR, LF, NUL), UTF-8.
+
+    Anything else is normalised, refused or misread by one git command or another.
+    """
+    if not path or path.startswith('"') or any(c in path for c in "\r\n\0"):
+        return False
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:  # a name that was not UTF-8 (surrogate escapes)
+        return False
+    return all(part not in ("", ".", "..") and part.lower() != ".git" for part in path.split("/"))
+
+
 def head(root: str | Path) -> str | None:
     """The commit HEAD points at, or None on an unborn branch."""
     try:

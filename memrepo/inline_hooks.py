@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from memrepo import git, trees
-from memrepo.errors import MemrepoError
+from memrepo.errors import GitError, MemrepoError
 from memrepo.hook_runners import PRE_COMMIT_CONFIG, runner_of
 
 #: The entry every memrepo hook runs (repo-skeleton/dot-pre-commit-config.yaml).
@@ -76,6 +76,10 @@ def validate_staged(root: Path, rows: list[git.StagedRow] | None = None) -> None
     if run_checks(CHECKS, paths, ctx, out=said):
         raise MemrepoError(f"the pre-commit checks refused the commit:\n{said.getvalue()}")
     sys.stderr.write(said.getvalue())  # warnings (MEMORY.md near its cap), as the hook shows
+
+
+class HeadMoved(MemrepoError):
+    """Another commit landed between reading HEAD and updating it: build on the new one."""
 
 
 def plumbing_ok(root: Path) -> bool:
@@ -147,5 +151,11 @@ def _write_commit(root: Path, tree: str, parent: str | None, message: str) -> No
                   input=text).strip()
     subject = text.split("\n", 1)[0]
     what = "commit" if parent else "commit (initial)"
-    git.git(["update-ref", "-m", f"{what}: {subject}", "HEAD", sha, parent or ""], root)
+    try:
+        git.git(["update-ref", "-m", f"{what}: {subject}", "HEAD", sha, parent or ""], root)
+    except GitError:
+        if git.head(root) != parent:
+            raise HeadMoved(f"HEAD moved while committing (another commit landed first): "
+                            f"{subject}") from None
+        raise
     git.git(["maintenance", "run", "--auto", "--quiet"], root, check=False)  # as commit does

@@ -11,9 +11,12 @@ index is then set for exactly these paths with one ``git update-index --index-in
 so it matches the commit and nothing else anyone staged is touched or committed (what
 ``git commit -- PATHS`` promises, without its temporary index of the whole repo).
 
-Anything this module does not handle the way ``git add`` would (a symlink, a submodule
-or directory in the way, a name with a newline, an unborn branch, a SHA-256 repository)
-makes :func:`prepare` return None, and the caller takes the ``git add`` route.
+Anything this module does not handle the way ``git add`` would makes :func:`prepare`
+return None, and the caller takes the ``git add`` route (which may refuse, as git does):
+a name that is not a plain repo path (``..``, ``.git``, ``//``, a leading quote, a CR, a
+name that is not UTF-8), a symlink or a symlinked directory on the way, a submodule or
+directory in the way, an ignored new file, a deletion of a sparse or skip-worktree entry,
+``core.autocrlf`` or ``core.sparseCheckout`` set, an unborn branch, a SHA-256 repository.
 """
 
 from __future__ import annotations
@@ -48,8 +51,10 @@ class Prepared:
     tree: str
     #: what changed against HEAD, as :func:`memrepo.git.staged_blobs` rows (A/M/D)
     rows: list[git.StagedRow]
-    #: ``git update-index -z --index-info`` input setting the index to the new tree
-    index_info: bytes
+    #: per staged path, its ``--index-info`` line: exactly what the new tree holds
+    index_lines: dict[str, str]
+    #: per staged path, what lstat said before it was hashed (None: deleted)
+    stats: dict[str, tuple[int, int, int, int] | None]
     #: paths whose file changed while it was hashed: left out, for the next run
     moving: list[str] = field(default_factory=list)
 
@@ -70,8 +75,13 @@ def _prepare(root: Path, paths: list[str]) -> Prepared:
     parent = git.head(root)
     if parent is None or len(parent) != 40 or not paths:
         raise Unsupported("unborn branch, SHA-256, or nothing to do")
-    if any("\n" in p or "\0" in p or p.startswith("/") or p.endswith("/") for p in paths):
-        raise Unsupported("a name the stdin protocols cannot carry")
+    if not all(git.plain_path(p) for p in paths):
+        raise Unsupported("a name git add would normalise, refuse or read otherwise")
+    cfg = _config(root)
+    if _true(cfg.get("core.sparsecheckout")) or cfg.get("core.autocrlf", "false") != "false":
+        raise Unsupported("sparse checkout or autocrlf: git add knows the rules")
+    for p in paths:
+        _no_symlink_on_the_way(root, p)
     before = {p: _stat(root / p) for p in paths}
     present = [p for p in paths if before[p] is not None]
     shas = _hash(root, present)
@@ -83,25 +93,31 @@ def _prepare(root: Path, paths: list[str]) -> Prepared:
     base_tree, trees = _read_trees(root, parent, dirs)
     changed: set[str] = set()
     grown: set[str] = set()  # new names: that tree must be sorted again
-    exec_bits = _filemode(root)
+    # core.filemode=false: the file system cannot tell, so git keeps the index's mode
+    exec_bits = _true(cfg.get("core.filemode", "true"))
+    index_modes = {} if exec_bits else _index_modes(root, list(new))
+    olds = {p: trees[_split(p)[0]].get(_name(_split(p)[1])) for p in new}
+    _check_deletions(root, [p for p, sha in new.items() if sha is None and olds[p]])
+    _check_ignored(root, [p for p, sha in new.items() if sha is not None and olds[p] is None])
 
     rows: list[git.StagedRow] = []
-    info: list[str] = []
+    lines: dict[str, str] = {}
+    gone: dict[str, str] = {}  # deleted path -> its blob in HEAD, to pair exact renames
     for p, sha in new.items():
         d, name = _split(p)
         key = _name(name)
-        old = trees[d].get(key)
+        old = olds[p]
         if old is not None and (old.startswith(_TREE) or old.startswith(_SUBMODULE)):
             raise Unsupported(f"{p}: a directory or submodule in HEAD")
         if sha is None:
-            info.append(f"0 {ZERO}\t{p}")
+            lines[p] = f"0 {ZERO}\t{p}"
             if old is not None:
                 del trees[d][key]
                 changed.add(d)
-                rows.append(("D", p, None, ZERO))
+                gone[p] = old[-20:].hex()
             continue
-        mode = _mode(before[p], old, exec_bits)
-        info.append(f"{mode} {sha}\t{p}")
+        mode = index_modes.get(p) or _mode(before[p], old, exec_bits)
+        lines[p] = f"{mode} {sha}\t{p}"
         entry = _entry(mode, key, sha)
         if entry != old:
             trees[d][key] = entry
@@ -109,6 +125,7 @@ def _prepare(root: Path, paths: list[str]) -> Prepared:
             if old is None:
                 grown.add(d)
             rows.append(("M" if old is not None else "A", p, None, sha))
+    rows = _pair_renames(rows, gone)
 
     written: dict[str, bytes] = {}
     tree = base_tree
@@ -135,35 +152,114 @@ def _prepare(root: Path, paths: list[str]) -> Prepared:
             trees[up].pop(key, None)
         changed.add(up)
     _write_trees(root, written)
-    return Prepared(parent, base_tree, tree, rows, "".join(x + "\0" for x in info).encode(),
-                    moving)
+    stats = {p: before[p] for p in lines}
+    return Prepared(parent, base_tree, tree, rows, lines, stats, moving)
 
 
 def update_index(root: Path, prepared: Prepared) -> None:
     """Set the index entries of the prepared paths (others stay as they are).
 
-    With the untracked cache on, as ``memory commit``'s status asks for it: otherwise the
-    rewritten index drops it and the next status walks every directory again (+40 ms at
-    100K files).
+    ``update-index --add --remove`` records each file's stat data, as ``git add`` does
+    (``--index-info`` alone leaves it empty, and every later status would re-read the
+    file); a file written again since it was hashed is then set to the committed blob
+    by ``--index-info``, so the index never holds what the commit does not. With the
+    untracked cache on, as ``memory commit``'s status asks for it: otherwise the
+    rewritten index drops it and the next status walks every directory again.
     """
-    if prepared.index_info:
-        git.git(["-c", "core.untrackedCache=true", "update-index", "-z", "--index-info"], root,
-                input=prepared.index_info)
+    if not prepared.index_lines:
+        return
+    cache = ["-c", "core.untrackedCache=true"]
+    paths = list(prepared.index_lines)
+    git.git([*cache, "update-index", "--add", "--remove", "-z", "--stdin"], root,
+            input="".join(p + "\0" for p in paths))
+    drifted = [p for p in paths if _stat(root / p, strict=False) != prepared.stats[p]]
+    if drifted:
+        info = "".join(prepared.index_lines[p] + "\0" for p in drifted)
+        git.git([*cache, "update-index", "-z", "--index-info"], root, input=info)
 
 
 # -- helpers ---------------------------------------------------------------------------
 
 
-def _stat(path: Path) -> tuple[int, int, int, int] | None:
+def _stat(path: Path, strict: bool = True) -> tuple[int, int, int, int] | None:
     try:
         st = os.lstat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
-    except NotADirectoryError:
-        return None
-    if not stat.S_ISREG(st.st_mode):
+    if strict and not stat.S_ISREG(st.st_mode):
         raise Unsupported(f"{path}: not a regular file")
     return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode)
+
+
+def _no_symlink_on_the_way(root: Path, path: str) -> None:
+    """git add refuses a path "beyond a symbolic link"; so do we (the caller falls back)."""
+    parts = path.split("/")[:-1]
+    for i in range(1, len(parts) + 1):
+        if (root.joinpath(*parts[:i])).is_symlink():
+            raise Unsupported(f"{path}: beyond a symbolic link")
+
+
+def _config(root: Path) -> dict[str, str]:
+    """The few core settings that change what git add does, in one call."""
+    out = git.git(["config", "-z", "--get-regexp", r"^core\.(filemode|sparsecheckout|autocrlf)$"],
+                  root, check=False)
+    cfg: dict[str, str] = {}
+    for item in out.split("\0"):
+        if item:
+            key, _, value = item.partition("\n")
+            cfg[key.lower()] = value.strip().lower() or "true"
+    return cfg
+
+
+def _true(value: str | None) -> bool:
+    return value in ("true", "yes", "on", "1")
+
+
+def _index_modes(root: Path, paths: list[str]) -> dict[str, str]:
+    out = git.git(["ls-files", "-s", "-z", "--", *paths], root)
+    modes = {}
+    for item in out.split("\0"):
+        if item:
+            meta, _, path = item.partition("\t")
+            modes[path] = meta.split()[0]
+    return modes
+
+
+def _check_deletions(root: Path, paths: list[str]) -> None:
+    """A missing file is deleted, unless git keeps it off disk on purpose."""
+    if not paths:
+        return
+    out = git.git(["ls-files", "-v", "-z", "--", *paths], root)
+    for item in out.split("\0"):
+        if item and (item[0] == "S" or item[0].islower()):
+            raise Unsupported(f"{item[2:]}: skip-worktree or assume-unchanged")
+
+
+def _check_ignored(root: Path, paths: list[str]) -> None:
+    """git add refuses an ignored new file; so do we (the caller falls back to it)."""
+    if not paths:
+        return
+    out = git.git(["check-ignore", "-z", "--stdin"], root, check=False,
+                  input="".join(p + "\0" for p in paths))
+    if out.strip("\0"):
+        raise Unsupported("an ignored file")
+
+
+def _pair_renames(rows: list[git.StagedRow], gone: dict[str, str]) -> list[git.StagedRow]:
+    """A deleted file whose blob reappears under a new name is a rename (as ``-M``
+    would find it at 100 %), so messages and validators see a move, not a loss."""
+    by_sha: dict[str, list[str]] = {}
+    for path, sha in gone.items():
+        by_sha.setdefault(sha, []).append(path)
+    out: list[git.StagedRow] = []
+    for st, path, new, sha in rows:
+        olds = by_sha.get(sha) if st == "A" else None
+        if olds:
+            out.append(("R", olds.pop(0), path, sha))
+        else:
+            out.append((st, path, new, sha))
+    out += [("D", p, None, ZERO) for ps in by_sha.values() for p in ps]
+    return out
 
 
 def _hash(root: Path, paths: list[str]) -> dict[str, str]:
@@ -176,16 +272,11 @@ def _hash(root: Path, paths: list[str]) -> dict[str, str]:
     return dict(zip(paths, shas, strict=True))
 
 
-def _filemode(root: Path) -> bool:
-    out = git.git(["config", "--type=bool", "--get", "core.filemode"], root, check=False)
-    return out.strip() != "false"
-
-
 def _mode(st: tuple[int, int, int, int] | None, old: bytes | None, exec_bits: bool) -> str:
-    if not exec_bits:  # the file system cannot tell: keep what HEAD says, as git does
+    if not exec_bits:  # the file system cannot tell: keep what HEAD says
         return old.split(b" ", 1)[0].decode() if old is not None else "100644"
     assert st is not None
-    return "100755" if st[3] & 0o111 else "100644"
+    return "100755" if st[3] & stat.S_IXUSR else "100644"  # git looks at the owner's bit
 
 
 def _name(name: str) -> bytes:

@@ -178,3 +178,95 @@ def test_random_batches_make_the_trees_git_makes(repo: Path) -> None:
 def _prefixes(path: str) -> list[str]:
     parts = path.split("/")
     return ["/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+@pytest.mark.parametrize(
+    ("path", "plain"),
+    [
+        ("knowledge/a.md", True),
+        ("a b/c\td.md", True),
+        ("k/é.md", True),
+        ("j/../k/a.md", False),
+        ("./a.md", False),
+        ("k//a.md", False),
+        ("attachments/../.git/config", False),
+        ("k/.GIT/x", False),
+        ('"q"', False),
+        ("k/a\r", False),
+        (os.fsdecode(b"k/caf\xe9.md"), False),
+    ],
+)
+def test_only_plain_paths_take_the_tree_route(path: str, plain: bool) -> None:
+    from memrepo.git import plain_path
+
+    assert plain_path(path) is plain
+
+
+def test_what_git_add_would_refuse_or_keep_off_disk_goes_to_git(repo: Path) -> None:
+    (repo / "k").mkdir()
+    (repo / ".gitignore").write_text("*.key\n")
+    run_git(repo, "add", ".gitignore")
+    run_git(repo, "commit", "-q", "-m", "ignore")
+    (repo / "k/s.key").write_text("secret\n")
+    assert trees.prepare(repo, ["k/s.key"]) is None  # ignored: git add refuses it
+    (repo / "lnk").symlink_to("c")
+    assert trees.prepare(repo, ["lnk/z.md"]) is None  # beyond a symbolic link
+    run_git(repo, "update-index", "--skip-worktree", "c/z.md")
+    (repo / "c/z.md").unlink()
+    assert trees.prepare(repo, ["c/z.md"]) is None  # kept off disk on purpose, not deleted
+    run_git(repo, "update-index", "--no-skip-worktree", "c/z.md")
+    run_git(repo, "config", "core.autocrlf", "true")
+    (repo / "top.md").write_text("top\r\n")
+    assert trees.prepare(repo, ["top.md"]) is None  # git add knows the CRLF rules
+
+
+def test_modes_follow_git(repo: Path) -> None:
+    os.chmod(repo / "top.md", 0o654)  # group and other may run it, the owner may not
+    prepared = trees.prepare(repo, ["top.md"])
+    assert prepared is not None and prepared.rows == []  # git: nothing to commit
+    run_git(repo, "config", "core.filemode", "false")
+    run_git(repo, "update-index", "--chmod=+x", "a/y.md")
+    (repo / "a/y.md").write_text("2\nedited\n")
+    committer.commit_paths(repo, ["a/y.md"], "memory: y\n")
+    assert run_git(repo, "ls-tree", "HEAD", "a/y.md").stdout.startswith("100755")
+
+
+def test_the_index_records_stat_data_as_git_add_does(repo: Path) -> None:
+    (repo / "top.md").write_text("top, edited\n")
+    committer.commit_paths(repo, ["top.md"], "memory: top\n")
+    assert run_git(repo, "diff-files", "--name-only").stdout == ""  # no re-hash pending
+    assert run_git(repo, "diff-index", "--quiet", "HEAD", "--", check=False).returncode == 0
+
+
+def test_two_commits_at_once_both_land(repo: Path) -> None:
+    import threading
+
+    (repo / "a/y.md").write_text("A\n")
+    (repo / "top.md").write_text("T\n")
+    errors: list[BaseException] = []
+
+    def go(path: str) -> None:
+        try:
+            committer.commit_paths(repo, [path], f"memory: {path}\n")
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=go, args=(p,)) for p in ("a/y.md", "top.md")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert run_git(repo, "status", "--porcelain").stdout == ""
+    log = run_git(repo, "log", "--format=%s", "-2").stdout.split("\n")
+    assert sorted(log[:2]) == ["memory: a/y.md", "memory: top.md"]
+
+
+def test_an_exact_move_is_a_rename(repo: Path) -> None:
+    (repo / "archive").mkdir()
+    (repo / "a/y.md").rename(repo / "archive/y.md")
+    prepared = trees.prepare(repo, ["a/y.md", "archive/y.md"])
+    assert prepared is not None
+    assert [(st, p, new) for st, p, new, _sha in prepared.rows] == [
+        ("R", "a/y.md", "archive/y.md")
+    ]
