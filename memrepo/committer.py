@@ -217,15 +217,8 @@ def _transcript_excluded(root: Path, path: str, xy: str) -> str | None:
     return None
 
 
-def _stat(root: Path, paths: Sequence[str]) -> dict[str, tuple[int, int] | None]:
-    snap: dict[str, tuple[int, int] | None] = {}
-    for p in paths:
-        try:
-            st = os.stat(root / p)
-            snap[p] = (st.st_size, st.st_mtime_ns)
-        except FileNotFoundError:
-            snap[p] = None
-    return snap
+def _stat(root: Path, paths: Sequence[str]) -> dict[str, trees.FileState | None]:
+    return {p: trees.file_state(root / p) for p in paths}
 
 
 def staged_changes(

@@ -105,7 +105,7 @@ def commit_tree(root: Path, message: str, prepared: trees.Prepared) -> None:
     """
     validate_staged(root, prepared.rows)
     trees.update_index(root, prepared)
-    _write_commit(root, prepared.tree, prepared.parent, message)
+    _write_commit(root, prepared.tree, prepared.parent, message, prepared.base_tree)
     _after_commit(root)
 
 
@@ -142,9 +142,14 @@ def _commit_index(root: Path, message: str) -> None:
     _write_commit(root, git.git(["write-tree"], root).strip(), git.head(root), message)
 
 
-def _write_commit(root: Path, tree: str, parent: str | None, message: str) -> None:
-    """commit-tree and update-ref (HEAD must still be ``parent``), as ``git commit`` would."""
-    if parent and git.git(["rev-parse", f"{parent}^{{tree}}"], root).strip() == tree:
+def _write_commit(
+    root: Path, tree: str, parent: str | None, message: str, parent_tree: str | None = None
+) -> None:
+    """commit-tree and update-ref (HEAD must still be ``parent``), as ``git commit`` would;
+    ``parent_tree``: the parent's tree, when the caller has read it already."""
+    if parent and parent_tree is None:
+        parent_tree = git.git(["rev-parse", f"{parent}^{{tree}}"], root).strip()
+    if parent and parent_tree == tree:
         raise MemrepoError("nothing to commit: the index is the same as HEAD")
     text = git.git(["stripspace"], root, input=message)
     sha = git.git(["commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-"], root,

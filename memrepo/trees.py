@@ -33,13 +33,15 @@ from memrepo import git
 
 ZERO = "0" * 40
 TREE_MODE = "40000"
-_TREE = b"40000 "
+_TREE = TREE_MODE.encode() + b" "
 _SUBMODULE = b"160000 "
 #: one entry of a tree object: mode, name, 20-byte id
 _ENTRY = re.compile(rb"([0-7]+) ([^\0]*)\0(.{20})", re.S)
 
 #: name -> raw entry (b"mode name\0<20-byte id>"), in the tree's order
 Entries = dict[bytes, bytes]
+#: (size, mtime ns, inode, mode) of a file, as lstat says
+FileState = tuple[int, int, int, int]
 
 
 @dataclass
@@ -54,7 +56,7 @@ class Prepared:
     #: per staged path, its ``--index-info`` line: exactly what the new tree holds
     index_lines: dict[str, str]
     #: per staged path, what lstat said before it was hashed (None: deleted)
-    stats: dict[str, tuple[int, int, int, int] | None]
+    stats: dict[str, FileState | None]
     #: paths whose file changed while it was hashed: left out, for the next run
     moving: list[str] = field(default_factory=list)
 
@@ -82,10 +84,10 @@ def _prepare(root: Path, paths: list[str]) -> Prepared:
         raise Unsupported("sparse checkout or autocrlf: git add knows the rules")
     for p in paths:
         _no_symlink_on_the_way(root, p)
-    before = {p: _stat(root / p) for p in paths}
+    before = {p: file_state(root / p, strict=True) for p in paths}
     present = [p for p in paths if before[p] is not None]
     shas = _hash(root, present)
-    after = {p: _stat(root / p) for p in paths}
+    after = {p: file_state(root / p, strict=True) for p in paths}
     moving = [p for p in paths if before[p] != after[p]]
     new = {p: shas.get(p) for p in paths if p not in moving}  # None: deleted
 
@@ -172,7 +174,7 @@ def update_index(root: Path, prepared: Prepared) -> None:
     paths = list(prepared.index_lines)
     git.git([*cache, "update-index", "--add", "--remove", "-z", "--stdin"], root,
             input="".join(p + "\0" for p in paths))
-    drifted = [p for p in paths if _stat(root / p, strict=False) != prepared.stats[p]]
+    drifted = [p for p in paths if file_state(root / p) != prepared.stats[p]]
     if drifted:
         info = "".join(prepared.index_lines[p] + "\0" for p in drifted)
         git.git([*cache, "update-index", "-z", "--index-info"], root, input=info)
@@ -181,7 +183,10 @@ def update_index(root: Path, prepared: Prepared) -> None:
 # -- helpers ---------------------------------------------------------------------------
 
 
-def _stat(path: Path, strict: bool = True) -> tuple[int, int, int, int] | None:
+def file_state(path: Path, strict: bool = False) -> FileState | None:
+    """(size, mtime, inode, mode) of ``path`` not followed through a symlink, None when
+    it is gone: two equal states mean nobody wrote the file in between. ``strict``: a
+    symlink or other non-regular file is a case for ``git add`` (Unsupported)."""
     try:
         st = os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
@@ -272,7 +277,7 @@ def _hash(root: Path, paths: list[str]) -> dict[str, str]:
     return dict(zip(paths, shas, strict=True))
 
 
-def _mode(st: tuple[int, int, int, int] | None, old: bytes | None, exec_bits: bool) -> str:
+def _mode(st: FileState | None, old: bytes | None, exec_bits: bool) -> str:
     if not exec_bits:  # the file system cannot tell: keep what HEAD says
         return old.split(b" ", 1)[0].decode() if old is not None else "100644"
     assert st is not None
