@@ -24,7 +24,7 @@ HOOK_SLOTS = {"SessionStart": frozenset({0, 1}), "UserPromptSubmit": frozenset({
 
 
 @click.command("compile")
-@click.argument("message", required=False, default="")
+@click.argument("message", nargs=-1)
 @click.option("--budget", type=click.IntRange(min=0), help="Token budget (default: config).")
 @click.option(
     "--session",
@@ -45,7 +45,7 @@ HOOK_SLOTS = {"SessionStart": frozenset({0, 1}), "UserPromptSubmit": frozenset({
 @click.pass_context
 def compile_cmd(
     ctx: click.Context,
-    message: str,
+    message: tuple[str, ...],
     budget: int | None,
     session: Path | None,
     shared: bool,
@@ -64,7 +64,7 @@ def compile_cmd(
         if not ev.startswith(("cron:", "webhook:")):
             raise MemrepoError(f"--event wants cron:NAME or webhook:SOURCE:EVENT, got {ev!r}")
     repo = discover((ctx.obj or {}).get("repo"))
-    req = CompileRequest(message, budget, session, shared, list(events))
+    req = CompileRequest(" ".join(message), budget, session, shared, list(events))
     result = compile_context(repo, req)
     if as_json:
         click.echo(json.dumps(result.as_json(explain), indent=1, ensure_ascii=False))

@@ -61,7 +61,7 @@ def _print_text(hits: list[Any], explain: bool) -> None:
 
 
 @click.command("search")
-@click.argument("query", required=False, default="")
+@click.argument("query", nargs=-1)
 @click.option(
     "--limit",
     "-n",
@@ -81,7 +81,7 @@ def _print_text(hits: list[Any], explain: bool) -> None:
 @click.pass_context
 def search(
     ctx: click.Context,
-    query: str,
+    query: tuple[str, ...],
     limit: int,
     category: tuple[str, ...],
     path_glob: str | None,
@@ -136,7 +136,7 @@ def search(
                         req = {"id": req["id"], "error": f"search failed: {exc}"}
                 click.echo(json.dumps(req, ensure_ascii=False))
             return
-        hits = run(query, limit)
+        hits = run(" ".join(query), limit)
     finally:
         engine.close()
     if as_json:

@@ -21,17 +21,17 @@ from memrepo.repo import discover
 
 
 @click.command("remember")
-@click.argument("text")
+@click.argument("text", nargs=-1, required=True)
 @click.option("--tags", default="", help="Comma-separated tags, e.g. payments,hmac.")
 @click.pass_context
-def remember(ctx: click.Context, text: str, tags: str) -> None:
+def remember(ctx: click.Context, text: tuple[str, ...], tags: str) -> None:
     """Append TEXT as a dated bullet to today's journal (created if missing)."""
     from memrepo import formats
     from memrepo.atomic import atomic_write
 
     repo = discover((ctx.obj or {}).get("repo"))
-    text = " ".join(text.split())
-    if not text:
+    said = " ".join(" ".join(text).split())
+    if not said:
         raise MemrepoError("nothing to remember: TEXT is empty")
     tag_list = [t.strip().lstrip("#") for t in tags.split(",") if t.strip().lstrip("#")]
     now = dt.datetime.now().astimezone()
@@ -49,7 +49,7 @@ def remember(ctx: click.Context, text: str, tags: str) -> None:
         old = old if isinstance(old, list) else [str(old)]
         meta["tags"] = [*old, *(t for t in tag_list if t not in old)]
     suffix = ("  " + " ".join(f"#{t}" for t in tag_list)) if tag_list else ""
-    bullet = f"- {now:%H:%M} {text}{suffix}"
+    bullet = f"- {now:%H:%M} {said}{suffix}"
     body = body.rstrip("\n") + "\n" + bullet + "\n"
     if not body.startswith("\n"):
         body = "\n" + body

@@ -15,7 +15,7 @@ def topics() -> None:
 
 
 @topics.command("match")
-@click.argument("message", required=False, default="")
+@click.argument("message", nargs=-1)
 @click.option("--output", "output", help="The agent's own text: report corrective topics.")
 @click.option("--event", "events", multiple=True, help="cron:NAME or webhook:SOURCE:EVENT.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -23,7 +23,7 @@ def topics() -> None:
 @click.pass_context
 def match(
     ctx: click.Context,
-    message: str,
+    message: tuple[str, ...],
     output: str | None,
     events: tuple[str, ...],
     as_json: bool,
@@ -35,8 +35,9 @@ def match(
     repo = discover((ctx.obj or {}).get("repo"))
     cfg = repo.config["watchers"]
     results = []
-    if message or events or not output:
-        results.append(match_topics(repo.root, message, events=list(events), config=cfg))
+    said = " ".join(message)
+    if said or events or not output:
+        results.append(match_topics(repo.root, said, events=list(events), config=cfg))
     if output:
         results.append(match_topics(repo.root, output, scope="output", config=cfg))
     if as_json:

@@ -219,6 +219,7 @@ def test_cli_json_explain_and_markers(crepo: Path) -> None:
     assert "omitted" in data
     text = run_memory(crepo, "compile", "remember my tea").stdout
     assert "<!-- P0 identity: knowledge/identity/SOUL.md:" in text
+    assert run_memory(crepo, "compile", "remember", "my", "tea").stdout == text
 
 
 def test_event_activates_cron_topic(crepo: Path) -> None:

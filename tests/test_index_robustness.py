@@ -47,7 +47,8 @@ def test_a_file_name_that_is_not_utf8_is_skipped_and_reported(
     r.event()
     state = state_dir(r.root / ".git")
     assert hooklog.errors_since_last_success(state) == []
-    assert hooklog.read(state)[-1].level == "OK"
+    last = hooklog.read(state)[-1]
+    assert last.level == "OK" and "skipped 1 file(s) whose name is not valid UTF-8" in last.message
     _assert_like_rebuild(r, copies)
     paths = [row[0] for row in r.snapshot()["documents"]]
     assert "knowledge/reference/fine.md" in paths and len(paths) == 4

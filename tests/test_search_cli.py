@@ -80,6 +80,16 @@ def test_json_shape_and_line_spans(irepo_indexed: IRepo) -> None:
     assert "rotate" in top["snippet"]
 
 
+def test_unquoted_words_are_one_query(irepo_indexed: IRepo) -> None:
+    quoted = run_memory(irepo_indexed.root, "search", "--json", "rotate HMAC key")
+    words = run_memory(irepo_indexed.root, "search", "--json", "rotate", "HMAC", "key")
+    assert words.returncode == 0, words.stderr
+    assert json.loads(words.stdout) == json.loads(quoted.stdout) != []
+    dashed = run_memory(irepo_indexed.root, "search", "--json", "--", "-HMAC", "rotate")
+    assert dashed.returncode == 0, dashed.stderr
+    assert json.loads(dashed.stdout)[0]["path"] == json.loads(quoted.stdout)[0]["path"]
+
+
 def test_filters(irepo_indexed: IRepo) -> None:
     def paths(*args: str) -> list[str]:
         proc = run_memory(irepo_indexed.root, "search", "--json", *args)

@@ -91,6 +91,16 @@ def test_remember_appends_to_todays_journal(irepo: IRepo) -> None:
     assert "Payments use HMAC-SHA256" in again and "Second fact" in again
 
 
+def test_remember_takes_unquoted_words(irepo: IRepo) -> None:
+    proc = run_memory(irepo.root, "remember", "buy", "oat", "milk", "--tags", "home")
+    assert proc.returncode == 0, proc.stderr
+    rel, line = proc.stdout.strip().rsplit(":", 1)
+    bullet = (irepo.root / rel).read_text().split("\n")[int(line) - 1]
+    assert bullet.endswith(" buy oat milk  #home"), bullet
+    empty = run_memory(irepo.root, "remember", "  ")
+    assert empty.returncode != 0 and "nothing to remember" in empty.stderr
+
+
 KUBE = "knowledge/reference/kubernetes.md"
 
 

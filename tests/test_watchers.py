@@ -184,6 +184,8 @@ def test_offline_the_tier2_threshold_decides_and_says_so(crepo6_topics: Path) ->
     assert "offline" in drop.reason and "threshold" in drop.reason
     proc = run_memory(crepo6_topics, "topics", "match", "where is the key?", "--explain")
     assert "offline" in proc.stdout
+    words = run_memory(crepo6_topics, "topics", "match", "where", "is", "the", "key?", "--explain")
+    assert words.stdout == proc.stdout
 
 
 def test_bypass_table() -> None:

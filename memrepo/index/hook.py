@@ -48,6 +48,8 @@ def on_git_event(root: pathlib.Path, event: str) -> None:
         )
         if res.pending_vectors:
             msg += f"; {res.pending_vectors} chunks wait for 'memory index' to embed them"
+        for note in res.notes:  # e.g. files skipped for a name that is not UTF-8
+            msg += f"; {note}"
         hooklog.write(state, "OK", event, msg)
     except BaseException as exc:
         try:
