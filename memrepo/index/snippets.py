@@ -15,19 +15,26 @@ _WORD = re.compile(r"\w+")
 WIDTH = 220
 
 
-def _matches(word: str, terms: list[str]) -> bool:
-    w = word.lower()
-    return any(w.startswith(t[: max(3, len(t) - 2)]) for t in terms)
+def _matcher(terms: list[str]) -> re.Pattern[str] | None:
+    """One regex for "a word that starts with a query term's stem" (all but its last two
+    letters, at least three): scanning a line is then one C-level pass, not a Python
+    loop over every word and term (which was 80 % of a compile's time)."""
+    stems = {t.lower()[: max(3, len(t) - 2)] for t in terms}
+    stems = sorted((x for x in stems if _WORD.fullmatch(x)), key=len, reverse=True)
+    if not stems:
+        return None
+    return re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, stems)) + r")\w*", re.IGNORECASE)
 
 
 def best_snippet(lines: list[str], terms: list[str], width: int = WIDTH) -> str:
     """The line with the most query words, cut to ``width`` characters around them."""
+    rx = _matcher(terms)
     best, best_n = "", -1.0
     for line in lines:
         s = line.strip()
         if not s or (s.startswith("## ") and len(s) < 40):
             continue
-        n = sum(1 for w in _WORD.findall(s) if _matches(w, terms)) if terms else 0
+        n: float = len(rx.findall(s)) if rx else 0
         if n and SUPERSEDED_LINE.match(line):
             n /= 100  # any matching current line is the better snippet
         if n > best_n:
@@ -35,7 +42,8 @@ def best_snippet(lines: list[str], terms: list[str], width: int = WIDTH) -> str:
     text = " ".join(best.split())
     if len(text) <= width:
         return text
-    first = next((m.start() for m in _WORD.finditer(text) if _matches(m.group(), terms)), 0)
+    m = rx.search(text) if rx else None
+    first = m.start() if m else 0
     start = max(0, min(first - width // 4, len(text) - width))
     cut = text[start : start + width]
     return ("…" if start else "") + cut.strip() + ("…" if start + width < len(text) else "")
