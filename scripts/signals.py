@@ -57,6 +57,8 @@ def remember(ctx: click.Context, text: tuple[str, ...], tags: str) -> None:
     atomic_write(path, content)
     line = content.rstrip("\n").count("\n") + 1
     click.echo(f"{rel}:{line}")
+    # the index follows commits: say so, or a search right after finds nothing
+    click.echo("memory: not committed yet; search finds it after `memory commit`", err=True)
 
 
 def _repo_relative(root: Path, target: Path) -> str | None:

@@ -97,6 +97,7 @@ def test_remember_takes_unquoted_words(irepo: IRepo) -> None:
     rel, line = proc.stdout.strip().rsplit(":", 1)
     bullet = (irepo.root / rel).read_text().split("\n")[int(line) - 1]
     assert bullet.endswith(" buy oat milk  #home"), bullet
+    assert "search finds it after `memory commit`" in proc.stderr
     empty = run_memory(irepo.root, "remember", "  ")
     assert empty.returncode != 0 and "nothing to remember" in empty.stderr
 
