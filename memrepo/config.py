@@ -16,6 +16,7 @@ from typing import Any
 
 from memrepo import yamlsafe
 from memrepo.errors import ConfigError
+from memrepo.index.embedders import EMBEDDERS
 from memrepo.repo import CONFIG_FILE
 
 
@@ -74,7 +75,7 @@ SCHEMA: dict[str, dict[str, Setting]] = {
             "none",
             str,
             "local embedder for vector search: none (FTS5 alone), hash, wordllama, minilm",
-            ("none", "hash", "wordllama", "minilm"),
+            EMBEDDERS,
         ),
         "fusion": Setting(
             "weighted",

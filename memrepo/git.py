@@ -90,6 +90,11 @@ def plain_path(path: str) -> bool:
     return all(part not in ("", ".", "..") and part.lower() != ".git" for part in path.split("/"))
 
 
+def tracked_count(root: str | Path) -> int:
+    """How many files git tracks in ``root`` (0 outside a repository)."""
+    return git(["ls-files", "-z"], root, check=False).count("\0")
+
+
 def head(root: str | Path) -> str | None:
     """The commit HEAD points at, or None on an unborn branch."""
     try:

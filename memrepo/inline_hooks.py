@@ -110,13 +110,10 @@ def commit_tree(root: Path, message: str, prepared: trees.Prepared) -> None:
 
 
 def _after_commit(root: Path) -> None:
-    try:  # like the post-commit hook: the index never fails a commit (errors are logged)
-        from memrepo.index.hook import on_git_event
+    """What the post-commit hook does (the index never fails a commit; errors are logged)."""
+    from memrepo.hooks.dispatch import run_git_event
 
-        if (root / "memory-config.yaml").is_file():
-            on_git_event(root, "post-commit")
-    except Exception:  # logged by on_git_event; `memory doctor` reports it
-        pass
+    run_git_event(root, "post-commit")
 
 
 def _needs_git_commit(root: Path) -> bool:

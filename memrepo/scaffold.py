@@ -204,9 +204,6 @@ def _pre_commit_cmd(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-
-
-
 def hooks_status(root: Path, runner: str = "pre-commit") -> dict[str, str]:
     """For each hook type: ok, missing, foreign (not memrepo's), or installed by the other
     runner than ``runner``."""

@@ -322,11 +322,14 @@ def _read_trees(root: Path, commit: str, dirs: list[str]) -> tuple[str, dict[str
     pos = 0
     for d, _rev in zip(["", *(d for d in dirs if d)], revs, strict=True):
         nl = out.index(b"\n", pos)
-        header = out[pos:nl].decode("utf-8", "replace").split()
+        line = out[pos:nl]
         pos = nl + 1
-        if len(header) != 3:  # "<rev> missing": a directory the commit adds
+        if line.endswith(b" missing"):  # "<rev> missing": a directory the commit adds
             trees[d] = {}
             continue
+        header = line.decode("utf-8", "replace").split()
+        if len(header) != 3:  # "ambiguous" or anything else unexpected: git add decides
+            raise Unsupported(f"{d}: cat-file answered {line[-40:]!r}")
         sha, kind, size = header[0], header[1], int(header[2])
         if kind != "tree":
             raise Unsupported(f"{d}: a {kind} in HEAD where a directory would go")

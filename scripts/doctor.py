@@ -64,7 +64,7 @@ def _runner_advice(repo: MemoryRepo) -> list[Check]:
     """A warning, never a failure: a big repo committing through the pre-commit framework."""
     if _runner(repo) != "pre-commit" or git.toplevel(repo.root) is None:
         return []
-    n = git.git(["ls-files", "-z"], repo.root, check=False).count("\0")
+    n = git.tracked_count(repo.root)
     if n < BIG_REPO_FILES:
         return []
     return [Check(

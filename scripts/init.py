@@ -97,7 +97,7 @@ def _first_index(root: Path) -> str | None:
 
     if db_path(root).exists() or git.head(root) is None:
         return None
-    files = git.git(["ls-files", "-z"], root, check=False).count("\0")
+    files = git.tracked_count(root)
     if files > INIT_INDEX_MAX_FILES:
         return f"{files:,} files: run 'memory index' to build the search index"
     try:

@@ -54,13 +54,16 @@ def test_the_tree_is_the_one_git_add_makes(repo: Path) -> None:
     (repo / "tool.sh").write_text("#!/bin/sh\n")
     os.chmod(repo / "tool.sh", 0o755)
     (repo / "a/b/é-note.md").write_text("a name that is not ASCII\n")
-    paths = ["a/b/x.md", "c/z.md", "n/m/q.md", "a/b.md", "tool.sh", "a/b/é-note.md"]
+    (repo / "new dir/one space/two  spaces").mkdir(parents=True)  # cat-file says "… missing"
+    (repo / "new dir/one space/two  spaces/s.md").write_text("spaced\n")
+    spaced = "new dir/one space/two  spaces/s.md"
+    paths = ["a/b/x.md", "c/z.md", "n/m/q.md", "a/b.md", "tool.sh", "a/b/é-note.md", spaced]
     prepared = trees.prepare(repo, paths)
     assert prepared is not None and prepared.moving == []
     assert prepared.tree == _git_add_tree(repo, paths)
     assert sorted((st, p) for st, p, _new, _sha in prepared.rows) == [
-        ("A", "a/b.md"), ("A", "a/b/é-note.md"), ("A", "n/m/q.md"), ("A", "tool.sh"),
-        ("D", "c/z.md"), ("M", "a/b/x.md"),
+        ("A", "a/b.md"), ("A", "a/b/é-note.md"), ("A", "n/m/q.md"), ("A", spaced),
+        ("A", "tool.sh"), ("D", "c/z.md"), ("M", "a/b/x.md"),
     ]
     # nothing is touched until it commits: the index still matches HEAD
     assert run_git(repo, "diff", "--cached", "--name-only").stdout == ""
