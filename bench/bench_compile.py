@@ -70,7 +70,7 @@ def ensure_index(repo: Path) -> None:
 
 
 def bench_in_process(repo: Path, qs: list[str], rounds: int) -> dict[str, float]:
-    from memrepo.compile import CompileRequest, compile_context
+    from memrepo.context.compiler import CompileRequest, compile_context
     from memrepo.repo import discover
 
     r = discover(repo)
@@ -143,7 +143,7 @@ def write_topics(root: Path, n: int, seed: int = 7) -> None:
 
 def bench_match(qs: list[str], n_topics: int, rounds: int) -> dict[str, float]:
     from memrepo.config import defaults
-    from memrepo.watchers.match import match_topics
+    from memrepo.context.watchers.match import match_topics
 
     cfg = defaults()["watchers"]
     with tempfile.TemporaryDirectory() as tmp:

@@ -157,7 +157,7 @@ def bench_hook(root: Path, res: dict, commits: int) -> None:
         if kind == 0:
             _, _, out = child(
                 "import time\nfrom pathlib import Path\n"
-                "from memrepo.index.hook import on_git_event\n"
+                "from memrepo.hooks.post_commit import on_git_event\n"
                 "t = time.perf_counter()\non_git_event(Path.cwd(), 'post-commit')\n"
                 "print(time.perf_counter() - t)",
                 root,
@@ -165,7 +165,7 @@ def bench_hook(root: Path, res: dict, commits: int) -> None:
             fn.append(float(out))
         elif kind == 1:
             wall, r, _ = child(
-                "from pathlib import Path\nfrom memrepo.index.hook import on_git_event\n"
+                "from pathlib import Path\nfrom memrepo.hooks.post_commit import on_git_event\n"
                 "on_git_event(Path.cwd(), 'post-commit')",
                 root,
             )

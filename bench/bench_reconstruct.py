@@ -64,7 +64,7 @@ def main() -> int:
     args = ap.parse_args()
     import os
 
-    from memrepo import reconstruct as R
+    from memrepo.lifecycle import reconstruct as R
     from memrepo.llm import for_repo
 
     os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"]

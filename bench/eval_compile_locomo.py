@@ -85,7 +85,7 @@ def window_turns(corpus: Any, budget: int, count: Any) -> set[str]:
 
 def tune_p3(limit: int | None, per_file: int | None) -> dict[str, int]:
     """Experiment only: change how many passages P3 asks of search (memrepo/compile untouched)."""
-    from memrepo.compile import retrieve as retr
+    from memrepo.context import retrieve as retr
 
     if limit is not None:
         retr.retrieve.__defaults__ = (limit,)
@@ -109,8 +109,8 @@ def evaluate(
     budget: int, split: str, work: Path, settings: dict[str, object], build: bool = True
 ) -> dict[str, Any]:
     H = harness()
-    from memrepo.compile import CompileRequest, compile_context
-    from memrepo.compile.tokens import estimate_tokens
+    from memrepo.context.compiler import CompileRequest, compile_context
+    from memrepo.context.tokens import estimate_tokens
     from memrepo.repo import discover
 
     convs = [c for c in H.load_locomo(DATA) if c.sample_id in H.SPLITS[split]]

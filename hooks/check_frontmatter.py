@@ -13,9 +13,9 @@ import posixpath
 from collections.abc import Sequence
 from typing import Any
 
-from memrepo import formats
+from memrepo import documents, layout
 
-from ._common import Context, run_main
+from .engine import Context, run_main
 
 CHECK_ID = "check-frontmatter"
 
@@ -34,10 +34,10 @@ def show(value: Any, limit: int = 40) -> str:
 
 def line_of(text: str, key: str) -> int:
     """The line of a frontmatter key, else the opening ``---``."""
-    return formats.meta_line(text, key) or 1
+    return documents.meta_line(text, key) or 1
 
 
-def require_frontmatter(ctx: Context, doc: formats.Document, check: str) -> bool:
+def require_frontmatter(ctx: Context, doc: documents.Document, check: str) -> bool:
     """Report (once) a memory file without frontmatter; True when it has some."""
     if doc.has_frontmatter:
         return True
@@ -62,18 +62,18 @@ def check_type(ctx: Context, path: str, text: str, meta: dict[str, Any], check: 
 
     Transcripts (and other raw/ files) may leave ``type`` out: their path says it all.
     """
-    allowed = formats.expected_types(path)
+    allowed = layout.expected_types(path)
     kind = meta.get("type")
     if kind is None:
         if path.startswith("raw/"):
-            return "conversation" if formats.category_of(path) == "conversation" else None
+            return "conversation" if layout.category_of(path) == "conversation" else None
         if ctx.first(path, "type"):
             ctx.report.error(path, 1, f"frontmatter needs 'type' (here: {_one_of(allowed)})", check)
         return None
     if isinstance(kind, str) and kind in allowed:
         return kind
     if ctx.first(path, "type"):
-        where = path if path in formats.SPECIAL_TYPES else posixpath.dirname(path) + "/"
+        where = path if path in layout.SPECIAL_TYPES else posixpath.dirname(path) + "/"
         ctx.report.error(
             path,
             line_of(text, "type"),
@@ -87,10 +87,10 @@ def require_fields(
     ctx: Context, path: str, text: str, meta: dict[str, Any], kind: str, check: str
 ) -> list[str]:
     """Report (once each) the fields ``kind`` requires that are missing or empty."""
-    missing = [f for f in formats.REQUIRED_FIELDS.get(kind, ()) if meta.get(f) in (None, "")]
+    missing = [f for f in documents.REQUIRED_FIELDS.get(kind, ()) if meta.get(f) in (None, "")]
     for name in missing:
         if ctx.first(path, "missing", name):
-            line = formats.meta_line(text, name) or line_of(text, "type")
+            line = documents.meta_line(text, name) or line_of(text, "type")
             hint = _FIELD_HINTS.get(name, "")
             ctx.report.error(path, line, f"a {kind} file needs '{name}'{hint}", check)
     return missing
@@ -108,12 +108,12 @@ def date_value(
     value = meta.get(key)
     if value is None:
         return None
-    if key in formats.DATETIME_FIELDS:
-        parsed: dt.date | None = formats.parse_datetime(value)
+    if key in documents.DATETIME_FIELDS:
+        parsed: dt.date | None = documents.parse_datetime(value)
         ok = isinstance(parsed, dt.datetime) and parsed.utcoffset() is not None
         want = "an ISO 8601 datetime with a UTC offset, e.g. 2026-02-16T18:45:00+01:00"
     else:
-        parsed = formats.parse_date(value)
+        parsed = documents.parse_date(value)
         ok = parsed is not None
         want = "a date (YYYY-MM-DD) or an ISO 8601 datetime"
     if ok:
@@ -135,14 +135,14 @@ def check_file(path: str, ctx: Context) -> None:
     if kind is not None:
         require_fields(ctx, path, text, meta, kind, CHECK_ID)
     role = meta.get("role")
-    if kind == "identity" and role is not None and role not in formats.IDENTITY_ROLES:
+    if kind == "identity" and role is not None and role not in documents.IDENTITY_ROLES:
         ctx.report.error(
             path,
             line_of(text, "role"),
-            f"role {show(role)} must be one of {', '.join(formats.IDENTITY_ROLES)}",
+            f"role {show(role)} must be one of {', '.join(documents.IDENTITY_ROLES)}",
             CHECK_ID,
         )
-    for key in (*formats.DATE_FIELDS, *formats.DATETIME_FIELDS):
+    for key in (*documents.DATE_FIELDS, *documents.DATETIME_FIELDS):
         date_value(ctx, path, text, meta, key, CHECK_ID)
     check_value_types(ctx, path, text, meta, CHECK_ID)
 
@@ -153,7 +153,7 @@ def check_value_types(
     """Counts are whole numbers >= 0 and tags a list of strings (seed 000 §2.3): the index
     and the compiler read them as such, and ``tags: notalist`` would be split into letters.
     """
-    for key in formats.COUNT_FIELDS:
+    for key in documents.COUNT_FIELDS:
         value = meta.get(key)
         if value is None:
             continue
@@ -163,7 +163,7 @@ def check_value_types(
                 path, line_of(text, key),
                 f"'{key}' must be a whole number (0 or more), got {show(value)}", check,
             )
-    for key in formats.STRING_LIST_FIELDS:
+    for key in documents.STRING_LIST_FIELDS:
         value = meta.get(key)
         if value is None:
             continue
@@ -183,7 +183,7 @@ def check_value_types(
 def check(paths: Sequence[str], ctx: Context) -> None:
     """Check every memory markdown file among ``paths``."""
     for path in paths:
-        if formats.needs_frontmatter(path):
+        if layout.needs_frontmatter(path):
             check_file(path, ctx)
 
 

@@ -10,10 +10,10 @@ import datetime as dt
 import posixpath
 from collections.abc import Sequence
 
-from memrepo import formats
+from memrepo import layout
 
-from ._common import Context, run_main
 from .check_frontmatter import date_value, line_of, require_fields, require_frontmatter
+from .engine import Context, run_main
 
 CHECK_ID = "check-journal"
 JOURNAL_DIRS = ("knowledge/journal/", "archive/journal/", "archive/knowledge/journal/")
@@ -21,7 +21,7 @@ JOURNAL_DIRS = ("knowledge/journal/", "archive/journal/", "archive/knowledge/jou
 
 def journal_day(path: str) -> dt.date | None:
     """The date a journal path names, or None when it is not ``journal/YYYY-MM-DD.md``."""
-    m = formats.JOURNAL_PATH.match(path)
+    m = layout.JOURNAL_PATH.match(path)
     if m is None:
         return None
     try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ._common import Context, kb, run_main
+from .engine import Context, kb, run_main
 
 CHECK_ID = "check-memory-cap"
 MEMORY_PATH = "knowledge/memory/MEMORY.md"

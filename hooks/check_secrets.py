@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from memrepo.secrets import find_secrets
 
-from ._common import Context, run_main
+from .engine import Context, run_main
 
 CHECK_ID = "check-secrets"
 

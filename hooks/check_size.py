@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ._common import Context, kb, run_main
+from .engine import Context, kb, run_main
 
 CHECK_ID = "check-size"
 EXEMPT = ("attachments/",)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ._common import Context, run_main
 from .check_frontmatter import check_type, line_of, require_fields, require_frontmatter
+from .engine import Context, run_main
 
 CHECK_ID = "check-topics"
 

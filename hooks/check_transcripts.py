@@ -15,17 +15,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memrepo import formats, git
+from memrepo import documents, git, layout
 from memrepo.errors import FormatError
 
-from ._common import Context, run_main
 from .check_frontmatter import date_value, line_of, require_fields, require_frontmatter
+from .engine import Context, run_main
 
 CHECK_ID = "check-transcripts"
 #: Malformed turn headers reported per file before the rest are summed up.
 MAX_HEADER_ERRORS = 10
 
-_MUTABLE = ", ".join(sorted(formats.TRANSCRIPT_MUTABLE_FIELDS))
+_MUTABLE = ", ".join(sorted(documents.TRANSCRIPT_MUTABLE_FIELDS))
 _RESTORE = "restore it with: git restore --staged --worktree --source=HEAD -- {path}"
 
 
@@ -41,7 +41,7 @@ def first_diff_line(old: str, new: str) -> int:
 def check_shape(path: str, ctx: Context) -> None:
     """Path, required fields, started/path agreement and turn headers of one transcript."""
     report = ctx.report
-    m = formats.TRANSCRIPT_PATH.match(path)
+    m = layout.TRANSCRIPT_PATH.match(path)
     if m is None:
         report.error(
             path,
@@ -56,7 +56,7 @@ def check_shape(path: str, ctx: Context) -> None:
     meta = doc.meta
     require_fields(ctx, path, text, meta, "conversation", CHECK_ID)
     sid = meta.get("session_id")
-    if sid is not None and not (isinstance(sid, str) and formats.SLUG.match(sid)):
+    if sid is not None and not (isinstance(sid, str) and layout.SLUG.match(sid)):
         report.error(
             path,
             line_of(text, "session_id"),
@@ -67,7 +67,7 @@ def check_shape(path: str, ctx: Context) -> None:
     if m is not None and sid:
         rest = m["rest"]
         slug = rest[len(sid) + 1 :] if rest.startswith(sid + "-") else ""
-        if not formats.SLUG.match(slug):
+        if not layout.SLUG.match(slug):
             report.error(
                 path,
                 line_of(text, "session_id"),
@@ -92,7 +92,7 @@ def check_shape(path: str, ctx: Context) -> None:
         report.error(path, line_of(text, "ended"), "'ended' is before 'started'", CHECK_ID)
     bad = 0
     for i, line in enumerate(doc.body.split("\n")):
-        if formats.TURN_HEADER_LIKE.match(line) and not formats.TURN_HEADER.match(line):
+        if layout.TURN_HEADER_LIKE.match(line) and not layout.TURN_HEADER.match(line):
             bad += 1
             if bad <= MAX_HEADER_ERRORS:
                 report.error(
@@ -108,9 +108,9 @@ def check_shape(path: str, ctx: Context) -> None:
         )
 
 
-def _doc(data: bytes, path: str) -> formats.Document | None:
+def _doc(data: bytes, path: str) -> documents.Document | None:
     try:
-        return formats.parse_document(formats.decode(data, path), path)
+        return documents.parse_document(documents.decode(data, path), path)
     except FormatError:
         return None
 
@@ -154,7 +154,7 @@ def check_history(path: str, old: bytes, new: bytes, ctx: Context) -> None:
             CHECK_ID,
         )
     for key, value in old_doc.meta.items():
-        if key in formats.TRANSCRIPT_MUTABLE_FIELDS:
+        if key in documents.TRANSCRIPT_MUTABLE_FIELDS:
             continue
         if key not in new_doc.meta:
             report.error(
@@ -174,7 +174,7 @@ def check_history(path: str, old: bytes, new: bytes, ctx: Context) -> None:
             )
     # A key HEAD does not have is as much a rewrite of what was recorded as a changed one.
     for key in new_doc.meta:
-        if key not in old_doc.meta and key not in formats.TRANSCRIPT_MUTABLE_FIELDS:
+        if key not in old_doc.meta and key not in documents.TRANSCRIPT_MUTABLE_FIELDS:
             report.error(
                 path,
                 line_of(text, str(key)),
@@ -186,10 +186,10 @@ def check_history(path: str, old: bytes, new: bytes, ctx: Context) -> None:
 
 def check(paths: Sequence[str], ctx: Context) -> None:
     """Shape of the named transcripts; history of every staged one; no deletes or renames."""
-    named = [p for p in paths if formats.is_transcript(p)]
+    named = [p for p in paths if layout.is_transcript(p)]
     staged: list[str] = []
-    for status, path, new_path in ctx.staged_status(formats.TRANSCRIPT_ROOT):
-        if not formats.is_transcript(path):
+    for status, path, new_path in ctx.staged_status(layout.TRANSCRIPT_ROOT):
+        if not layout.is_transcript(path):
             continue  # .gitkeep and the like
         if status == "D":
             ctx.report.error(

@@ -47,7 +47,7 @@ def run_git_event(root: Path, event: str) -> None:
     if not (root / "memory-config.yaml").is_file():
         return
     try:
-        from memrepo.index.hook import on_git_event
+        from memrepo.hooks.post_commit import on_git_event
     except ImportError:  # the index is optional: nothing to keep up to date
         return
     try:

@@ -30,7 +30,7 @@ from . import (
     check_topics,
     check_transcripts,
 )
-from ._common import BlobContext, CheckFn, run_checks, run_main
+from .engine import BlobContext, CheckFn, run_checks, run_main
 
 #: In report order: a file's structure first, then its content, then its bytes.
 CHECKS: tuple[tuple[str, CheckFn], ...] = tuple(

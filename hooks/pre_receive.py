@@ -3,7 +3,7 @@
 Local hooks can be skipped (``git commit --no-verify``, a clone without ``memory init``),
 so the remote enforces what must never reach shared history: a closed transcript is never
 modified, deleted or renamed, an open one only grows at its end, and no secret is added.
-The rules are the pre-commit validators' own (memrepo.verify runs ``check_transcripts`` and
+The rules are the pre-commit validators' own (memrepo.hooks.verify runs ``check_transcripts`` and
 ``check_secrets`` over the pushed blobs), with the allowlist of the pushed
 ``memory-config.yaml``. Each new commit is checked, not only the tip.
 
@@ -40,8 +40,9 @@ def parse_updates(lines: Iterable[str]) -> list[tuple[str, str, str]]:
 
 def main(lines: Iterable[str] | None = None, root: Path | None = None) -> int:
     """Check the pushed ref updates; print why and return 1 to refuse the push."""
+    from memrepo.hooks.verify import check_push, format_findings
+
     from memrepo.errors import MemrepoError
-    from memrepo.verify import check_push, format_findings
 
     updates = parse_updates(sys.stdin if lines is None else lines)
     try:

@@ -368,7 +368,7 @@ class LLM:
         system, content = request_parts(prompt, self.model_for(task))
         ckey = None
         if self.cache is not None:
-            from memrepo.extract.cache import key
+            from memrepo.lifecycle.extract.cache import key
 
             ckey = key("prompt", self.model_for(task), template_hash(template), prompt.system,
                        prompt.shared, prompt.user)
@@ -436,7 +436,7 @@ def for_repo(root: Any, *, offline: bool = False, model: str | None = None,
              client: Any = None) -> LLM:
     """The client for the repo at ``root`` (the commands' one-liner)."""
     from memrepo.config import load_config
-    from memrepo.extract.cache import ResultCache
+    from memrepo.lifecycle.extract.cache import ResultCache
 
     llm = LLM.from_config(load_config(root), offline=offline, model=model, client=client)
     llm.cache = ResultCache(root)

@@ -8,13 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memrepo.errors import MemrepoError
+from memrepo.layout import CONFIG_FILE
 
 if TYPE_CHECKING:
     from memrepo.config import Config
 
 ENV_VAR = "MEMORY_REPO"
-#: The file that marks a memory repo's root (its settings: memrepo.config).
-CONFIG_FILE = "memory-config.yaml"
 
 
 @dataclass

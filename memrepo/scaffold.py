@@ -20,14 +20,14 @@ from memrepo import git, yamlsafe
 from memrepo.atomic import atomic_write
 from memrepo.config import CONFIG_FILE, load_config, render_default_config, set_setting
 from memrepo.errors import MemrepoError
-from memrepo.formats import LAYOUT_DIRS
-from memrepo.hook_runners import (
+from memrepo.hooks.install import (
     HOOK_TYPES,
     PRE_COMMIT_CONFIG,
     RUNNERS,
     direct_hook_script,
     runner_of,
 )
+from memrepo.layout import LAYOUT_DIRS
 from memrepo.resources import skeleton_dir, templates_dir
 
 #: template (under templates/knowledge/) -> where init writes it.

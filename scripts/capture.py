@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
-    from memrepo.health import Check
+    from memrepo.doctor import Check
     from memrepo.repo import MemoryRepo
 
 #: A transcript with no append for this long (a crashed agent) is reported by ``memory
@@ -49,7 +49,7 @@ def _text(text: str | None) -> str:
 def _when(value: str | None) -> dt.datetime | None:
     if not value:
         return None
-    from memrepo.formats import parse_datetime
+    from memrepo.documents import parse_datetime
 
     parsed = parse_datetime(value)
     if parsed is None:
@@ -83,7 +83,7 @@ def start(ctx: click.Context, session_id: str | None, model: str | None, channel
     the first messages): the file is opened as HHMM-ID-session.md and `end` renames it,
     printing the final path; use `end`'s output, not this one, to find the closed transcript.
     """
-    from memrepo import capture as cap
+    from memrepo.transcript import capture as cap
 
     tag_list = [t.strip() for raw in tags for t in raw.split(",") if t.strip()]
     session = cap.start(_root(ctx), session_id=session_id, model=model, channel=channel,
@@ -107,7 +107,7 @@ def start(ctx: click.Context, session_id: str | None, model: str | None, channel
 def append(ctx: click.Context, session_id: str, role: str, memory: bool, at: str | None,
            text: str | None) -> int:
     """Append one turn: TEXT, or stdin when TEXT is not given."""
-    from memrepo import capture as cap
+    from memrepo.transcript import capture as cap
 
     count = cap.append(_root(ctx), session_id, role, _text(text), memory=memory, when=_when(at))
     if count:
@@ -123,7 +123,7 @@ def append(ctx: click.Context, session_id: str, role: str, memory: bool, at: str
 @click.pass_context
 def tool(ctx: click.Context, session_id: str, name: str, args: str, result: str) -> int:
     """Record a tool call as one line: `> [tool:NAME] ARGS → RESULT`."""
-    from memrepo import capture as cap
+    from memrepo.transcript import capture as cap
 
     cap.tool(_root(ctx), session_id, name, args, result)
     return 0
@@ -139,7 +139,7 @@ def tool(ctx: click.Context, session_id: str, name: str, args: str, result: str)
 def attach(ctx: click.Context, session_id: str, file: Path, role: str | None,
            name: str | None) -> int:
     """Store FILE under attachments/ and reference it: `> [attachment:PATH]`."""
-    from memrepo import capture as cap
+    from memrepo.transcript import capture as cap
 
     click.echo(cap.attach(_root(ctx), session_id, file, role=role, name=name))
     return 0
@@ -160,7 +160,7 @@ def end(ctx: click.Context, session_id: str, tokens_in: int | None, tokens_out: 
     after its first messages. If the commit is refused (a hook), the transcript is reopened
     exactly as it was and nothing stays staged; fix the cause and run `end` again.
     """
-    from memrepo import capture as cap
+    from memrepo.transcript import capture as cap
 
     done = cap.end(_root(ctx), session_id, tokens_in=tokens_in, tokens_out=tokens_out,
                    commit=not no_commit)
@@ -194,7 +194,7 @@ def import_(ctx: click.Context, file: Path, fmt: str, session_id: str | None,
 
     Importing the same session again is detected and skipped.
     """
-    from memrepo.importers import import_file
+    from memrepo.transcript.importers import import_file
 
     results = import_file(
         _root(ctx), file, fmt, session_id=session_id, started=_when(started),
@@ -216,7 +216,7 @@ def stale_sessions(root: Path) -> list[tuple[str, str, dt.datetime | None]]:
     """
     import time
 
-    from memrepo import capture as cap
+    from memrepo.transcript import capture as cap
 
     stale: list[tuple[str, str, dt.datetime | None]] = []
     for s in cap.open_sessions(root):
@@ -235,8 +235,8 @@ def stale_sessions(root: Path) -> list[tuple[str, str, dt.datetime | None]]:
 def close_stale_sessions(repo: MemoryRepo) -> list[tuple[bool, str]]:
     """Doctor --fix: close (and commit) what a crashed agent left open, as `capture end`
     would, ended at its last append. (done, report line) per session."""
-    from memrepo import capture as cap
     from memrepo.errors import MemrepoError
+    from memrepo.transcript import capture as cap
 
     out = []
     for sid, why, last in stale_sessions(repo.root):
@@ -256,7 +256,7 @@ def close_stale_sessions(repo: MemoryRepo) -> list[tuple[bool, str]]:
 
 def health_checks(repo: MemoryRepo) -> list[Check]:
     """Doctor: open transcripts a crashed agent left behind for more than a day."""
-    from memrepo.health import Check
+    from memrepo.doctor import Check
 
     stale = stale_sessions(repo.root)
     if not stale:

@@ -19,16 +19,16 @@ from memrepo.errors import MemrepoError
 #: name -> "module:attribute" of the click command; the porcelain first, plumbing after.
 COMMANDS: dict[str, str] = {
     "init": "memrepo.scripts.init:init",
-    "config": "memrepo.scripts.config_cmd:config",
+    "config": "memrepo.scripts.config:config",
     "doctor": "memrepo.scripts.doctor:doctor",
     "hook": "memrepo.scripts.hook:hook",
-    "index": "memrepo.scripts.index_cmd:index",
+    "index": "memrepo.scripts.index:index",
     "search": "memrepo.scripts.search:search",
     "remember": "memrepo.scripts.signals:remember",
     "reinforce": "memrepo.scripts.signals:reinforce",
     "demote": "memrepo.scripts.signals:demote",
     "capture": "memrepo.scripts.capture:capture",
-    "commit": "memrepo.scripts.commit_cmd:commit",
+    "commit": "memrepo.scripts.commit:commit",
     "sync": "memrepo.scripts.sync:sync",
     "verify": "memrepo.scripts.verify:verify",
     "compile": "memrepo.scripts.compile:compile_cmd",
@@ -41,7 +41,7 @@ COMMANDS: dict[str, str] = {
     "tag": "memrepo.scripts.tag:tag",
     "log": "memrepo.scripts.tag:log_at",
     "reconstruct": "memrepo.scripts.reconstruct:reconstruct",
-    "schedule": "memrepo.scripts.schedule_cmd:schedule",
+    "schedule": "memrepo.scripts.schedule:schedule",
 }
 
 

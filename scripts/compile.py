@@ -55,7 +55,7 @@ def compile_cmd(
     events: tuple[str, ...],
 ) -> None:
     """Assemble the densest prompt for MESSAGE within the token budget."""
-    from memrepo.compile import CompileRequest, compile_context
+    from memrepo.context.compiler import CompileRequest, compile_context
 
     if fmt == "claude-code-hook":
         _hook(ctx, budget, shared)
@@ -113,7 +113,7 @@ def _hook_request(raw: str) -> tuple[str, str, str | None]:
 def _hook(ctx: click.Context, budget: int | None, shared: bool) -> None:
     """Run as a Claude Code hook: never block the prompt. Any failure (a bad payload, no
     repo, a broken file) prints nothing on stdout, exits 0 and says why in one stderr line."""
-    from memrepo.compile import CompileRequest, compile_context
+    from memrepo.context.compiler import CompileRequest, compile_context
 
     try:
         event, message, cwd = _hook_request(sys.stdin.read())

@@ -15,7 +15,7 @@ class DateParam(click.ParamType):
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> dt.date:
-        from memrepo.formats import parse_date
+        from memrepo.documents import parse_date
 
         day = parse_date(value)
         if day is None:
@@ -43,7 +43,7 @@ def condense(ctx: click.Context, period: str, day: dt.date | None, dry_run: bool
     A transcript that cannot be read is reported (file:line: reason) and skipped; the
     others are condensed, and the exit status is 1.
     """
-    from memrepo import condense as C
+    from memrepo.lifecycle import condense as C
     from memrepo.llm import for_repo
     from memrepo.repo import discover
 

@@ -11,9 +11,9 @@ from dataclasses import asdict
 import click
 
 from memrepo import git, scaffold
+from memrepo.doctor import PROVIDERS, Check
 from memrepo.errors import MemrepoError
-from memrepo.formats import LAYOUT_DIRS
-from memrepo.health import PROVIDERS, Check
+from memrepo.layout import LAYOUT_DIRS
 from memrepo.repo import MemoryRepo, discover
 
 

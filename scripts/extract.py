@@ -29,8 +29,8 @@ def extract(ctx: click.Context, transcripts: tuple[str, ...], since: dt.date | N
     read is reported (file:line: reason) and skipped, the others are extracted, and the
     exit status is 1; open transcripts are skipped until their session ends.
     """
-    from memrepo.extract import extract as run
-    from memrepo.extract import select
+    from memrepo.lifecycle.extract import extract as run
+    from memrepo.lifecycle.extract import select
     from memrepo.llm import for_repo
     from memrepo.repo import discover
 

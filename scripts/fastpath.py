@@ -81,8 +81,8 @@ def run(argv: Sequence[str]) -> int | None:
             from memrepo.hooks import dispatch
 
             return dispatch.run(argv[1], argv[2:])
-        from memrepo import capture
         from memrepo.repo import discover
+        from memrepo.transcript import capture
 
         text = call["text"] if call["text"] is not None else sys.stdin.read()
         count = capture.append(discover(call["repo"]).root, str(call["session"]),

@@ -38,10 +38,10 @@ def flush(
     source: str | None,
 ) -> None:
     """Save the session's decisions, lessons, people and tasks to memory (or say FLUSH_OK)."""
-    from memrepo import flush as F
-    from memrepo.compile.messages import read_text
-    from memrepo.formats import decode
+    from memrepo.documents import decode
+    from memrepo.lifecycle import flush as F
     from memrepo.llm import for_repo
+    from memrepo.transcript.messages import read_text
 
     repo = discover((ctx.obj or {}).get("repo"))
     if session is None or str(session) == "-":

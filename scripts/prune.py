@@ -18,7 +18,7 @@ from memrepo.scripts.condense import DATE
 def prune(ctx: click.Context, dry_run: bool, apply_branches: bool, offline: bool,
           day: dt.date | None) -> None:
     """Cap MEMORY.md, archive old journals and stale knowledge (git mv), list old branches."""
-    from memrepo import prune as P
+    from memrepo.lifecycle import prune as P
     from memrepo.llm import for_repo
     from memrepo.repo import discover
 

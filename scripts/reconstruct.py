@@ -23,7 +23,7 @@ def reconstruct(ctx: click.Context, name: str, extractors: str | None, model: st
     transcript that cannot be read is reported (file:line: reason) and skipped, and the
     exit status is 1.
     """
-    from memrepo import reconstruct as R
+    from memrepo.lifecycle import reconstruct as R
     from memrepo.llm import for_repo
     from memrepo.repo import discover
 

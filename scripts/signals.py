@@ -26,7 +26,7 @@ from memrepo.repo import discover
 @click.pass_context
 def remember(ctx: click.Context, text: tuple[str, ...], tags: str) -> None:
     """Append TEXT as a dated bullet to today's journal (created if missing)."""
-    from memrepo import formats
+    from memrepo import documents
     from memrepo.atomic import atomic_write
 
     repo = discover((ctx.obj or {}).get("repo"))
@@ -38,7 +38,7 @@ def remember(ctx: click.Context, text: tuple[str, ...], tags: str) -> None:
     rel = f"knowledge/journal/{now:%Y-%m-%d}.md"
     path = repo.path(rel)
     if path.exists():
-        doc = formats.read_document(path, rel)
+        doc = documents.read_document(path, rel)
         # a journal written by hand without frontmatter still gets what the validator needs
         meta = {"type": "journal", "date": now.date(), **doc.meta}
         body = doc.body
@@ -53,7 +53,7 @@ def remember(ctx: click.Context, text: tuple[str, ...], tags: str) -> None:
     body = body.rstrip("\n") + "\n" + bullet + "\n"
     if not body.startswith("\n"):
         body = "\n" + body
-    content = formats.render_document(meta, body)
+    content = documents.render_document(meta, body)
     atomic_write(path, content)
     line = content.rstrip("\n").count("\n") + 1
     click.echo(f"{rel}:{line}")

@@ -14,7 +14,7 @@ import click
 @click.pass_context
 def sync(ctx: click.Context, remote: str | None, branch: str | None, as_json: bool) -> int:
     """Share this memory with the remote; a real conflict is left for you, never dropped."""
-    from memrepo import sync as engine
+    from memrepo.commit import sync as engine
     from memrepo.repo import discover
 
     root = discover((ctx.obj or {}).get("repo")).root

@@ -21,8 +21,8 @@ def tag(ctx: click.Context, kind: str, name: str | None, day: dt.date | None,
 
     daily and weekly tags are made only when knowledge changed since the previous one.
     """
-    from memrepo import tags
     from memrepo.errors import MemrepoError
+    from memrepo.lifecycle import tags
     from memrepo.repo import discover
 
     root = discover((ctx.obj or {}).get("repo")).root
@@ -42,7 +42,7 @@ def tag(ctx: click.Context, kind: str, name: str | None, day: dt.date | None,
 @click.pass_context
 def log_at(ctx: click.Context, at: str, path: str) -> None:
     """Show what PATH said at a memory tag (same as git show TAG:PATH)."""
-    from memrepo import tags
+    from memrepo.lifecycle import tags
     from memrepo.repo import discover
 
     root = discover((ctx.obj or {}).get("repo")).root

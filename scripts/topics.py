@@ -30,7 +30,7 @@ def match(
     explain: bool,
 ) -> None:
     """Topics MESSAGE activates (and, with --output, corrections for the agent's text)."""
-    from memrepo.watchers.match import match_topics
+    from memrepo.context.watchers.match import match_topics
 
     repo = discover((ctx.obj or {}).get("repo"))
     cfg = repo.config["watchers"]
@@ -71,7 +71,7 @@ def match(
 @click.pass_context
 def list_(ctx: click.Context, as_json: bool) -> None:
     """Every topic, its triggers and activation, and the problems that disabled any."""
-    from memrepo.watchers.loader import load_topics
+    from memrepo.context.watchers.loader import load_topics
 
     repo = discover((ctx.obj or {}).get("repo"))
     ts = load_topics(repo.root)
@@ -112,7 +112,7 @@ def list_(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def log(ctx: click.Context, limit: int, topic: str | None, as_json: bool) -> None:
     """The most recent watcher/gate decisions (.memrepo/gate-log.jsonl)."""
-    from memrepo.watchers.gate import read_log
+    from memrepo.context.watchers.gate import read_log
 
     repo = discover((ctx.obj or {}).get("repo"))
     entries = [e for e in read_log(repo.root) if topic is None or e.get("topic") == topic]
@@ -137,8 +137,8 @@ def log(ctx: click.Context, limit: int, topic: str | None, as_json: bool) -> Non
 @click.pass_context
 def tune(ctx: click.Context, as_json: bool) -> None:
     """Per topic: how often each tier fired, gate yes/no rates, threshold suggestions."""
-    from memrepo.watchers.gate import read_log
-    from memrepo.watchers.tune import collect
+    from memrepo.context.watchers.gate import read_log
+    from memrepo.context.watchers.tune import collect
 
     repo = discover((ctx.obj or {}).get("repo"))
     stats = collect(read_log(repo.root))

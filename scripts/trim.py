@@ -30,8 +30,8 @@ def trim(
     When the protected messages alone do not fit, the output is as small as trimming can
     make it and a warning on stderr says by how much it is over.
     """
-    from memrepo.compile.messages import parse_messages, read_text
-    from memrepo.trim import smart_trim
+    from memrepo.context.trim import smart_trim
+    from memrepo.transcript.messages import parse_messages, read_text
 
     msgs, wrapper = parse_messages(read_text(path), str(path))
     res = smart_trim(msgs, context_window, reserve=reserve, hard_cap=hard_cap, keep_last=keep_last)

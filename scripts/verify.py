@@ -15,7 +15,8 @@ import click
 def verify(ctx: click.Context, since: str | None, rev: str, as_json: bool) -> int:
     """Check each commit: closed transcripts unchanged, open ones only grown, none deleted
     or renamed, no secrets. Exit 1 and name each offending commit when one is found."""
-    from memrepo import verify as audit
+    from memrepo.hooks import verify as audit
+
     from memrepo.repo import discover
 
     root = discover((ctx.obj or {}).get("repo")).root

@@ -142,7 +142,7 @@ class IRepo:
 
     def event(self, name: str = "post-commit") -> None:
         """What the installed hook does after a git event."""
-        from memrepo.index.hook import on_git_event
+        from memrepo.hooks.post_commit import on_git_event
 
         on_git_event(self.root, name)
 

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import run_git, run_memory
 
-from memrepo import capture, formats
+from memrepo import documents
 from memrepo.errors import MemrepoError
+from memrepo.transcript import capture
 
 AWS = "AKIAIOSFODNN7EXAMPLE"
 GH = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
@@ -53,7 +54,7 @@ def test_session_lifecycle_via_cli(crepo: Path, tmp_path: Path) -> None:
     final = end.stdout.strip()
     assert final.endswith("-ses_a1-read-all-open-issues-autopoiesis-summarise.md")
     assert not (crepo / path).exists()
-    doc = formats.read_document(crepo / final, final)
+    doc = documents.read_document(crepo / final, final)
     assert doc.meta["timezone"] == "+05:30"
     assert doc.meta["turns"] == 5 and doc.meta["tokens_in"] == 120
     assert doc.meta["redactions"] == 0
@@ -87,7 +88,7 @@ def test_secrets_never_touch_disk_or_commit(crepo: Path) -> None:
                 assert secret.encode() not in data, f
     done = capture.end(crepo, "ses_sec")
     assert done.commit and done.redactions == 5
-    doc = formats.read_document(crepo / done.path, done.path)
+    doc = documents.read_document(crepo / done.path, done.path)
     assert doc.meta["redactions"] == 5
     assert "[REDACTED:github-token]" in doc.body and "[REDACTED:aws-access-key]" in doc.meta["topic"]
     history = run_git(crepo, "log", "-p", "--all").stdout
@@ -112,7 +113,7 @@ def test_concurrent_appends_keep_every_line(crepo: Path) -> None:
         p.join(60)
         assert p.exitcode == 0
     done = capture.end(crepo, "ses_conc", commit=False)
-    body = formats.read_document(crepo / done.path, done.path).body
+    body = documents.read_document(crepo / done.path, done.path).body
     turns = re.split(r"^## \d\d:\d\d — (?:user|agent)\n", body, flags=re.M)[1:]
     assert len(turns) == workers * n == done.turns
     seen = set()
@@ -150,7 +151,7 @@ def test_crash_leaves_valid_open_transcript_that_end_closes(crepo: Path) -> None
     proc = run_memory(crepo, "capture", "end", "--session", "ses_crash")
     assert proc.returncode == 0, proc.stderr
     closed = proc.stdout.strip()
-    assert formats.read_document(crepo / closed, closed).meta["ended"]
+    assert documents.read_document(crepo / closed, closed).meta["ended"]
     assert run_git(crepo, "log", "-1", "--format=%s").stdout.startswith("conversation: ")
 
 
@@ -305,7 +306,7 @@ def test_doctor_fix_closes_abandoned_sessions(crepo: Path) -> None:
     assert "Traceback" not in proc.stderr, proc.stderr
     assert f"fixed: closed session ses_old (idle 3.0 days): {old.path}, commit " in proc.stdout
     assert "not fixed: session ses_lost left open: transcript" in proc.stdout
-    doc = formats.read_document(crepo / old.path, old.path)
+    doc = documents.read_document(crepo / old.path, old.path)
     assert doc.meta["ended"].timestamp() == pytest.approx(last, abs=1)
     assert run_git(crepo, "log", "-1", "--format=%s").stdout.strip() == "conversation: abandoned-work"
     assert not (crepo / capture.STATE_DIR / "ses_old.json").exists()

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import fake_anthropic, run_git, run_memory
 
-from memrepo import capture, committer
+from memrepo.commit import write as committer
 from memrepo.config import defaults
+from memrepo.transcript import capture
 
 
 def write(root: Path, rel: str, text: str) -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import run_git, run_memory
 
-from memrepo.compile import CompileRequest, compile_context
-from memrepo.compile.tokens import estimate_tokens
+from memrepo.context.compiler import CompileRequest, compile_context
+from memrepo.context.tokens import estimate_tokens
 from memrepo.index.indexer import sync
 from memrepo.repo import MemoryRepo
 
@@ -296,7 +296,7 @@ def test_session_transcript_in_the_repo_is_not_repeated_by_p3(crepo: Path) -> No
 
 
 def test_p3_why_prints_enough_digits(crepo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from memrepo.compile import compiler, retrieve
+    from memrepo.context import compiler, retrieve
 
     write(
         crepo,
@@ -355,7 +355,7 @@ def test_hook_with_a_bad_payload_prints_nothing_and_says_why(
 
 
 def test_a_transcript_passage_carries_its_turn_header_in_the_marker() -> None:
-    from memrepo.compile.sections import Section
+    from memrepo.context.sections import Section
 
     path = "raw/conversations/2026/02/16/1845-ses_x-deploy.md"
     first = Section(3, "knowledge", path, 12, 13, "## 18:45 — agent\nUse blue-green.", "")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import run_git, run_memory
 
-from memrepo import condense as C
+from memrepo.lifecycle import condense as C
 from memrepo.llm import for_repo
 
 MEMORY = "knowledge/memory/MEMORY.md"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from conftest import run_git, run_memory
 
-from memrepo.extract import extract, select
-from memrepo.extract.entries import SUPERSEDED_LINE
-from memrepo.formats import parse_document
+from memrepo.documents import parse_document
+from memrepo.lifecycle.extract import extract, select
+from memrepo.lifecycle.extract.entries import SUPERSEDED_LINE
 from memrepo.llm import for_repo
 
 LEDGER = "knowledge/projects/ledger/context.md"
@@ -242,8 +242,8 @@ def test_reconcile_calls_of_one_transcript_run_in_parallel(crepo: Path):
     sequential calls could never pass)."""
     import threading
 
-    from memrepo.extract.apply import Workspace
-    from memrepo.extract.extractors import Item
+    from memrepo.lifecycle.extract.apply import Workspace
+    from memrepo.lifecycle.extract.extractors import Item
 
     ws = Workspace(crepo)
     seed = [Item("x", "Old fact one about billing", MEMORY, "Key Decisions", "s0", "2026-03-01"),
@@ -270,9 +270,9 @@ def test_prefetch_lets_one_call_per_transcript_write_the_prompt_cache_first(lrep
 
     from conftest import fake_anthropic
 
-    from memrepo.extract import extractors as X
-    from memrepo.extract.runner import Extraction, context
-    from memrepo.extract.transcript import read_transcript
+    from memrepo.lifecycle.extract import extractors as X
+    from memrepo.lifecycle.extract.runner import Extraction, context
+    from memrepo.transcript.read import read_transcript
 
     spans: list[tuple[str, float, float]] = []
 

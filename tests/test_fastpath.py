@@ -9,7 +9,7 @@ import pytest
 from conftest import run_memory
 from memrepo.scripts import fastpath
 
-from memrepo import capture
+from memrepo.transcript import capture
 
 
 @pytest.mark.parametrize(

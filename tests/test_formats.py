@@ -7,18 +7,9 @@ import datetime as dt
 import pytest
 
 from memrepo import yamlsafe
+from memrepo.documents import decode, parse_date, parse_datetime, parse_document, render_document
 from memrepo.errors import FormatError
-from memrepo.formats import (
-    TURN_HEADER,
-    category_of,
-    decode,
-    expected_types,
-    parse_date,
-    parse_datetime,
-    parse_document,
-    render_document,
-    transcript_path,
-)
+from memrepo.layout import TURN_HEADER, category_of, expected_types, transcript_path
 
 
 def test_duplicate_keys_and_aliases_are_refused_with_lines() -> None:

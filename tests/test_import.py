@@ -8,18 +8,18 @@ from pathlib import Path
 import pytest
 from conftest import run_git, run_memory
 
-from memrepo import formats
-from memrepo.importers import detect, import_file
+from memrepo import documents
+from memrepo.transcript.importers import detect, import_file
 
 FIX = Path(__file__).parent / "fixtures" / "import"
 
 
-def imported(root: Path, name: str, fmt: str = "auto", **kw) -> list[formats.Document]:
+def imported(root: Path, name: str, fmt: str = "auto", **kw) -> list[documents.Document]:
     results = import_file(root, FIX / name, fmt, timezone="Europe/Lisbon", **kw)
     assert all(r.status == "imported" for r in results), results
     proc = run_memory(root, "hook", "pre-commit", *(r.path for r in results))
     assert proc.returncode == 0, proc.stdout
-    return [formats.read_document(root / r.path, r.path) for r in results]
+    return [documents.read_document(root / r.path, r.path) for r in results]
 
 
 @pytest.mark.parametrize(

@@ -216,7 +216,7 @@ def test_the_hook_path_stays_light(irepo_indexed: IRepo) -> None:
     irepo_indexed.write("knowledge/people/g.md", "---\ntype: person\nname: G\n---\ng\n")
     irepo_indexed.commit("g")
     code = (
-        "import sys\nfrom pathlib import Path\nfrom memrepo.index.hook import on_git_event\n"
+        "import sys\nfrom pathlib import Path\nfrom memrepo.hooks.post_commit import on_git_event\n"
         "on_git_event(Path.cwd(), 'post-commit')\n"
         "print(sorted(m for m in ('numpy', 'yaml', 'click', 'frontmatter') if m in sys.modules))"
     )

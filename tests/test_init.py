@@ -9,7 +9,8 @@ from conftest import run_git, run_memory
 
 from memrepo import scaffold
 from memrepo.config import defaults, load_config
-from memrepo.formats import LAYOUT_DIRS, expected_types, needs_frontmatter, read_document
+from memrepo.documents import read_document
+from memrepo.layout import LAYOUT_DIRS, expected_types, needs_frontmatter
 
 
 def _snapshot(root: Path) -> dict[str, str]:

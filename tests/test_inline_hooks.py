@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import run_git
 
-from memrepo import committer, inline_hooks
+from memrepo.commit import inline, write
 from memrepo.errors import MemrepoError
 from memrepo.index.indexer import sync
 
@@ -20,13 +20,13 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """The roots memrepo committed in-process (from the index, or from prepared trees)."""
     calls: list[Path] = []
     for name in ("commit", "commit_tree"):
-        real = getattr(inline_hooks, name)
+        real = getattr(inline, name)
 
         def wrapped(root: Path, *args: object, _real=real) -> None:
             calls.append(root)
             _real(root, *args)
 
-        monkeypatch.setattr(inline_hooks, name, wrapped)
+        monkeypatch.setattr(inline, name, wrapped)
     return calls
 
 
@@ -41,12 +41,12 @@ def _head_indexed(root: Path) -> str:
 
 
 def test_own_commit_validates_and_indexes_in_process(crepo: Path, spy: list[Path]) -> None:
-    assert inline_hooks.only_memrepo_hooks(crepo)
+    assert inline.only_memrepo_hooks(crepo)
     sync(crepo)
     before = run_git(crepo, "rev-parse", "HEAD").stdout.strip()
     (crepo / "knowledge/reference/runbook.md").write_text(NOTE)
     msg = "memory: runbook  \n\n\nSession: x\n\n"
-    sha = committer.commit_paths(crepo, ["knowledge/reference/runbook.md"], msg)
+    sha = write.commit_paths(crepo, ["knowledge/reference/runbook.md"], msg)
     assert spy == [crepo]
     assert sha == run_git(crepo, "rev-parse", "HEAD").stdout.strip()
     # the plumbing commit is what `git commit` makes: parent, cleaned message, reflog, index
@@ -59,7 +59,7 @@ def test_own_commit_validates_and_indexes_in_process(crepo: Path, spy: list[Path
     bad = NOTE + "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"
     (crepo / "knowledge/reference/leak.md").write_text(bad)
     with pytest.raises(MemrepoError) as exc:
-        committer.commit_paths(crepo, ["knowledge/reference/leak.md"], "memory: leak\n")
+        write.commit_paths(crepo, ["knowledge/reference/leak.md"], "memory: leak\n")
     assert "knowledge/reference/leak.md:7: error:" in str(exc.value)
     assert "wJalrXUtnFEMI" not in str(exc.value)  # the value is never printed
     assert run_git(crepo, "rev-parse", "HEAD").stdout.strip() == sha
@@ -70,9 +70,9 @@ def test_a_foreign_hook_means_the_real_hooks_run(crepo: Path, spy: list[Path]) -
     ran = crepo / "commit-msg-ran"
     hook.write_text(f"#!/bin/sh\ntouch '{ran}'\n")
     hook.chmod(hook.stat().st_mode | stat.S_IXUSR)
-    assert not inline_hooks.only_memrepo_hooks(crepo)
+    assert not inline.only_memrepo_hooks(crepo)
     (crepo / "knowledge/reference/runbook.md").write_text(NOTE)
-    committer.commit_paths(crepo, ["knowledge/reference/runbook.md"], "memory: runbook\n")
+    write.commit_paths(crepo, ["knowledge/reference/runbook.md"], "memory: runbook\n")
     assert spy == [] and ran.exists()
 
 
@@ -83,9 +83,9 @@ def test_a_pre_commit_config_with_other_hooks_is_not_memrepos_alone(crepo: Path)
         + "  - repo: local\n    hooks:\n      - id: lint\n        name: lint\n"
         "        entry: ruff check\n        language: system\n"
     )
-    assert not inline_hooks.only_memrepo_hooks(crepo)
+    assert not inline.only_memrepo_hooks(crepo)
 
 
 def test_an_unreadable_pre_commit_config_means_the_real_hooks_run(crepo: Path) -> None:
     (crepo / ".pre-commit-config.yaml").write_text("repos: [\n  - {repo: local\n")  # broken
-    assert not inline_hooks.only_memrepo_hooks(crepo)
+    assert not inline.only_memrepo_hooks(crepo)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import run_git, run_memory
 
-from memrepo import prune as P
+from memrepo.lifecycle import prune as P
 
 
 def test_prune_archives_old_journals_and_stale_files(lrepo: Path):

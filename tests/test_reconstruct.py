@@ -8,7 +8,7 @@ from pathlib import Path
 from conftest import run_git, run_memory
 from test_extract import canned
 
-from memrepo import reconstruct as R
+from memrepo.lifecycle import reconstruct as R
 from memrepo.llm import for_repo
 
 
@@ -41,7 +41,7 @@ def test_second_reconstruct_makes_zero_llm_calls(lrepo: Path, lrepo_client):
 
 
 def test_interrupted_reconstruct_resumes(lrepo: Path, monkeypatch):
-    from memrepo.extract import runner
+    from memrepo.lifecycle.extract import runner
 
     real = runner.extract
     calls = []

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import run_memory
 
-from memrepo import schedule as S
 from memrepo.config import set_setting
 from memrepo.errors import ConfigError
+from memrepo.lifecycle import schedule as S
 
 
 def configure(root: Path, **settings: object) -> None:

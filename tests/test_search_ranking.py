@@ -10,7 +10,7 @@ from memrepo.index.dates import date_ranges, in_ranges
 from memrepo.index.indexer import sync
 from memrepo.index.ranking import Settings
 from memrepo.index.search import Searcher
-from memrepo.markers import superseded_share
+from memrepo.layout import superseded_share
 
 
 def test_date_ranges_reads_explicit_calendar_dates_only() -> None:

@@ -6,7 +6,7 @@ import json
 
 from conftest import IRepo, run_memory
 
-from memrepo import formats
+from memrepo import documents
 from memrepo.index.indexer import sync
 
 
@@ -80,7 +80,7 @@ def test_remember_appends_to_todays_journal(irepo: IRepo) -> None:
     assert proc.returncode == 0, proc.stderr
     rel, line = proc.stdout.strip().rsplit(":", 1)
     assert rel.startswith("knowledge/journal/") and rel.endswith(".md")
-    doc = formats.read_document(irepo.root / rel, rel)
+    doc = documents.read_document(irepo.root / rel, rel)
     assert doc.meta["type"] == "journal" and str(doc.meta["date"]) in rel
     assert doc.meta["tags"] == ["payments", "hmac"]
     text = (irepo.root / rel).read_text().split("\n")
@@ -186,7 +186,7 @@ def test_remember_into_a_journal_without_frontmatter_makes_it_valid(
     irepo.write(rel, "## Notes\n\n- Written by hand.\n")
     proc = run_memory(irepo.root, "remember", "The staging DB moved to eu-west-1")
     assert proc.returncode == 0, proc.stderr
-    doc = formats.read_document(irepo.root / rel, rel)
+    doc = documents.read_document(irepo.root / rel, rel)
     assert doc.meta["type"] == "journal" and str(doc.meta["date"]) in rel
     text = (irepo.root / rel).read_text()
     assert "- Written by hand." in text and "staging DB moved" in text

@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 from conftest import run_git, run_memory
 
-from memrepo import capture, committer, formats
+from memrepo import documents
+from memrepo.commit import write
+from memrepo.commit.sync import SyncConflict, sync
 from memrepo.errors import MemrepoError
-from memrepo.sync import SyncConflict, sync
+from memrepo.transcript import capture
 
 
 def install_pre_receive(bare: Path) -> None:
@@ -86,7 +88,7 @@ def test_two_clones_capture_and_sync_concurrently(crepo_remote) -> None:
             assert any(f"-ses_{name}{r}-" in f for f in files)
             assert text.count(f" fact {r} from {name}\n") == 1
     for j in journals:
-        assert formats.read_document(a / j, j).meta["type"] == "journal"
+        assert documents.read_document(a / j, j).meta["type"] == "journal"
     assert run_memory(a, "hook", "pre-commit", *journals).returncode == 0
     assert run_git(a, "status", "--porcelain").stdout == ""
     assert run_memory(a, "verify").returncode == 0
@@ -103,7 +105,7 @@ def test_both_clones_creating_the_days_journal_merge_without_conflict(crepo_remo
     assert "pulled 1 and pushed 1" in out
     [journal] = [f for f in run_git(b, "ls-files", "knowledge/journal").stdout.split()
                  if f.endswith(".md")]
-    doc = formats.read_document(b / journal, journal)
+    doc = documents.read_document(b / journal, journal)
     assert doc.meta["tags"] == ["shared"]
     assert doc.body.count("## ") == 1  # the day's heading once
     assert "alpha fact" in doc.body and "beta fact" in doc.body
@@ -175,7 +177,7 @@ def test_real_conflict_is_left_for_the_person(crepo_remote) -> None:
     for c, text in ((a, "- prefers tea\n"), (b, "- prefers coffee\n")):
         f = c / "knowledge/memory/MEMORY.md"
         f.write_text(f.read_text() + text)
-        committer.run(c, use_llm=False, push=False)
+        write.run(c, use_llm=False, push=False)
     sync(a)
     mine = run_git(b, "rev-parse", "HEAD").stdout
     with pytest.raises(SyncConflict) as err:

@@ -1,4 +1,4 @@
-"""memrepo.trees: the trees of a batch commit, written without rewriting the whole index.
+"""memrepo.commit.trees: the trees of a batch commit, written without rewriting the whole index.
 
 Each case is checked against real git: the tree must be the one ``git add -A`` and
 ``git write-tree`` would have made from the same work tree.
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import run_git
 
-from memrepo import committer, inline_hooks, trees
+from memrepo.commit import inline, trees, write
 from memrepo.errors import MemrepoError
 
 
@@ -81,12 +81,12 @@ def test_an_unchanged_file_is_no_change(repo: Path) -> None:
 
 def test_other_staged_work_is_left_alone(repo: Path) -> None:
     """What `git commit -- PATHS` promises: only these paths; the rest stays staged."""
-    inline_hooks_ok = inline_hooks.plumbing_ok(repo)
+    inline_hooks_ok = inline.plumbing_ok(repo)
     assert inline_hooks_ok  # no hooks installed in this repo
     (repo / "a/y.md").write_text("staged by someone else\n")
     run_git(repo, "add", "a/y.md")
     (repo / "top.md").write_text("top, edited\n")
-    committer.commit_paths(repo, ["top.md"], "memory: top\n")
+    write.commit_paths(repo, ["top.md"], "memory: top\n")
     shown = run_git(repo, "show", "--name-only", "--format=", "HEAD").stdout.split()
     assert shown == ["top.md"]
     assert run_git(repo, "diff", "--cached", "--name-only").stdout.split() == ["a/y.md"]
@@ -101,7 +101,7 @@ def test_cases_git_add_knows_better_are_left_to_it(repo: Path) -> None:
     (repo / "c/z.md/inner.md").write_text("x\n")
     assert trees.prepare(repo, ["c/z.md/inner.md"]) is None
     # and the commit still happens, through `git add`
-    committer.commit_paths(repo, ["link.md"], "memory: link\n")
+    write.commit_paths(repo, ["link.md"], "memory: link\n")
     assert run_git(repo, "ls-files", "-s", "link.md").stdout.startswith("120000")
 
 
@@ -132,17 +132,17 @@ def test_a_refused_commit_leaves_the_index_as_it_was(
     def refuse(root: Path, rows: list | None = None) -> None:
         raise MemrepoError("the pre-commit checks refused the commit")
 
-    monkeypatch.setattr(inline_hooks, "validate_staged", refuse)
+    monkeypatch.setattr(inline, "validate_staged", refuse)
     head = run_git(repo, "rev-parse", "HEAD").stdout
     with pytest.raises(MemrepoError, match="refused"):
-        committer.commit_paths(repo, ["top.md"], "memory: top\n")
+        write.commit_paths(repo, ["top.md"], "memory: top\n")
     assert run_git(repo, "rev-parse", "HEAD").stdout == head
     assert run_git(repo, "diff", "--cached", "--name-only").stdout == ""
 
 
 def test_a_commit_that_changes_nothing_says_so(repo: Path) -> None:
     with pytest.raises(MemrepoError, match="nothing to commit"):
-        committer.commit_paths(repo, ["top.md"], "memory: nothing\n")
+        write.commit_paths(repo, ["top.md"], "memory: nothing\n")
 
 
 def test_random_batches_make_the_trees_git_makes(repo: Path) -> None:
@@ -230,13 +230,13 @@ def test_modes_follow_git(repo: Path) -> None:
     run_git(repo, "config", "core.filemode", "false")
     run_git(repo, "update-index", "--chmod=+x", "a/y.md")
     (repo / "a/y.md").write_text("2\nedited\n")
-    committer.commit_paths(repo, ["a/y.md"], "memory: y\n")
+    write.commit_paths(repo, ["a/y.md"], "memory: y\n")
     assert run_git(repo, "ls-tree", "HEAD", "a/y.md").stdout.startswith("100755")
 
 
 def test_the_index_records_stat_data_as_git_add_does(repo: Path) -> None:
     (repo / "top.md").write_text("top, edited\n")
-    committer.commit_paths(repo, ["top.md"], "memory: top\n")
+    write.commit_paths(repo, ["top.md"], "memory: top\n")
     assert run_git(repo, "diff-files", "--name-only").stdout == ""  # no re-hash pending
     assert run_git(repo, "diff-index", "--quiet", "HEAD", "--", check=False).returncode == 0
 
@@ -250,7 +250,7 @@ def test_two_commits_at_once_both_land(repo: Path) -> None:
 
     def go(path: str) -> None:
         try:
-            committer.commit_paths(repo, [path], f"memory: {path}\n")
+            write.commit_paths(repo, [path], f"memory: {path}\n")
         except BaseException as exc:  # reported below
             errors.append(exc)
 

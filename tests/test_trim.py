@@ -8,9 +8,9 @@ from pathlib import Path
 
 from conftest import run_memory
 
-from memrepo.compile import messages as m
-from memrepo.compile.tokens import estimate_tokens
-from memrepo.trim import is_recall, smart_trim, tokens
+from memrepo.context.tokens import estimate_tokens
+from memrepo.context.trim import is_recall, smart_trim, tokens
+from memrepo.transcript import messages as m
 
 FILLER = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor".split()  # noqa: SIM905
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import run_git, run_memory
 
-from memrepo import capture
+from memrepo.transcript import capture
 
 
 def test_verify_reports_each_offending_commit(crepo: Path) -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import fake_anthropic, run_memory
 
-from memrepo.watchers import gate as gatemod
-from memrepo.watchers.loader import load_topics
-from memrepo.watchers.match import match_topics
-from memrepo.watchers.tune import collect
+from memrepo.context.watchers import gate as gatemod
+from memrepo.context.watchers.loader import load_topics
+from memrepo.context.watchers.match import match_topics
+from memrepo.context.watchers.tune import collect
 
 
 def write_topic(root: Path, name: str, front: str, body: str = "") -> None:
@@ -189,7 +189,7 @@ def test_offline_the_tier2_threshold_decides_and_says_so(crepo6_topics: Path) ->
 
 
 def test_bypass_table() -> None:
-    from memrepo.watchers.loader import Topic
+    from memrepo.context.watchers.loader import Topic
 
     def t(priority: str, activation: str = "gated") -> Topic:
         return Topic("x", "topics/x.md", "", "", 1, [], [], activation, priority)

@@ -12,11 +12,13 @@ Modules, one concept each:
 - :mod:`~memrepo.index.embedders` / :mod:`~memrepo.index.vectors` — optional vectors
 - :mod:`~memrepo.index.query` / :mod:`~memrepo.index.search` / :mod:`~memrepo.index.fallback`
 - :mod:`~memrepo.index.signals` — reinforce / demote / hit events from ``raw/signals/``
-- :mod:`~memrepo.index.hook` — what the post-* git hooks call; never raises
+- :mod:`~memrepo.hooks.post_commit` — what the post-* git hooks call; never raises
 
 Nothing here imports numpy at module level: the hook path must stay light.
 """
 
 from __future__ import annotations
 
-DB_NAME = "memory.db"
+from memrepo.layout import DB_NAME
+
+__all__ = ["DB_NAME"]

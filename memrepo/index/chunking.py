@@ -16,7 +16,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from memrepo.markers import superseded_share
+from memrepo.layout import superseded_share
 
 MAX_CHARS = 1500
 TARGET_CHARS = 1000

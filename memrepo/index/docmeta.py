@@ -1,11 +1,11 @@
 """What the index keeps about a file: category, type, date, tags, status, body start.
 
 This reads frontmatter with a small line scanner rather than
-:func:`memrepo.formats.parse_document`, because importing python-frontmatter and PyYAML
+:func:`memrepo.documents.parse_document`, because importing python-frontmatter and PyYAML
 costs ~45 ms and the post-commit hook has 150 ms in all. It only needs a few top-level
 scalar keys and flow or block lists, and the pre-commit validators have already refused
 files whose YAML does not parse. The frontmatter delimiters and ``body_line`` follow
-:mod:`memrepo.formats` exactly (a ``---`` line opens and closes it); when a needed key
+:mod:`memrepo.layout` exactly (a ``---`` line opens and closes it); when a needed key
 holds something the scanner cannot read, it falls back to the full YAML parser.
 """
 
@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-_DELIM = re.compile(r"^-{3,}\s*$")  # = memrepo.formats._DELIM
+from memrepo.layout import FRONTMATTER_DELIM, category_of
+
 _KEY = re.compile(r"^([A-Za-z_][\w-]*)\s*:(?:\s+(.*))?$")
 _DATE = re.compile(r"(\d{4}-\d{2}-\d{2})")
 _TRANSCRIPT_DATE = re.compile(r"^(?:archive/)?raw/conversations/(\d{4})/(\d{2})/(\d{2})/")
@@ -37,31 +38,6 @@ class DocMeta:
     body_line: int = 1
 
 
-def category_of(path: str) -> str | None:
-    """Same mapping as :func:`memrepo.formats.category_of` (kept import-free here)."""
-    parts = path.split("/")
-    top = parts[0]
-    if top == "raw":
-        return "conversation" if len(parts) > 2 and parts[1] == "conversations" else "raw"
-    if top == "knowledge":
-        if len(parts) <= 2:
-            return "knowledge"
-        return {
-            "identity": "identity",
-            "memory": "memory",
-            "journal": "journal",
-            "projects": "project",
-            "people": "person",
-            "procedures": "procedure",
-            "reference": "reference",
-        }.get(parts[1], "knowledge")
-    if top == "topics":
-        return "topic"
-    if top == "archive":
-        return "archive"
-    return None
-
-
 def _scalar(raw: str) -> str:
     raw = raw.strip()
     if " #" in raw and not raw.startswith(("'", '"')):
@@ -81,9 +57,9 @@ def _flow_list(raw: str) -> list[str] | None:
 
 def scan_frontmatter(lines: list[str]) -> tuple[dict[str, Any], int, bool]:
     """(wanted keys, 1-based body line, whether YAML fallback is needed)."""
-    if not lines or not _DELIM.match(lines[0]):
+    if not lines or not FRONTMATTER_DELIM.match(lines[0]):
         return {}, 1, False
-    end = next((i for i in range(1, len(lines)) if _DELIM.match(lines[i])), None)
+    end = next((i for i in range(1, len(lines)) if FRONTMATTER_DELIM.match(lines[i])), None)
     if end is None:
         return {}, 1, False  # unclosed: the whole file is body (the validator refuses it)
     meta: dict[str, Any] = {}
@@ -119,10 +95,10 @@ def scan_frontmatter(lines: list[str]) -> tuple[dict[str, Any], int, bool]:
 
 
 def _yaml_meta(text: str, path: str) -> dict[str, Any]:
-    from memrepo import formats  # slow import, only for unusual frontmatter
+    from memrepo import documents
 
     try:
-        return formats.parse_document(text, path).meta
+        return documents.parse_document(text, path).meta
     except Exception:
         return {}
 

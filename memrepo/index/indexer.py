@@ -33,11 +33,11 @@ from memrepo.index.paths import (
     db_path,
     is_indexed,
     is_markdown,
-    is_ranking_signal_file,
     is_utf8,
     printable,
     state_dir,
 )
+from memrepo.layout import is_ranking_signal_file
 
 Progress = Callable[[int, int], None]
 BATCH_FILES = 2000

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memrepo.index import DB_NAME
-
-#: Trees that are never indexed: scratch space and binary attachments.
-EXCLUDED_ROOTS = ("scratch/", "attachments/", ".")
-#: Append-only usage events (seed 001 signals), one JSON object a line.
-SIGNALS_DIR = "raw/signals/"
+from memrepo.layout import DB_NAME, EXCLUDED_ROOTS
 
 
 def db_path(root: Path) -> Path:
@@ -50,18 +45,3 @@ def printable(path: str) -> str:
     except UnicodeEncodeError:  # a surrogate that is not an escaped byte
         return path.encode("utf-8", "backslashreplace").decode("utf-8")
     return raw.decode("utf-8", "backslashreplace")
-
-
-#: Search and compile hits go to files of their own (``hits-YYYY-MM.jsonl``): they are
-#: logged on every search and do not move ranking, so they must not make every commit
-#: re-fold the signals into the index.
-HITS_PREFIX = "hits-"
-
-
-def is_signal_file(path: str) -> bool:
-    return path.startswith(SIGNALS_DIR) and path.endswith(".jsonl")
-
-
-def is_ranking_signal_file(path: str) -> bool:
-    """A signal file whose events move ranking (reinforce, demote): not a hits file."""
-    return is_signal_file(path) and not path.rsplit("/", 1)[-1].startswith(HITS_PREFIX)

@@ -20,7 +20,8 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from memrepo.index.paths import HITS_PREFIX, SIGNALS_DIR, is_utf8, printable
+from memrepo.index.paths import is_utf8, printable
+from memrepo.layout import HITS_PREFIX, SIGNALS_DIR
 
 WEIGHTS = {"reinforce": 3.0, "demote": -1.0, "hit": 0.0}
 #: The largest line (or chunk) number SQLite's INTEGER holds: beyond it, inserting the

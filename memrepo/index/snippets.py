@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from memrepo.markers import SUPERSEDED_LINE
+from memrepo.layout import SUPERSEDED_LINE
 
 _WORD = re.compile(r"\w+")
 WIDTH = 220

@@ -1,0 +1,274 @@
+"""What every pre-commit check shares: findings, reading files once, the config, ``run_main``.
+
+Each check is a function ``check(paths, ctx)`` that reports into ``ctx.report``. A check
+module's ``main(argv)`` builds a fresh :class:`Context` and runs its one check; the combined
+runner (``hooks/pre_commit.py``) builds one Context and runs them all, so every staged file
+is read, decoded and parsed at most once, and a broken file is reported once, not once per
+check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import posixpath
+import stat
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from memrepo import documents
+from memrepo.config import CONFIG_FILE, Config, defaults, load_config, validate
+from memrepo.errors import ConfigError, FormatError, MemrepoError
+
+#: How much of a file is sniffed for a NUL byte to call it binary (git uses the same idea).
+SNIFF_BYTES = 8192
+#: Files up to this size are read whole when sniffed (one read serves every check).
+READ_WHOLE_BYTES = 1024 * 1024
+
+
+@dataclass
+class Report:
+    """Findings as ``path:line: error|warning: message [check-id]`` lines, in report order."""
+
+    lines: list[str] = field(default_factory=list)
+    _said: set[str] = field(default_factory=set)
+    errors: int = 0
+    warnings: int = 0
+
+    def add(self, level: str, path: str | None, line: int | None, message: str, check: str) -> None:
+        where = (path or "") + (f":{line}" if path and line else "")
+        prefix = f"{where}: " if where else ""
+        text = f"{prefix}{level}: {message} [{check}]"
+        if text in self._said:  # the same finding reached twice is said once
+            return
+        self._said.add(text)
+        self.lines.append(text)
+        if level == "error":
+            self.errors += 1
+        else:
+            self.warnings += 1
+
+    def error(self, path: str | None, line: int | None, message: str, check: str) -> None:
+        self.add("error", path, line, message, check)
+
+    def warning(self, path: str | None, line: int | None, message: str, check: str) -> None:
+        self.add("warning", path, line, message, check)
+
+    def print(self, out: TextIO | None = None) -> None:
+        for text in self.lines:
+            print(text, file=out or sys.stdout)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.errors else 0
+
+
+def normalize(path: str) -> str:
+    """Repo-relative POSIX form of a file argument (``./a\\b.md`` -> ``a/b.md``)."""
+    p = path.replace(os.sep, "/") if os.sep != "/" else path
+    if os.path.isabs(p):
+        p = os.path.relpath(p).replace(os.sep, "/")
+    return posixpath.normpath(p)
+
+
+class Context:
+    """One validation run: the repo root (the cwd), its config, the report and a file cache."""
+
+    def __init__(self, root: str | Path | None = None) -> None:
+        self.root = Path(root) if root is not None else Path.cwd()
+        self.report = Report()
+        self.config: Config = self._load_config()
+        self._data: dict[str, bytes | None] = {}
+        self._text: dict[str, str | None] = {}
+        self._docs: dict[str, documents.Document | None] = {}
+        self._seen: set[tuple[str, ...]] = set()
+        #: Every staged change against HEAD, when the caller already asked git for it
+        #: (the direct hook): the transcripts check then needs no second index read.
+        self.staged_rows: list[tuple[str, str, str | None]] | None = None
+
+    def staged_status(self, prefix: str) -> list[tuple[str, str, str | None]]:
+        """Staged (status, path, new path) rows under ``prefix``."""
+        if self.staged_rows is None:
+            from memrepo import git
+
+            return git.staged_status(self.root, prefix)
+        return [r for r in self.staged_rows if r[1].startswith(prefix)]
+
+    def _load_config(self) -> Config:
+        """The repo's config; a broken one is reported and the defaults are used instead."""
+        if not (self.root / CONFIG_FILE).is_file():
+            return Config(defaults())
+        try:
+            return load_config(self.root)
+        except ConfigError as exc:
+            self.report.error(exc.path or CONFIG_FILE, exc.line, exc.message, "config")
+        return Config(defaults())
+
+    def setting(self, key: str) -> Any:
+        """A ``validation.*`` setting."""
+        return self.config["validation"][key]
+
+    def first(self, *key: str) -> bool:
+        """True the first time ``key`` is seen: lets two checks share one verdict."""
+        if key in self._seen:
+            return False
+        self._seen.add(key)
+        return True
+
+    def data(self, path: str, check: str) -> bytes | None:
+        """The file's bytes, or None when there is nothing to check.
+
+        Missing files (deletions), directories (submodules) and symlinks (git stores the
+        link, not the target) are skipped silently; an unreadable file is an error.
+        """
+        if path in self._data:
+            return self._data[path]
+        full = self.root / path
+        data: bytes | None = None
+        try:
+            if not full.is_symlink() and full.is_file():
+                data = full.read_bytes()
+        except OSError as exc:
+            self.report.error(path, None, f"cannot read: {exc.strerror or exc}", check)
+        self._data[path] = data
+        return data
+
+    def size(self, path: str) -> int | None:
+        """Size of a regular file, None for what git stores as a link or not at all."""
+        try:
+            st = (self.root / path).lstat()
+        except OSError:
+            return None
+        return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+    def sniff(self, path: str, check: str) -> bytes | None:
+        """The first SNIFF_BYTES of a file, to tell binary from text.
+
+        A file of ordinary size is read whole and cached (the secrets scan needs it next);
+        only a big one is opened just for its head.
+        """
+        if path not in self._data:
+            full = self.root / path
+            try:
+                if full.is_symlink() or not full.is_file():
+                    return None
+                if full.stat().st_size > READ_WHOLE_BYTES:
+                    with full.open("rb") as fh:
+                        return fh.read(SNIFF_BYTES)
+            except OSError:
+                pass  # data() reports it
+        data = self.data(path, check)
+        return None if data is None else data[:SNIFF_BYTES]
+
+    def text(self, path: str, check: str) -> str | None:
+        """UTF-8 text of a file; a decoding error (naming the line) is reported once."""
+        if path in self._text:
+            return self._text[path]
+        data = self.data(path, check)
+        text: str | None = None
+        if data is not None:
+            try:
+                text = documents.decode(data, path)
+            except FormatError as exc:
+                self.report.error(exc.path, exc.line, exc.message, check)
+        self._text[path] = text
+        return text
+
+    def document(self, path: str, check: str) -> documents.Document | None:
+        """The parsed memory file; empty files and frontmatter errors are reported once."""
+        if path in self._docs:
+            return self._docs[path]
+        text = self.text(path, check)
+        doc: documents.Document | None = None
+        if text is not None:
+            if not text.strip():
+                self.report.error(path, 1, "file is empty; it needs YAML frontmatter", check)
+            else:
+                try:
+                    doc = documents.parse_document(text, path)
+                except FormatError as exc:
+                    self.report.error(exc.path, exc.line, exc.message, check)
+        self._docs[path] = doc
+        return doc
+
+
+class BlobContext(Context):
+    """A validator Context whose files are git blobs (a commit's, or the index's).
+
+    Used by the pre-receive hook and `memory verify` (a pushed commit's files) and by the
+    direct pre-commit hook (the staged versions, so a partly staged file is judged by
+    what will be committed, without stashing anything).
+    """
+
+    def __init__(self, root: Path, blobs: dict[str, bytes | None], config: bytes | None):
+        self._blobs = blobs
+        self._config_blob = config
+        super().__init__(root)
+
+    def _load_config(self) -> Config:
+        if self._config_blob is None:
+            return Config(defaults())
+        from memrepo import yamlsafe
+
+        try:
+            text = self._config_blob.decode("utf-8")
+            return validate(yamlsafe.load(text), text)
+        except (UnicodeDecodeError, yamlsafe.YAMLProblem, ConfigError) as exc:
+            self.report.error(CONFIG_FILE, None, f"invalid config: {exc}", "config")
+            return Config(defaults())
+
+    def data(self, path: str, check: str) -> bytes | None:
+        return self._blobs.get(path)
+
+    def sniff(self, path: str, check: str) -> bytes | None:
+        data = self._blobs.get(path)
+        return None if data is None else data[:SNIFF_BYTES]
+
+    def size(self, path: str) -> int | None:
+        data = self._blobs.get(path)
+        return None if data is None else len(data)
+
+
+CheckFn = Callable[[Sequence[str], Context], None]
+
+
+def run_checks(
+    checks: Iterable[tuple[str, CheckFn]],
+    paths: Sequence[str],
+    ctx: Context,
+    out: TextIO | None = None,
+) -> int:
+    """Run checks over ``paths``, print every finding (to ``out``, stdout by default),
+    return the exit code.
+
+    A failure of the machinery itself (git missing, not a repository) is one error line
+    for that check, and the remaining checks still run.
+    """
+    for check_id, fn in checks:
+        try:
+            fn(paths, ctx)
+        except MemrepoError as exc:
+            ctx.report.error(exc.path, exc.line, exc.message, check_id)
+    ctx.report.print(out)
+    return ctx.report.exit_code
+
+
+def run_main(
+    argv: Sequence[str] | None,
+    checks: Sequence[tuple[str, CheckFn]],
+    description: str,
+) -> int:
+    """Parse ``FILES…`` like pre-commit passes them and run ``checks`` in the cwd."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("filenames", nargs="*", help="files, as pre-commit passes them")
+    args = parser.parse_args(argv)
+    paths = list(dict.fromkeys(normalize(p) for p in args.filenames))
+    return run_checks(checks, paths, Context())
+
+
+def kb(size: int) -> str:
+    """A byte count for messages: ``26.4 KB``."""
+    return f"{size / 1024:.1f} KB"

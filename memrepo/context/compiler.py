@@ -1,0 +1,488 @@
+"""The compilation pipeline (seed 000 §6.2–6.3): slots P0–P4 filled within one token budget.
+
+Each slot has a cap from the config (KB in the config, tokens here) and everything shares
+the total budget: a section is added only if its tokens (marker included) fit both. P0 is
+filled first and shared fairly between the identity files, so none of them is dropped
+while another is whole. Nothing enters twice: every included span is remembered and a
+subscription or passage that overlaps one is skipped, and P3 leaves the ``--session`` file
+to P4 (which runs after it). ``--shared`` keeps MEMORY.md out of every slot, not only P1.
+A last check on the assembled text
+drops the lowest-priority sections should a non-additive tokenizer overshoot.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memrepo.context import retrieve as retr
+from memrepo.context.sections import (
+    SLOT_NAMES,
+    Count,
+    Lines,
+    Section,
+    body_lines,
+    fit,
+    make_section,
+    marker_cost,
+)
+from memrepo.context.tokens import counter, kb_to_tokens
+from memrepo.documents import read_document
+from memrepo.errors import FormatError
+from memrepo.repo import MemoryRepo
+from memrepo.topics import subscription_problem
+from memrepo.transcript.messages import Turn, load_session
+
+IDENTITY_DIR = "knowledge/identity"
+IDENTITY_ORDER = ("SOUL.md", "USER.md", "AGENTS.md", "TOOLS.md")
+MEMORY_FILE = "knowledge/memory/MEMORY.md"
+#: Where MEMORY.md's overflow goes (memrepo.lifecycle.condense): as private as MEMORY.md itself.
+MEMORY_ARCHIVE_DIR = "archive/memory/"
+ACTIVE_PROJECTS = "knowledge/projects/_active.md"
+JOURNAL_DIR = "knowledge/journal"
+SEP = "\n\n"
+SHARED_WHY = "MEMORY.md is for the main session only"
+#: Below this many tokens left, P3 stops looking for a passage small enough.
+MIN_USEFUL = 24
+
+
+@dataclass
+class CompileRequest:
+    message: str = ""
+    budget: int | None = None  # tokens; None: context_compiler.token_budget
+    session: Path | None = None
+    shared: bool = False  # a shared session leaves MEMORY.md out (seed 000 §6.2)
+    events: list[str] = field(default_factory=list)
+    slots: frozenset[int] = frozenset({0, 1, 2, 3, 4})
+    max_chars: int | None = None  # a second cap, in characters (hook output)
+    today: dt.date | None = None
+    record_hits: bool = True
+    gate: Any = None  # a memrepo.context.watchers.gate.Gate (tests inject one)
+
+
+@dataclass
+class Omitted:
+    slot: int
+    kind: str
+    path: str
+    reason: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "slot": SLOT_NAMES[self.slot],
+            "kind": self.kind,
+            "path": self.path,
+            "reason": self.reason,
+        }
+
+
+@dataclass
+class Compiled:
+    sections: list[Section]
+    omitted: list[Omitted]
+    budget: int
+    tokens: int
+    notes: list[str]
+    topics: Any = None  # memrepo.context.watchers.match.MatchResult
+
+    def prompt(self) -> str:
+        return SEP.join(s.render() for s in self.sections)
+
+    def as_json(self, explain: bool = False) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "budget": self.budget,
+            "tokens": self.tokens,
+            "sections": [s.as_json() for s in self.sections],
+            "topics": [
+                {"topic": a.topic.name, "reason": a.reason}
+                for a in (self.topics.activated if self.topics else [])
+            ],
+            "notes": self.notes,
+            "prompt": self.prompt(),
+        }
+        if explain:
+            d["omitted"] = [o.as_json() for o in self.omitted]
+            if self.topics:
+                d["dropped_topics"] = [
+                    {"topic": a.topic.name, "reason": a.reason} for a in self.topics.dropped
+                ]
+                d["gate_mode"] = self.topics.gate_mode
+        return d
+
+
+class _Compiler:
+    def __init__(self, repo: MemoryRepo, req: CompileRequest):
+        self.root = repo.root
+        self.cfg = repo.config
+        self.req = req
+        cc = self.cfg["context_compiler"]
+        self.count: Count = counter(str(cc.get("tokenizer", "fast")))
+        self.budget = int(req.budget if req.budget is not None else cc["token_budget"])
+        self.left = self.budget
+        self.chars_left = req.max_chars if req.max_chars is not None else 1 << 62
+        self.sep = self.count(SEP)
+        self.sections: list[Section] = []
+        self.omitted: list[Omitted] = []
+        self.notes: list[str] = []
+        self.spans: dict[str, list[tuple[int, int]]] = {}
+        self.files: dict[str, tuple[Lines, int] | None] = {}
+        self.topics: Any = None
+        self.session_rel = self._session_rel()
+
+    def _session_rel(self) -> str | None:
+        """The ``--session`` file's repo path (None outside the repo or with no session)."""
+        if self.req.session is None:
+            return None
+        try:
+            return self.req.session.resolve().relative_to(self.root.resolve()).as_posix()
+        except ValueError:
+            return None
+
+    def _private(self, rel: str) -> bool:
+        """MEMORY.md (and its archive) stay out of a shared session in every slot, not
+        only P1: a subscription or a search hit would leak it just the same."""
+        return self.req.shared and (rel == MEMORY_FILE or rel.startswith(MEMORY_ARCHIVE_DIR))
+
+    # -- bookkeeping ------------------------------------------------------------------
+    def _add(self, s: Section) -> None:
+        self.sections.append(s)
+        self.left -= s.tokens + self.sep
+        self.chars_left -= len(s.render()) + len(SEP)
+        if s.unit == "line":
+            self.spans.setdefault(s.path, []).append((s.start_line, s.end_line))
+
+    def _overlaps(self, path: str, a: int, b: int) -> bool:
+        return any(a <= y and x <= b for x, y in self.spans.get(path, ()))
+
+    def _omit(self, slot: int, kind: str, path: str, reason: str) -> None:
+        self.omitted.append(Omitted(slot, kind, path, reason))
+
+    def _file(self, rel: str) -> tuple[Lines, int] | None:
+        """(body lines, last line number) of a repo file, or None (and a note) if unreadable."""
+        if rel not in self.files:
+            try:
+                doc = read_document(self.root / rel, rel)
+            except FormatError as exc:
+                self.notes.append(str(exc))
+                self.files[rel] = None
+            else:
+                lines = body_lines(doc.body, doc.body_line, rel)
+                last = doc.body_line + doc.body.count("\n")
+                self.files[rel] = (lines, last)
+        return self.files[rel]
+
+    def _place(
+        self, slot: int, kind: str, path: str, lines: Lines, last: int, cap: int, why: str,
+        tail: bool = False, unit: str = "line",
+    ) -> Section | None:  # fmt: skip
+        """Fit ``lines`` into min(cap, what is left); add the section or say why not.
+
+        A P3 passage of a file P3 already holds is a continuation: it will sit right
+        below that file's passages with a marker of a few characters (see :meth:`run`).
+        """
+        allowance = min(cap, self.left) - self.sep
+        cont = slot == 3 and any(x.slot == 3 and x.path == path for x in self.sections)
+        mc = marker_cost(slot, kind, path, last, self.count, unit, cont)
+        chars = self.chars_left - len(SEP) - len(path) - 64
+        got = fit(lines, allowance - mc, self.count, tail=tail, max_chars=chars)
+        if got is None:
+            self._omit(slot, kind, path, f"does not fit ({max(allowance, 0)} tokens left for it)")
+            return None
+        rows, cut = got
+        s = make_section(slot, kind, path, rows, why, cut, self.count, unit, cont)
+        if (
+            s.tokens + self.sep > min(cap, self.left)
+            or len(s.render()) + len(SEP) > self.chars_left
+        ):
+            self._omit(slot, kind, path, "does not fit with its marker")
+            return None
+        self._add(s)
+        if cut:
+            s.why += f"; cut to {s.tokens} tokens at a section boundary"
+        return s
+
+    def _place_file(
+        self, slot: int, kind: str, rel: str, cap: int, why: str, tail: bool = False
+    ) -> Section | None:
+        got = self._file(rel)
+        if got is None:
+            return None
+        lines, last = got
+        if lines.empty:
+            self._omit(slot, kind, rel, "empty")
+            return None
+        return self._place(slot, kind, rel, lines, last, cap, why, tail)
+
+    def _place_group(
+        self,
+        slot: int,
+        kind: str,
+        rels: list[str],
+        cap: int,
+        why: dict[str, str],
+        tail: bool = False,
+    ) -> None:
+        """Share ``cap`` fairly (water-filling): small files whole, large ones cut evenly."""
+        present = []
+        for i, rel in enumerate(rels):
+            got = self._file(rel)
+            if got is None or got[0].empty:
+                if got is not None:
+                    self._omit(slot, kind, rel, "empty")
+                continue
+            size = (
+                self.count("\n".join(t for _, t in got[0].numbered))
+                + marker_cost(slot, kind, rel, got[1], self.count)
+                + self.sep
+            )
+            present.append((size, i, rel))
+        placed: list[tuple[int, Section]] = []
+        pool = min(cap, self.left)
+        start_left = self.left
+        present.sort()
+        for k, (_size, i, rel) in enumerate(present):
+            used = start_left - self.left
+            share = (pool - used) // (len(present) - k)
+            s = self._place_file(slot, kind, rel, share, why[rel], tail)
+            if s is not None:
+                placed.append((i, self.sections.pop()))
+        for _, s in sorted(placed, key=lambda p: p[0]):
+            self.sections.append(s)
+
+    def _identity_exists(self) -> bool:
+        base = self.root / IDENTITY_DIR
+        return base.is_dir() and any(base.glob("*.md"))
+
+    # -- slots ------------------------------------------------------------------------
+    def p0(self) -> None:
+        base = self.root / IDENTITY_DIR
+        names = sorted(p.name for p in base.glob("*.md")) if base.is_dir() else []
+        order = [n for n in IDENTITY_ORDER if n in names] + [
+            n for n in names if n not in IDENTITY_ORDER
+        ]
+        rels = [f"{IDENTITY_DIR}/{n}" for n in order]
+        cap = kb_to_tokens(self.cfg["context_compiler"]["identity_budget_kb"])
+        self._place_group(0, "identity", rels, cap, dict.fromkeys(rels, "identity: always loaded"))
+
+    def p1(self) -> None:
+        cc = self.cfg["context_compiler"]
+        if self.req.shared:
+            self._omit(1, "memory", MEMORY_FILE, f"--shared: {SHARED_WHY}")
+        elif (self.root / MEMORY_FILE).is_file():
+            self._place_file(
+                1,
+                "memory",
+                MEMORY_FILE,
+                kb_to_tokens(cc["memory_budget_kb"]),
+                "curated memory: main session",
+            )
+        today = self.req.today or dt.date.today()
+        days = {today: "today's journal", today - dt.timedelta(days=1): "yesterday's journal"}
+        rels, why = [], {}
+        for day, label in days.items():
+            rel = f"{JOURNAL_DIR}/{day.isoformat()}.md"
+            if (self.root / rel).is_file():
+                rels.append(rel)
+                why[rel] = f"{label}: newest entries kept"
+        self._place_group(1, "journal", rels, kb_to_tokens(cc["journal_budget_kb"]), why, tail=True)
+        if (self.root / ACTIVE_PROJECTS).is_file():
+            cap = kb_to_tokens(cc.get("projects_budget_kb", 1))
+            self._place_file(1, "projects", ACTIVE_PROJECTS, cap, "active projects index")
+
+    def match(self) -> None:
+        from memrepo.context.watchers.match import match_topics
+
+        if not (self.req.message or self.req.events):
+            return
+        self.topics = match_topics(
+            self.root, self.req.message, events=self.req.events,
+            config=self.cfg["watchers"], gate=self.req.gate,
+        )  # fmt: skip
+        for p in self.topics.problems:
+            if p.skipped:
+                self.notes.append(f"{p.path}: {p.message} (topic skipped)")
+            else:
+                self._omit(2, "subscription", p.path, f"refused: {p.message}")
+
+    def p2(self) -> None:
+        if not self.topics:
+            return
+        pool = kb_to_tokens(self.cfg["context_compiler"]["topic_budget_kb"])
+        used = 0
+        for a in self.topics.activated:
+            t = a.topic
+            cap = pool - used
+            if t.max_context_kb is not None:
+                cap = min(cap, kb_to_tokens(float(t.max_context_kb)))
+            before = self.left
+            lines = body_lines(t.body, t.body_line, t.path)
+            if not lines.empty:
+                self._place(
+                    2,
+                    "topic",
+                    t.path,
+                    lines,
+                    t.body_line + t.body.count("\n"),
+                    cap,
+                    f"topic {t.name}: {a.reason}",
+                )
+            for rel in t.subscriptions:
+                topic_left = cap - (before - self.left)
+                why = subscription_problem(self.root, rel)
+                if why:
+                    self._omit(2, "subscription", rel, f"refused: {why}")
+                elif self._private(rel):
+                    self._omit(2, "subscription", rel, f"--shared: {SHARED_WHY}")
+                elif rel in self.spans:
+                    self._omit(2, "subscription", rel, f"already included (subscribed by {t.name})")
+                else:
+                    self._place_file(
+                        2, "subscription", rel, topic_left, f"subscribed by topic {t.name}"
+                    )
+            used += before - self.left
+
+    def p3(self) -> None:
+        words = [self.req.message]
+        if self.topics:
+            for a in self.topics.activated:
+                words += a.topic.all_keywords()
+        query = " ".join(w for w in words if w).strip()
+        if not query:
+            return
+        reserve = 0
+        if self.req.session is not None and 4 in self.req.slots:
+            reserve = int(
+                self.left * float(self.cfg["context_compiler"].get("history_share", 0.25))
+            )
+        floor = reserve
+        passages, why = retr.retrieve(self.root, query, self.cfg["search"])
+        if why:
+            self.notes.append(why)
+        for rank, p in enumerate(passages, 1):
+            if self.left - floor < MIN_USEFUL:
+                self._omit(3, "knowledge", p.path, f"rank {rank}: P3 budget used up")
+                continue
+            if p.path.startswith("topics/"):
+                self._omit(
+                    3, "knowledge", p.path, f"rank {rank}: topic files enter only when activated"
+                )
+                continue
+            if self._private(p.path):
+                self._omit(3, "knowledge", p.path, f"rank {rank}: --shared: {SHARED_WHY}")
+                continue
+            if p.path == self.session_rel and 4 in self.req.slots:
+                # P4 carries the session (newest turns first): a passage of it here would
+                # repeat lines P4 includes, or spend P3's budget on what P4 is for
+                self._omit(3, "knowledge", p.path, f"rank {rank}: the session, left to P4")
+                continue
+            if self._overlaps(p.path, p.start_line, p.end_line):
+                self._omit(3, "knowledge", p.path, f"rank {rank}: already included")
+                continue
+            lines = self._span(p.path, p.start_line, p.end_line)
+            if lines is None or lines.empty:
+                continue
+            self._place(
+                3, "knowledge", p.path, lines, p.end_line, self.left - floor,
+                f"search rank {rank} (score {score_text(p.score)}) for the message"
+                + (" and topic keywords" if query != self.req.message.strip() else ""),
+            )  # fmt: skip
+
+    def _span(self, rel: str, a: int, b: int) -> Lines | None:
+        try:
+            text = (self.root / rel).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+        rows = text.split("\n")[a - 1 : b]
+        return body_lines("\n".join(rows), a, rel)
+
+    def p4(self) -> None:
+        if self.req.session is None:
+            return
+        path = self.req.session
+        shown = self.session_rel or str(path)
+        turns = load_session(path)
+        kept: list[Section] = []
+        for k, turn in enumerate(reversed(turns)):
+            s = self._turn(turn, shown, first=k == 0)
+            if s is None:
+                older = len(turns) - k
+                self._omit(4, "history", shown, f"{older} older turn(s) left out: budget used up")
+                break
+            kept.append(s)
+        # newest first was the order of choice; the prompt reads oldest first
+        for s in kept:
+            self.sections.remove(s)
+        self.sections.extend(reversed(kept))
+
+    def _turn(self, turn: Turn, shown: str, first: bool) -> Section | None:
+        """One turn whole; only the newest may be cut (so the latest message always shows)."""
+        body = turn.text if turn.unit == "line" else f"[{turn.role}] {turn.text}"
+        raw = body.split("\n")
+        step = 1 if turn.unit == "line" else 0
+        lines = Lines(shown, [(turn.start + i * step, t.rstrip()) for i, t in enumerate(raw)])
+        mc = marker_cost(4, "history", shown, turn.end, self.count, turn.unit)
+        whole = self.count(body) + mc + self.sep
+        if whole > self.left and not first:
+            return None
+        why = f"session history ({turn.role}), newest first"
+        return self._place(4, "history", shown, lines, turn.end, self.left, why, unit=turn.unit)
+
+    # -- assembly ---------------------------------------------------------------------
+    def run(self) -> Compiled:
+        slots = self.req.slots
+        if 0 in slots:
+            self.p0()
+            if self._identity_exists() and not self.sections:
+                # P0 is never dropped in favour of anything else: nothing else goes in
+                self.notes.append("the budget cannot hold a line of identity: nothing compiled")
+                slots = frozenset()
+        if 1 in slots:
+            self.p1()
+        if 2 in slots or 3 in slots:
+            self.match()
+        if 2 in slots:
+            self.p2()
+        if 3 in slots:
+            self.p3()
+        if 4 in slots:
+            self.p4()
+        # slot order; within P3 each file's passages together, in rank order, the files
+        # in the order of their best passage (its continuations carry short markers)
+        order = {id(s): i for i, s in enumerate(self.sections)}
+        first: dict[str, int] = {}
+        for s in self.sections:
+            if s.slot == 3:
+                first.setdefault(s.path, order[id(s)])
+        self.sections.sort(
+            key=lambda s: (s.slot, first.get(s.path, 0) if s.slot == 3 else 0, order[id(s)])
+        )
+        text = SEP.join(s.render() for s in self.sections)
+        total = self.count(text)
+        cap_chars = self.req.max_chars if self.req.max_chars is not None else 1 << 62
+        while self.sections and (total > self.budget or len(text) > cap_chars):
+            s = self.sections.pop()
+            self._omit(s.slot, s.kind, s.path, "dropped by the final budget check")
+            text = SEP.join(x.render() for x in self.sections)
+            total = self.count(text)
+        if self.req.record_hits and self.cfg["search"].get("record_hits", True):
+            refs = [
+                (s.path, s.start_line)
+                for s in self.sections
+                if s.slot in (2, 3) and s.kind != "topic"
+            ]
+            retr.record_hits(self.root, refs)
+        return Compiled(self.sections, self.omitted, self.budget, total, self.notes, self.topics)
+
+
+def score_text(score: float) -> str:
+    """A search score with 6 significant digits, so that close and low scores read as
+    what they are (``.3g`` printed 0.99996 as "1", the same as the best hit). A score of
+    exactly 0 is real: with min-max fusion the weakest candidate of a query scores 0."""
+    return f"{score:.6g}"
+
+
+def compile_context(repo: MemoryRepo, req: CompileRequest) -> Compiled:
+    """Assemble the prompt for ``req.message`` from ``repo`` within the budget."""
+    return _Compiler(repo, req).run()

@@ -1,0 +1,226 @@
+"""Sections of the compiled prompt, and cutting a file to a budget at section boundaries.
+
+A file is split into blocks at markdown headings (outside code fences); a cut keeps whole
+blocks from the top (or, for journals, from the bottom: the newest entries) and falls
+back to whole lines only when not even one block fits. Line numbers are the file's own,
+so every section names the exact span it came from.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from memrepo import layout
+from memrepo.layout import source_ref
+
+SLOT_NAMES = {0: "P0", 1: "P1", 2: "P2", 3: "P3", 4: "P4"}
+_HEADING = re.compile(r"^#{1,6}\s")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_COMMENT_OPEN = re.compile(r"^\s*<!--")
+_COMMENT_CLOSE = re.compile(r"-->\s*$")
+
+Count = Callable[[str], int]
+
+
+@dataclass
+class Section:
+    """One labelled piece of the prompt: where it comes from and why it is there."""
+
+    slot: int
+    kind: str  # identity | memory | journal | projects | topic | subscription | knowledge | history
+    path: str
+    start_line: int
+    end_line: int
+    text: str
+    why: str
+    unit: str = "line"  # "message" for history taken from a messages JSON
+    cut: bool = False
+    tokens: int = 0
+    #: another passage of the file of the section just above it (P3 groups them)
+    cont: bool = False
+
+    def marker(self) -> str:
+        """``<!-- P3 knowledge: path:A-B -->``; a transcript passage is named by its short
+        reference (``2026/02/16/1845-ses_x:3-4``, the ``[src: …]`` form of knowledge
+        lines): a full transcript path costs as many tokens as the turn it labels. A
+        further passage of the same file, right below it, is ``<!-- :A-B -->``."""
+        span = f"{self.start_line}-{self.end_line}"
+        unit = "" if self.unit == "line" else f" {self.unit}s"
+        cut = " (cut)" if self.cut else ""
+        if self.cont:
+            return f"<!-- :{span}{unit}{cut} -->"
+        if self.slot >= 3 and layout.is_transcript(self.path):
+            return f"<!-- {SLOT_NAMES[self.slot]} {source_ref(self.path)}:{span}{unit}{cut} -->"
+        return f"<!-- {SLOT_NAMES[self.slot]} {self.kind}: {self.path}:{span}{unit}{cut} -->"
+
+    def render(self) -> str:
+        """The marker, then the text; a transcript passage's turn header goes into the
+        marker (``… user -->``, the time only when it is not the session's start), which
+        fits ~10 % more passages into P3."""
+        marker, text = self.marker(), self.text
+        if self.slot >= 3 and layout.is_transcript(self.path):
+            first, _, rest = text.partition("\n")
+            m = layout.TURN_HEADER.match(first)
+            if m and rest.strip():
+                start = layout.TRANSCRIPT_PATH.match(self.path)
+                same = start is not None and (m["hh"], m["mm"]) == (start["hh"], start["mm"])
+                time = "" if same else f" {m['hh']}:{m['mm']}"
+                role = m["role"] + (" [memory]" if m["memory"] else "")
+                marker, text = f"{marker[: -len(' -->')]}{time} {role} -->", rest
+        return f"{marker}\n{text}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "slot": SLOT_NAMES[self.slot],
+            "kind": self.kind,
+            "path": self.path,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "unit": self.unit,
+            "tokens": self.tokens,
+            "cut": self.cut,
+            "why": self.why,
+        }
+
+
+@dataclass
+class Lines:
+    """Numbered lines of a file's body (frontmatter and template comments removed)."""
+
+    path: str
+    numbered: list[tuple[int, str]]
+
+    @property
+    def empty(self) -> bool:
+        return not any(t.strip() for _, t in self.numbered)
+
+
+def body_lines(body: str, first_line: int, path: str, strip_comments: bool = True) -> Lines:
+    """The body's lines with their file line numbers, minus whole-line HTML comments."""
+    out: list[tuple[int, str]] = []
+    in_comment = False
+    blank = False
+    for i, line in enumerate(body.split("\n")):
+        if strip_comments:
+            if in_comment:
+                in_comment = not _COMMENT_CLOSE.search(line)
+                continue
+            if _COMMENT_OPEN.match(line):
+                in_comment = not _COMMENT_CLOSE.search(line)
+                continue
+        if not line.strip():
+            if blank or not out:
+                continue
+            blank = True
+        else:
+            blank = False
+        out.append((first_line + i, line.rstrip()))
+    while out and not out[-1][1].strip():
+        out.pop()
+    return Lines(path, out)
+
+
+def blocks(lines: Lines) -> list[list[tuple[int, str]]]:
+    """Split at headings outside code fences; each block starts with its heading."""
+    out: list[list[tuple[int, str]]] = []
+    cur: list[tuple[int, str]] = []
+    fenced = False
+    for n, text in lines.numbered:
+        if _FENCE.match(text):
+            fenced = not fenced
+        if not fenced and _HEADING.match(text) and cur:
+            out.append(cur)
+            cur = []
+        cur.append((n, text))
+    if cur:
+        out.append(cur)
+    return out
+
+
+def _text(rows: list[tuple[int, str]]) -> str:
+    return "\n".join(t for _, t in rows).strip("\n")
+
+
+def fit(
+    lines: Lines,
+    budget: int,
+    count: Count,
+    *,
+    tail: bool = False,
+    max_chars: int | None = None,
+) -> tuple[list[tuple[int, str]], bool] | None:
+    """The largest run of whole blocks (else whole lines) within ``budget`` tokens.
+
+    Returns (rows, cut) or None when not even one line fits. ``tail`` keeps the end of
+    the file (journals: the newest entries) instead of the start.
+    """
+    if lines.empty or budget <= 0:
+        return None
+    limit_chars = max_chars if max_chars is not None else 1 << 62
+
+    def fits(rows: list[tuple[int, str]]) -> bool:
+        text = _text(rows)
+        return count(text) <= budget and len(text) <= limit_chars
+
+    everything = lines.numbered
+    if fits(everything):
+        return everything, False
+    parts = blocks(lines)
+    if tail:
+        parts = parts[::-1]
+    taken: list[tuple[int, str]] = []
+    for block in parts:
+        trial = block + taken if tail else taken + block
+        if not fits(trial):
+            break
+        taken = trial
+    if taken:
+        return taken, True
+    # not one whole block fits: whole lines of the first (or last) block
+    block = parts[0]
+    rows = block[::-1] if tail else block
+    for n, text in rows:
+        trial = [(n, text), *taken] if tail else [*taken, (n, text)]
+        if not fits(trial):
+            break
+        taken = trial
+    taken = _trim_blank(taken)
+    return (taken, True) if taken and any(t.strip() for _, t in taken) else None
+
+
+def _trim_blank(rows: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    while rows and not rows[0][1].strip():
+        rows = rows[1:]
+    while rows and not rows[-1][1].strip():
+        rows = rows[:-1]
+    return rows
+
+
+def make_section(
+    slot: int,
+    kind: str,
+    path: str,
+    rows: list[tuple[int, str]],
+    why: str,
+    cut: bool,
+    count: Count,
+    unit: str = "line",
+    cont: bool = False,
+) -> Section:
+    rows = _trim_blank(rows)
+    s = Section(slot, kind, path, rows[0][0], rows[-1][0], _text(rows), why, unit, cut,
+                cont=cont)
+    s.tokens = count(s.render())
+    return s
+
+
+def marker_cost(
+    slot: int, kind: str, path: str, last_line: int, count: Count, unit: str = "line",
+    cont: bool = False,
+) -> int:
+    """An upper bound on the marker's tokens (the widest span the file allows, cut)."""
+    probe = Section(slot, kind, path, last_line, last_line, "", "", unit, cut=True, cont=cont)
+    return count(probe.marker() + "\n") + 1

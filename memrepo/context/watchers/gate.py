@@ -1,0 +1,164 @@
+"""Tier 3 (seed 000 §5): the bypass table, the one-token LLM yes/no gate, its cache and log.
+
+The gate is asked only when the bypass table says so. Its answers are cached on disk by
+(message, topic file, model) because ``memory compile`` is one process per model call: an
+in-memory cache would never hit. Offline (no API key, no client, or the call fails) the
+Tier 2 threshold decides in the gate's place, and the decision says so.
+
+Both files live under ``.memrepo/`` (gitignored): they are this machine's operational
+data (a line per candidate per message would be commit noise and merge churn), ranking
+never reads them, and they hold only hashes of messages, never their text.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memrepo.atomic import atomic_write
+from memrepo.context.watchers.loader import Topic
+
+STATE_DIR = ".memrepo"
+CACHE_FILE = f"{STATE_DIR}/gate-cache.json"
+LOG_FILE = f"{STATE_DIR}/gate-log.jsonl"
+CACHE_MAX = 10_000
+MESSAGE_CHARS = 500
+DESCRIPTION_CHARS = 200
+PROMPT = "topic_gate"  # templates/prompts/topic_gate.md
+
+#: seed 000 §5.4 for gated topics with a Tier 1 match: priority -> (score >= cut, below cut).
+BYPASS: dict[str, tuple[float, str, str]] = {
+    "critical": (0.0, "activate", "activate"),
+    "high": (0.3, "activate", "gate"),
+    "medium": (0.2, "gate", "drop"),
+    "low": (0.3, "gate", "drop"),
+}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    action: str  # activate | gate | drop
+    reason: str
+
+
+def bypass(topic: Topic, tier1: bool, score: float, threshold: float) -> Verdict:
+    """What to do with a candidate before any LLM call (seed 000 §5.2 and §5.4)."""
+    if topic.activation == "manual":
+        return Verdict("drop", "manual topic: activated only on request")
+    if not tier1:
+        if score < threshold:
+            return Verdict("drop", f"tier-2 score {score:.2f} < threshold {threshold:.2f}")
+        if topic.activation == "auto":
+            return Verdict("activate", f"auto: tier-2 score {score:.2f} >= {threshold:.2f}")
+        return Verdict("gate", f"gated: tier-2 score {score:.2f} >= {threshold:.2f}, no tier-1")
+    if topic.activation == "auto":
+        return Verdict("activate", "auto: tier-1 match, gate skipped")
+    cut, above, below = BYPASS.get(topic.priority, BYPASS["medium"])
+    action = above if score >= cut else below
+    cmp = ">=" if score >= cut else "<"
+    why = f"{topic.priority}, tier-1 match, tier-2 {score:.2f} {cmp} {cut:.1f}"
+    return Verdict(
+        action, {"activate": "bypass: ", "gate": "gate: ", "drop": "drop: "}[action] + why
+    )
+
+
+def make_llm(model: str, client: Any = None) -> Any:
+    """The shared LLM client (memrepo/llm.py) for the ``gate`` task; offline without a key."""
+    from memrepo.llm import LLM
+
+    return LLM({"gate": model}, client=client)
+
+
+def online() -> bool:
+    """True when a gate call can be attempted (an API key and no MEMREPO_OFFLINE)."""
+    from memrepo.llm import online_by_default
+
+    return online_by_default()
+
+
+def message_hash(message: str) -> str:
+    return hashlib.sha256(message[:MESSAGE_CHARS].encode("utf-8")).hexdigest()[:16]
+
+
+class Gate:
+    """Asks (or recalls) the yes/no answer for a (message, topic) pair."""
+
+    def __init__(self, root: Path, model: str, llm: Any = None, max_tokens: int = 1):
+        self.root = Path(root)
+        self.model = model
+        self.llm = llm  # a memrepo.llm.LLM, or None: offline
+        self.max_tokens = max_tokens
+        self.calls = 0
+        self._cache: dict[str, bool] | None = None
+
+    @property
+    def available(self) -> bool:
+        return self.llm is not None and bool(self.llm.available)
+
+    def _load(self) -> dict[str, bool]:
+        if self._cache is None:
+            try:
+                data = json.loads((self.root / CACHE_FILE).read_text(encoding="utf-8"))
+                self._cache = (
+                    {k: bool(v) for k, v in data.items()} if isinstance(data, dict) else {}
+                )
+            except (OSError, ValueError):
+                self._cache = {}
+        return self._cache
+
+    def key(self, message: str, topic: Topic) -> str:
+        return f"{message_hash(message)}:{topic.name}:{topic.digest}:{self.model}"
+
+    def ask(self, message: str, topic: Topic) -> tuple[bool, str]:
+        """(yes?, 'cache' or 'llm'); raises whatever the client raises when the call fails."""
+        cache = self._load()
+        key = self.key(message, topic)
+        if key in cache:
+            return cache[key], "cache"
+        self.calls += 1
+        text = self.llm.complete(
+            "gate",
+            PROMPT,
+            max_tokens=self.max_tokens,
+            message=message[:MESSAGE_CHARS],
+            topic_name=topic.name,
+            topic_description=(topic.description or topic.body.strip())[:DESCRIPTION_CHARS],
+        )
+        answer = text.strip().upper().startswith("Y")
+        cache[key] = answer
+        while len(cache) > CACHE_MAX:
+            cache.pop(next(iter(cache)))
+        atomic_write(self.root / CACHE_FILE, json.dumps(cache, separators=(",", ":")))
+        return answer, "llm"
+
+
+def append_log(root: Path, entries: list[dict[str, Any]]) -> None:
+    """Append decisions to the gate log (one JSON object a line; never fails the caller)."""
+    if not entries:
+        return
+    stamp = dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    path = Path(root) / LOG_FILE
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write("".join(json.dumps({"ts": stamp, **e}) + "\n" for e in entries))
+    except OSError:
+        pass
+
+
+def read_log(root: Path) -> list[dict[str, Any]]:
+    out = []
+    try:
+        with open(Path(root) / LOG_FILE, encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    continue
+    except OSError:
+        pass
+    return out

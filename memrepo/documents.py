@@ -1,0 +1,181 @@
+"""Memory files as documents: markdown with YAML frontmatter (seed 000 §2, DESIGN.md).
+
+Parse and render, the frontmatter schema (required fields per type, date and count
+fields) and date parsing. Which type a path must have is :mod:`memrepo.layout`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memrepo import yamlsafe
+from memrepo.errors import FormatError
+from memrepo.layout import FRONTMATTER_DELIM
+
+#: Fields each type must have, beyond ``type`` itself.
+REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
+    "conversation": ("session_id", "started"),
+    "identity": ("role",),
+    "journal": ("date",),
+    "person": ("name",),
+    "topic": ("triggers",),
+}
+IDENTITY_ROLES = ("soul", "user", "rules", "tools")
+
+#: Fields that hold an ISO date or datetime, and those that must be a full datetime.
+DATE_FIELDS = ("updated", "created", "date")
+DATETIME_FIELDS = ("started", "ended")
+#: Fields that are counts (seed 000 §2.3 "number"; tokens, lines, turns are whole and >= 0).
+COUNT_FIELDS = ("tokens_in", "tokens_out", "turns", "redactions", "line_count")
+#: Fields that are lists of strings (seed 000 §2.3 "string[]").
+STRING_LIST_FIELDS = ("tags",)
+
+
+#: Frontmatter a still-open transcript may gain or change as it closes.
+TRANSCRIPT_MUTABLE_FIELDS = frozenset(
+    {"ended", "tokens_in", "tokens_out", "knowledge_changes", "redactions", "turns", "updated"}
+)
+
+
+@functools.cache
+def _handler() -> Any:
+    """python-frontmatter's YAML handler on the strict loader, keeping key order.
+
+    Built on first use: parsing never needs python-frontmatter (the split is done here to
+    keep real line numbers), and importing it costs ~30 ms on the commit path.
+    """
+    import frontmatter
+
+    class StrictYAMLHandler(frontmatter.YAMLHandler):
+        def load(self, fm: str, **kwargs: object) -> Any:
+            return yamlsafe.load(fm)
+
+        def export(self, metadata: dict[str, object], **kwargs: object) -> str:
+            return yamlsafe.dump(metadata).strip()
+
+    return StrictYAMLHandler()
+
+
+
+
+@dataclass
+class Document:
+    """A parsed memory file. ``body_line`` is the 1-based line the body starts on."""
+
+    path: str
+    meta: dict[str, Any] = field(default_factory=dict)
+    body: str = ""
+    body_line: int = 1
+    has_frontmatter: bool = False
+
+
+def decode(data: bytes, path: str) -> str:
+    """UTF-8 text of a file, or a FormatError that says where decoding failed."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise FormatError(f"not UTF-8 text (byte 0x{data[exc.start]:02x})", path, line) from None
+
+
+def parse_document(text: str, path: str) -> Document:
+    """Split and parse frontmatter; errors carry the file line."""
+    lines = text.split("\n")
+    if not lines or not FRONTMATTER_DELIM.match(lines[0]):
+        return Document(path=path, body=text, body_line=1)
+    for i in range(1, len(lines)):
+        if FRONTMATTER_DELIM.match(lines[i]):
+            end = i
+            break
+    else:
+        raise FormatError("frontmatter is not closed: no '---' line after the opening one", path, 1)
+    fm_text = "\n".join(lines[1:end])
+    try:
+        meta = yamlsafe.load(fm_text, line_offset=1)
+    except yamlsafe.YAMLProblem as exc:
+        # an error found at the end of the block is reported on its last line, not on '---'
+        line = min(exc.line, end) if exc.line else 1
+        raise FormatError(exc.message, path, line) from None
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict):
+        raise FormatError("frontmatter must be a YAML mapping (key: value lines)", path, 2)
+    body = "\n".join(lines[end + 1 :])
+    return Document(path=path, meta=meta, body=body, body_line=end + 2, has_frontmatter=True)
+
+
+def read_document(file: str | Path, path: str | None = None) -> Document:
+    """Read and parse a file; ``path`` is the repo-relative name used in messages."""
+    name = path or str(file)
+    try:
+        data = Path(file).read_bytes()
+    except OSError as exc:
+        raise FormatError(f"cannot read: {exc.strerror}", name) from None
+    return parse_document(decode(data, name), name)
+
+
+def render_document(meta: dict[str, Any], body: str) -> str:
+    """Serialise frontmatter and body, keeping key order (the inverse of parse_document)."""
+    import frontmatter
+
+    handler = _handler()
+    post = frontmatter.Post(body.lstrip("\n"), handler=handler, **meta)
+    text = frontmatter.dumps(post, handler=handler)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def meta_line(doc_text: str, key: str) -> int | None:
+    """The file line of a top-level frontmatter key (for messages)."""
+    lines = doc_text.split("\n")
+    if not lines or not FRONTMATTER_DELIM.match(lines[0]):
+        return None
+    for i in range(1, len(lines)):
+        if FRONTMATTER_DELIM.match(lines[i]):
+            break
+        if re.match(rf"^{re.escape(key)}\s*:", lines[i]):
+            return i + 1
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Dates
+# ---------------------------------------------------------------------------
+
+
+def parse_datetime(value: Any) -> dt.datetime | None:
+    """A datetime from YAML's own timestamp or an ISO 8601 string, else None."""
+    if isinstance(value, dt.datetime):
+        return value
+    if isinstance(value, str):
+        s = value.strip()
+        if s.endswith(("Z", "z")):
+            s = s[:-1] + "+00:00"
+        try:
+            return dt.datetime.fromisoformat(s)
+        except ValueError:
+            return None
+    return None
+
+
+def parse_date(value: Any) -> dt.date | None:
+    """A date (or the date of a datetime) from YAML or an ISO 8601 string, else None."""
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    if isinstance(value, str):
+        d = parse_datetime(value)
+        if d is not None:
+            return d.date()
+        try:
+            return dt.date.fromisoformat(value.strip())
+        except ValueError:
+            return None
+    return None

@@ -1,0 +1,407 @@
+"""ADD / UPDATE / SUPERSEDE / NONE (seed 002): weigh a candidate line against its section.
+
+Offline, the decision is lexical: a near-duplicate is NONE, a longer line that contains
+an existing one is UPDATE, a line with a replacement cue ("instead of", "switched to",
+"no longer"…) that overlaps an existing one SUPERSEDEs it, anything else is ADD. With a
+model, the ``reconcile`` prompt decides for the candidates of a section that has entries
+(cached by the section's text and the candidates, so a replay costs nothing). DELETE is
+never done: a superseded line is kept, struck through and marked.
+
+``Workspace`` holds the knowledge files being edited in memory and writes each changed
+one once, atomically.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memrepo.atomic import atomic_write
+from memrepo.documents import parse_date, parse_document, render_document
+from memrepo.lifecycle.extract import entries as E
+from memrepo.lifecycle.extract.cache import ResultCache, key
+from memrepo.lifecycle.extract.extractors import Item
+
+ACTIONS = ("ADD", "UPDATE", "SUPERSEDE", "NONE")
+REPLACES = re.compile(
+    r"\b(?:instead of|no longer|switch(?:ed|ing)? (?:from|to|back to)|replac(?:e|es|ed|ing)"
+    r"|chang(?:e|ed|ing) (?:\w+ )?to|mov(?:e|ed|ing) (?:from|to)|rather than|not anymore"
+    r"|from now on|now uses?|deprecated)\b",
+    re.I,
+)
+STOP = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "of",
+        "to",
+        "in",
+        "on",
+        "for",
+        "with",
+        "at",
+        "by",
+        "from",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "it",
+        "this",
+        "that",
+        "we",
+        "i",
+        "you",
+        "they",
+        "he",
+        "she",
+        "our",
+        "my",
+        "your",
+        "as",
+        "use",
+        "using",
+        "will",
+        "would",
+        "should",
+        "can",
+        "not",
+        "no",
+        "do",
+        "does",
+        "did",
+        "has",
+        "have",
+        "had",
+        "so",
+        "but",
+        "if",
+        "then",
+        "than",
+        "into",
+        "also",
+        "just",
+    ]
+)
+RECONCILE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["decisions"],
+    "properties": {
+        "decisions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["candidate", "action"],
+                "properties": {
+                    "candidate": {"type": "integer"},
+                    "action": {"type": "string", "enum": list(ACTIONS)},
+                    "existing": {"type": ["integer", "null"]},
+                    "text": {"type": ["string", "null"]},
+                },
+            },
+        }
+    },
+}
+
+
+def tokens(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in STOP and len(w) > 1}
+
+
+def decide(text: str, existing: list[E.Entry]) -> tuple[str, E.Entry | None]:
+    """The offline ADD / UPDATE / SUPERSEDE / NONE for ``text`` against ``existing``."""
+    new = tokens(text)
+    if not new:
+        return "NONE", None
+    best: tuple[float, E.Entry | None] = (0.0, None)
+    for e in existing:
+        if e.superseded:
+            continue
+        old = tokens(e.text)
+        if not old:
+            continue
+        inter = len(new & old)
+        if old == new or inter / len(new) >= 0.9:
+            return "NONE", e
+        j = inter / len(new | old)
+        if j > best[0]:
+            best = (j, e)
+    j, e = best
+    if e is not None and REPLACES.search(text) and j >= 0.2 and len(new & tokens(e.text)) >= 2:
+        return "SUPERSEDE", e
+    for e in existing:
+        old = tokens(e.text)
+        if not e.superseded and old and len(new & old) / len(old) >= 0.8 and len(new) > len(old):
+            return "UPDATE", e
+    return "ADD", None
+
+
+def known(it: Item, existing: list[E.Entry]) -> bool:
+    """This source already said this here (a replay): nothing to decide, nothing to ask."""
+    new = tokens(it.text)
+    return bool(new) and any(
+        it.src in e.srcs and len(new & tokens(e.text)) / len(new) >= 0.5 for e in existing
+    )
+
+
+@dataclass
+class Edit:
+    action: str
+    path: str
+    section: str
+    text: str
+    src: str
+    old: str | None = None
+
+
+@dataclass
+class Workspace:
+    """Knowledge files under edit: loaded on first use, written once at the end."""
+
+    root: Path
+    files: dict[str, list[str]] = field(default_factory=dict)
+    changed: set[str] = field(default_factory=set)
+    touched_dates: dict[str, str] = field(default_factory=dict)
+    sessions: dict[str, list[str]] = field(default_factory=dict)
+    edits: list[Edit] = field(default_factory=list)
+
+    def lines(self, path: str, create: dict[str, Any] | None = None, date: str = "") -> list[str]:
+        if path not in self.files:
+            full = self.root / path
+            if full.exists():
+                self.files[path] = full.read_text(encoding="utf-8").split("\n")
+            else:
+                self.files[path] = new_file(self, path, create or {}, date).split("\n")
+                self.changed.add(path)
+        return self.files[path]
+
+    def apply(self, items: list[Item], decider: Any = None, parallel: int = 1) -> list[Edit]:
+        """Apply candidates grouped by (file, section); ``decider`` may override decisions.
+
+        The sections are independent, so the decider (a model call each) is asked for
+        all of them first — up to ``parallel`` at once — and the answers applied after.
+        """
+        done: list[Edit] = []
+        groups: dict[tuple[str, str], list[Item]] = {}
+        for it in items:
+            groups.setdefault((it.path, it.section), []).append(it)
+        prepared: list[tuple[str, str, list[E.Entry], list[Item]]] = []
+        for (path, section), group in groups.items():
+            first = group[0]
+            lines = self.lines(path, first.create, first.date)
+            span = E.ensure_section(lines, section, first.level, first.under)
+            existing = E.section_entries(lines, span)
+            pending = []
+            for it in group:
+                if known(it, existing):
+                    done.append(Edit("NONE", it.path, it.section, it.text, it.src))
+                else:
+                    pending.append(it)
+            prepared.append((path, section, existing, pending))
+        all_verdicts = _ask(decider, prepared, parallel)
+        for (path, section, _, pending), verdicts in zip(prepared, all_verdicts, strict=True):
+            lines = self.files[path]
+            for i, it in enumerate(pending):
+                span = E.ensure_section(lines, section, it.level, it.under)
+                existing = E.section_entries(lines, span)
+                action, old, text = "ADD", None, it.text
+                if verdicts and i in verdicts:
+                    action, idx, text = verdicts[i]
+                    text = text or it.text
+                    old = existing[idx] if idx is not None and 0 <= idx < len(existing) else None
+                    if action in ("UPDATE", "SUPERSEDE") and (old is None or old.superseded):
+                        action = "ADD"
+                else:
+                    action, old = decide(it.text, existing)
+                edit = self._one(lines, span, it, action, old, text)
+                if edit.action != "NONE":
+                    self.changed.add(path)
+                    self.touched_dates[path] = max(self.touched_dates.get(path, ""), it.date)
+                    sid = it.create.get("session")
+                    if sid:
+                        self.sessions.setdefault(path, []).append(str(sid))
+                done.append(edit)
+        self.edits += done
+        return done
+
+    def _one(
+        self,
+        lines: list[str],
+        span: tuple[int, int],
+        it: Item,
+        action: str,
+        old: E.Entry | None,
+        text: str,
+    ) -> Edit:
+        new = E.Entry(0, text.strip(), it.date if it.dated else None, (it.src,))
+        if action == "NONE":
+            return Edit("NONE", it.path, it.section, text, it.src, old.text if old else None)
+        if action == "UPDATE" and old is not None:
+            srcs = tuple(dict.fromkeys([*old.srcs, it.src]))
+            lines[old.line_no] = E.Entry(0, new.text, new.date, srcs).render(it.dated)
+            return Edit("UPDATE", it.path, it.section, text, it.src, old.text)
+        if action == "SUPERSEDE" and old is not None:
+            lines[old.line_no] = E.superseded_line(old, it.date, new.text, it.dated)
+            E.insert_entry(lines, span, new.render(it.dated))
+            return Edit("SUPERSEDE", it.path, it.section, text, it.src, old.text)
+        E.insert_entry(lines, span, new.render(it.dated))
+        return Edit("ADD", it.path, it.section, text, it.src)
+
+    def write(self) -> list[str]:
+        """Write every changed file, atomically; the workspace is empty afterwards."""
+        out = {}
+        for path, text in self.rendered().items():
+            full = self.root / path
+            if not full.exists() or full.read_text(encoding="utf-8") != text:
+                atomic_write(full, text)
+                out[path] = text
+        self.changed.clear()
+        self.files.clear()
+        return sorted(out)
+
+    def rendered(self) -> dict[str, str]:
+        """New text of every changed file (frontmatter ``updated`` / ``sessions`` updated)."""
+        result: dict[str, str] = {}
+        for path in sorted(self.changed):
+            text = "\n".join(self.files[path])
+            doc = parse_document(text, path)
+            meta = dict(doc.meta)
+            when = self.touched_dates.get(path)
+            if "updated" in meta and when:
+                cur = parse_date(meta["updated"])
+                new = dt.date.fromisoformat(when)
+                if cur is None or new > cur:
+                    meta["updated"] = new
+            if path in self.sessions and meta.get("type") == "journal":
+                have = [str(s) for s in meta.get("sessions") or []]
+                meta["sessions"] = list(dict.fromkeys([*have, *self.sessions[path]]))
+            out = render_document(meta, doc.body) if doc.has_frontmatter else text
+            result[path] = out if out.endswith("\n") else out + "\n"
+        return result
+
+
+def _ask(decider: Any, prepared: list[tuple[str, str, list[E.Entry], list[Item]]],
+         parallel: int) -> list[Any]:
+    """The decider's verdicts for each prepared section (None where it was not asked)."""
+    out: list[Any] = [None] * len(prepared)
+    asks = [i for i, p in enumerate(prepared) if decider and p[3]]
+    if parallel > 1 and len(asks) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(parallel, len(asks))) as pool:
+            futures = {i: pool.submit(decider, *prepared[i]) for i in asks}
+            for i, f in futures.items():
+                out[i] = f.result()
+    else:
+        for i in asks:
+            out[i] = decider(*prepared[i])
+    return out
+
+
+def new_file(ws: Workspace, path: str, create: dict[str, Any], date: str) -> str:
+    """A knowledge file that does not exist yet, with the frontmatter its path requires."""
+    from memrepo import scaffold
+
+    day = dt.date.fromisoformat(date) if date else dt.date.today()
+    typ = create.get("type")
+    if path == "knowledge/memory/MEMORY.md":
+        return scaffold.render_template("MEMORY.md", day)
+    if typ == "journal":
+        return render_document(
+            {"type": "journal", "date": day, "sessions": []}, f"## {day.isoformat()}\n"
+        )
+    if typ == "project_context":
+        p = create["project"]
+        _index_line(ws, "knowledge/projects/_active.md", "projects_active.md", p, "", day)
+        return render_document(
+            {"type": "project_context", "project": p, "updated": day},
+            f"# {p} — Context\n\n## Key Decisions\n",
+        )
+    if typ == "person":
+        name = create["name"]
+        meta: dict[str, Any] = {"type": "person", "name": name}
+        if create.get("relationship"):
+            meta["relationship"] = create["relationship"]
+        meta["updated"] = day
+        _index_line(
+            ws,
+            "knowledge/people/_index.md",
+            "people_index.md",
+            name,
+            create.get("relationship", ""),
+            day,
+        )
+        return render_document(meta, f"# {name}\n\n## Context\n")
+    title = create.get("title") or Path(path).stem.replace("-", " ").title()
+    return render_document({"type": typ or "reference", "updated": day}, f"# {title}\n")
+
+
+def _index_line(
+    ws: Workspace, path: str, template: str, name: str, what: str, day: dt.date
+) -> None:
+    """Name a new project or person in its index file (``- **name** — what``)."""
+    from memrepo import scaffold
+
+    if path not in ws.files:
+        full = ws.root / path
+        text = (
+            full.read_text(encoding="utf-8")
+            if full.exists()
+            else scaffold.render_template(template, day)
+        )
+        ws.files[path] = text.split("\n")
+    lines = ws.files[path]
+    if any(line.startswith(f"- **{name}**") for line in lines):
+        return
+    E.insert_entry(lines, (0, len(lines)), f"- **{name}**" + (f" — {what}" if what else ""))
+    ws.changed.add(path)
+    ws.touched_dates[path] = max(ws.touched_dates.get(path, ""), day.isoformat())
+
+
+def llm_decider(llm: Any, cache: ResultCache) -> Any:
+    """A ``decider`` that asks the model (cached) for sections that already have entries."""
+
+    def decide_with_llm(
+        path: str, section: str, existing: list[E.Entry], group: list[Item]
+    ) -> dict[int, tuple[str, int | None, str]] | None:
+        active = [e for e in existing if not e.superseded]
+        if not active or not llm.available:
+            return None
+        from memrepo.llm import template_hash
+
+        listing = "\n".join(f"{i}. {e.text}" for i, e in enumerate(existing) if not e.superseded)
+        cands = "\n".join(f"{i}. {it.text}" for i, it in enumerate(group))
+        model = llm.model_for("extract")
+        k = key("reconcile", model, template_hash("reconcile"), path, section, listing, cands)
+        data = cache.get(k)
+        if data is None:
+            data = llm.complete_json(
+                "extract",
+                "reconcile",
+                RECONCILE_SCHEMA,
+                path=path,
+                section=section,
+                existing=listing,
+                candidates=cands,
+            )
+            if data is None:
+                return None
+            cache.put(k, data)
+        else:
+            llm.usage.note_cached()
+        out: dict[int, tuple[str, int | None, str]] = {}
+        for d in data.get("decisions", []):
+            c = d.get("candidate")
+            if isinstance(c, int) and 0 <= c < len(group):
+                out[c] = (d["action"], d.get("existing"), (d.get("text") or "").strip())
+        return out
+
+    return decide_with_llm

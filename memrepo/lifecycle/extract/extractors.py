@@ -1,0 +1,273 @@
+"""The named, versioned extractors (seed 000 §8.3): what each finds and where it writes.
+
+Each extractor has an offline path (``heuristics``) and an LLM path (the shared
+``extract`` prompt, told which extractor it serves); both produce ``Item``s — a line for
+a section of a knowledge file — which ``reconcile`` then weighs against what the file
+already says. Bump ``version`` whenever the output of an extractor changes: it is part
+of the cache key and of ``memory tag extract VERSION``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from memrepo.layout import slugify
+from memrepo.lifecycle.extract import heuristics as h
+from memrepo.transcript.read import Transcript
+
+MEMORY = "knowledge/memory/MEMORY.md"
+
+
+@dataclass
+class Item:
+    """One candidate line: where it goes and where it came from."""
+
+    extractor: str
+    text: str
+    path: str
+    section: str
+    src: str
+    date: str
+    dated: bool = True
+    level: int = 2
+    under: str | None = None
+    create: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Context:
+    """What extractors may look at besides the transcript (projects that exist)."""
+
+    projects: set[str] = field(default_factory=set)
+    #: first name -> full name of the people files that exist (so "Bob" is "Bob Chen")
+    people: dict[str, str] = field(default_factory=dict)
+
+    def full_name(self, name: str) -> str:
+        return self.people.get(name, name) if " " not in name else name
+
+    def learn(self, name: str) -> None:
+        if " " in name:
+            self.people.setdefault(name.split()[0], name)
+
+
+ITEM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["items"],
+    "properties": {
+        "items": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["text"],
+                "properties": {
+                    "text": {"type": "string"},
+                    "subject": {"type": ["string", "null"]},
+                    "relationship": {"type": ["string", "null"]},
+                    "steps": {"type": "array", "items": {"type": "string"}},
+                },
+            },
+        }
+    },
+}
+
+
+class Extractor:
+    name: ClassVar[str] = ""
+    version: ClassVar[str] = "1"
+    guidance: ClassVar[str] = ""
+
+    @property
+    def id(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    def offline(self, t: Transcript, ctx: Context) -> list[Item]:
+        raise NotImplementedError
+
+    def from_llm(self, t: Transcript, ctx: Context, data: dict[str, Any]) -> list[Item]:
+        return [self.item(t, ctx, str(x["text"]), x) for x in data.get("items", [])
+                if str(x.get("text", "")).strip() and not h.excluded(str(x["text"]))]
+
+    def item(self, t: Transcript, ctx: Context, text: str, extra: dict[str, Any]) -> Item:
+        raise NotImplementedError
+
+    def _sentences(self, t: Transcript, roles: tuple[str, ...] = ("user", "agent")):
+        for turn in t.turns:
+            if turn.memory or turn.role not in roles:
+                continue
+            for s in h.sentences(turn.text):
+                if not h.excluded(s):
+                    yield turn.role, s
+
+
+def _slug(text: object) -> str | None:
+    """A slug for ``text``, or None when it has no word to make one of.
+
+    ``slugify`` answers "session" for an empty text (a file-name default), which must
+    not become a knowledge file like ``reference/session.md``.
+    """
+    s = str(text or "")
+    return slugify(s) if re.search(r"[A-Za-z0-9]", s) else None
+
+
+def project_of(t: Transcript, ctx: Context) -> str | None:
+    """The project a session is about: frontmatter ``project``, else a tag naming one."""
+    p = _slug(t.meta.get("project"))
+    if p:
+        return p
+    for tag in t.tags:
+        if slugify(tag) in ctx.projects:
+            return slugify(tag)
+    return None
+
+
+class Decisions(Extractor):
+    name = "decisions"
+    guidance = "decisions that were made (what was decided, and why when stated)"
+
+    def offline(self, t: Transcript, ctx: Context) -> list[Item]:
+        return [self.item(t, ctx, h.clean(s, role), {}) for role, s in self._sentences(t)
+                if h.DECISION.search(s)]
+
+    def item(self, t: Transcript, ctx: Context, text: str, extra: dict[str, Any]) -> Item:
+        project = project_of(t, ctx) or (slugify(extra["subject"])
+                                         if extra.get("subject") in ctx.projects else None)
+        if project:
+            return Item(self.name, text, f"knowledge/projects/{project}/context.md",
+                        "Key Decisions", t.ref, t.date,
+                        create={"type": "project_context", "project": project})
+        return Item(self.name, text, MEMORY, "Key Decisions", t.ref, t.date)
+
+
+class Lessons(Extractor):
+    name = "lessons"
+    guidance = ("lessons learned and lasting preferences of the user (how they like "
+                "things done)")
+
+    def offline(self, t: Transcript, ctx: Context) -> list[Item]:
+        return [self.item(t, ctx, h.clean(s, role), {}) for role, s in self._sentences(t)
+                if h.LESSON.search(s) or (role == "user" and h.PREFERENCE.search(s))]
+
+    def item(self, t: Transcript, ctx: Context, text: str, extra: dict[str, Any]) -> Item:
+        return Item(self.name, text, MEMORY, "Lessons Learned", t.ref, t.date)
+
+
+class People(Extractor):
+    name = "people"
+    guidance = ("facts about people other than the user and the agent: subject = the "
+                "person's full name, relationship = how they relate to the user")
+
+    def offline(self, t: Transcript, ctx: Context) -> list[Item]:
+        found = [(role, s, h.person_mentions(s)) for role, s in self._sentences(t)]
+        for _, _, mentions in found:
+            for name, _ in mentions:
+                ctx.learn(name)
+        out = []
+        for role, s, mentions in found:
+            for name, rel in mentions:
+                out.append(self.item(t, ctx, h.clean(s, role),
+                                     {"subject": name, "relationship": rel}))
+        return out
+
+    def item(self, t: Transcript, ctx: Context, text: str, extra: dict[str, Any]) -> Item:
+        name = ctx.full_name(str(extra.get("subject") or "unknown").strip())
+        ctx.learn(name)
+        create = {"type": "person", "name": name}
+        if extra.get("relationship"):
+            create["relationship"] = str(extra["relationship"])
+        return Item(self.name, text, f"knowledge/people/{slugify(name, 4)}.md", "Context",
+                    t.ref, t.date, create=create)
+
+
+class Procedures(Extractor):
+    name = "procedures"
+    guidance = ("how-to procedures that were worked out: subject = what the procedure "
+                "does, steps = the ordered steps")
+
+    def offline(self, t: Transcript, ctx: Context) -> list[Item]:
+        out: list[Item] = []
+        for i, turn in enumerate(t.turns[1:], start=1):
+            prev = t.turns[i - 1]
+            m = h.HOWTO.search(prev.text) if prev.role == "user" else None
+            steps = h.numbered_steps(turn.text) if turn.role == "agent" else []
+            if m and len(steps) >= 2:
+                what = m["what"].strip()
+                for step in steps:
+                    if not h.excluded(step + " step"):
+                        out.append(self.item(t, ctx, h.clean(step, "agent"), {"subject": what}))
+        return out
+
+    def from_llm(self, t: Transcript, ctx: Context, data: dict[str, Any]) -> list[Item]:
+        out = []
+        for proc in data.get("items", []):
+            subject = proc.get("subject") or proc.get("text")
+            for step in proc.get("steps") or [proc.get("text", "")]:
+                if step.strip() and not h.excluded(step + " step"):
+                    out.append(self.item(t, ctx, step.strip(), {"subject": subject}))
+        return out
+
+    def item(self, t: Transcript, ctx: Context, text: str, extra: dict[str, Any]) -> Item:
+        what = str(extra.get("subject") or t.topic)
+        title = what[:1].upper() + what[1:]
+        return Item(self.name, text, f"knowledge/procedures/{slugify(what)}.md", "Steps",
+                    t.ref, t.date, dated=False, create={"type": "procedure", "title": title})
+
+
+class Facts(Extractor):
+    name = "facts"
+    guidance = ("durable facts worth looking up later (hosts, endpoints, versions, "
+                "configuration, where things live): subject = the project or area")
+
+    def offline(self, t: Transcript, ctx: Context) -> list[Item]:
+        return [self.item(t, ctx, h.clean(s, role), {}) for role, s in self._sentences(t)
+                if h.FACT.search(s) and not h.DECISION.search(s)]
+
+    def item(self, t: Transcript, ctx: Context, text: str, extra: dict[str, Any]) -> Item:
+        area = (project_of(t, ctx) or _slug(extra.get("subject"))
+                or next((s for s in map(_slug, t.tags) if s), None) or "general")
+        return Item(self.name, text, f"knowledge/reference/{area}.md", "Facts", t.ref, t.date,
+                    create={"type": "reference", "title": area.replace("-", " ").title()})
+
+
+class Journal(Extractor):
+    name = "journal"
+    version = "1"
+    guidance = ("a few bullets worth remembering about this session for today's journal: "
+                "outcomes, decisions, open tasks (no play-by-play)")
+
+    def offline(self, t: Transcript, ctx: Context) -> list[Item]:
+        bullets: list[str] = []
+        for role, s in self._sentences(t):
+            if h.DECISION.search(s):
+                bullets.append("Decided: " + h.clean(s, role))
+            elif h.TASK.search(s):
+                bullets.append("Open: " + h.clean(s, role))
+            elif h.LESSON.search(s):
+                bullets.append("Learned: " + h.clean(s, role))
+        if not bullets:
+            n = sum(1 for x in t.turns if x.role == "user")
+            bullets.append(f"Session: {t.topic} ({n} user turns).")
+        return [self.item(t, ctx, b, {}) for b in dict.fromkeys(bullets)]
+
+    def item(self, t: Transcript, ctx: Context, text: str, extra: dict[str, Any]) -> Item:
+        topic = project_of(t, ctx) or slugify(t.topic, 3)
+        return Item(self.name, text, f"knowledge/journal/{t.date}.md", topic, t.ref, t.date,
+                    dated=False, level=3, under=t.date,
+                    create={"type": "journal", "date": t.date, "session": t.session_id})
+
+
+REGISTRY: dict[str, type[Extractor]] = {
+    cls.name: cls for cls in (Decisions, Lessons, People, Procedures, Facts, Journal)
+}
+
+
+def get(names: list[str] | None) -> list[Extractor]:
+    from memrepo.errors import MemrepoError
+
+    chosen = names or list(REGISTRY)
+    unknown = [n for n in chosen if n not in REGISTRY]
+    if unknown:
+        raise MemrepoError(f"unknown extractor(s): {', '.join(unknown)} "
+                           f"(known: {', '.join(REGISTRY)})")
+    return [REGISTRY[n]() for n in chosen]

@@ -1,0 +1,185 @@
+"""``memory prune``: keep the hot memory small without losing anything (seed 000 §8.5–8.6).
+
+MEMORY.md over its cap is condensed back under it; journals past the retention move to
+``archive/journal/``; knowledge files whose score (recency × use) is below the threshold
+and that are older than the minimum age move to ``archive/`` — all with ``git mv``, so
+history follows the file. ``explore/*`` branches older than a week are listed and, with
+``--apply``, deleted after a ``memory/before/…`` tag keeps their commits reachable.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memrepo.config import load_config
+from memrepo.git import git
+from memrepo.layout import JOURNAL_PATH
+from memrepo.lifecycle.condense import Plan, cap_plan
+from memrepo.lifecycle.extract.extractors import MEMORY
+
+#: Knowledge files never scored for archiving (loaded every session, or indexes).
+NEVER_ARCHIVE = ("knowledge/identity/", "knowledge/memory/", "knowledge/journal/",
+                 "knowledge/projects/_active.md", "knowledge/people/_index.md")
+DECAY_PER_DAY = 0.05  # half-life ~14 days (seed 000 §8.5)
+
+
+def journal_moves(root: Path, today: dt.date) -> list[tuple[str, str]]:
+    """(journal, archive path) for journals older than the retention."""
+    days = int(load_config(root)["lifecycle"]["journal_retention_days"])
+    cutoff = today - dt.timedelta(days=days)
+    base = root / "knowledge/journal"
+    out = []
+    for p in sorted(base.glob("*.md")) if base.is_dir() else []:
+        rel = p.relative_to(root).as_posix()
+        m = JOURNAL_PATH.match(rel)
+        if m and dt.date.fromisoformat(m["date"]) < cutoff:
+            out.append((rel, f"archive/journal/{p.name}"))
+    return out
+
+
+def last_changed(root: Path, prefix: str = "knowledge/") -> dict[str, dt.date]:
+    """The last commit date of every file under ``prefix``, from one ``git log``."""
+    out: dict[str, dt.date] = {}
+    try:
+        log = git(["log", "--format=@%cs", "--name-only", "--no-renames", "--", prefix], root)
+    except Exception:
+        return out
+    day: dt.date | None = None
+    for line in log.split("\n"):
+        if line.startswith("@"):
+            day = dt.date.fromisoformat(line[1:])
+        elif line and day and line not in out:
+            out[line] = day
+    return out
+
+
+def usage_counts(root: Path) -> dict[str, float]:
+    """Uses per file: search hits and reinforcements (signals) plus references to it."""
+    uses: dict[str, float] = {}
+    try:
+        from memrepo.index.signals import aggregate
+
+        for (path, _line), agg in aggregate(root).items():
+            uses[path] = uses.get(path, 0.0) + agg.hits + max(agg.score, 0.0)
+    except Exception:  # signals are optional: no index package, no events
+        pass
+    texts = []
+    for base in ("knowledge", "topics"):
+        for p in (root / base).rglob("*.md") if (root / base).is_dir() else []:
+            try:
+                texts.append(p.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError):
+                continue
+    corpus = "\n".join(texts)
+    for p in (root / "knowledge").rglob("*.md") if (root / "knowledge").is_dir() else []:
+        rel = p.relative_to(root).as_posix()
+        refs = corpus.count(rel) + corpus.count(rel[len("knowledge/"):])
+        if refs:
+            uses[rel] = uses.get(rel, 0.0) + refs
+    return uses
+
+
+@dataclass
+class Scored:
+    path: str
+    days: int
+    uses: float
+    score: float
+
+
+def score_files(root: Path, today: dt.date) -> list[Scored]:
+    """Every archivable knowledge file with its recency × use score, lowest first."""
+    changed = last_changed(root)
+    uses = usage_counts(root)
+    out = []
+    for p in sorted((root / "knowledge").rglob("*.md")) if (root / "knowledge").is_dir() else []:
+        rel = p.relative_to(root).as_posix()
+        if rel.startswith(NEVER_ARCHIVE):
+            continue
+        when = changed.get(rel) or dt.date.fromtimestamp(p.stat().st_mtime)
+        days = max((today - when).days, 0)
+        u = uses.get(rel, 0.0)
+        out.append(Scored(rel, days, u, math.exp(-DECAY_PER_DAY * days) * (1 + u)))
+    return sorted(out, key=lambda s: s.score)
+
+
+def stale_moves(root: Path, today: dt.date) -> list[tuple[str, str, Scored]]:
+    cfg = load_config(root)["lifecycle"]
+    threshold = float(cfg["archive_score_threshold"])
+    min_age = int(cfg["archive_min_age_days"])
+    return [(s.path, "archive/" + s.path[len("knowledge/"):], s)
+            for s in score_files(root, today) if s.score < threshold and s.days > min_age]
+
+
+def stale_reviews(root: Path, today: dt.date, days: int = 90) -> list[str]:
+    """Project and people files untouched for ``days``: named for a person to review."""
+    changed = last_changed(root)
+    out = []
+    for rel, when in sorted(changed.items()):
+        if rel.startswith(("knowledge/projects/", "knowledge/people/")) and \
+                (root / rel).exists() and (today - when).days > days:
+            out.append(f"review: {rel} unchanged since {when}")
+    return out
+
+
+@dataclass
+class Branch:
+    name: str
+    date: dt.date
+    merged: bool
+
+
+def old_explore_branches(root: Path, today: dt.date) -> list[Branch]:
+    days = int(load_config(root)["lifecycle"]["explore_branch_days"])
+    out = git(["for-each-ref", "--format=%(refname:short) %(committerdate:short)",
+               "refs/heads/explore/"], root)
+    merged = set(git(["branch", "--format=%(refname:short)", "--merged", "HEAD"], root).split())
+    branches = []
+    for line in out.splitlines():
+        name, _, date = line.partition(" ")
+        d = dt.date.fromisoformat(date)
+        if (today - d).days > days:
+            branches.append(Branch(name, d, name in merged))
+    return branches
+
+
+def delete_branches(root: Path, branches: list[Branch]) -> list[str]:
+    """Delete ``branches``, tagging unmerged ones first so no commit becomes unreachable."""
+    done = []
+    for b in branches:
+        if not b.merged:
+            tag = f"memory/before/delete-{b.name.replace('/', '-')}"
+            git(["tag", "-a", "-f", tag, b.name, "-m", f"{b.name} before memory prune"], root)
+            done.append(f"tagged {tag}")
+        git(["branch", "-D", b.name], root)
+        done.append(f"deleted {b.name}")
+    return done
+
+
+@dataclass
+class PruneResult:
+    plan: Plan
+    stale: list[tuple[str, str, Scored]] = field(default_factory=list)
+    branches: list[Branch] = field(default_factory=list)
+
+
+def plan_prune(root: Path, today: dt.date, llm: Any = None) -> PruneResult:
+    plan = Plan()
+    full = root / MEMORY
+    if full.exists():
+        cap = cap_plan(root, full.read_text(encoding="utf-8"), llm)
+        plan.texts.update(cap.texts)
+        plan.notes += cap.notes
+    jm = journal_moves(root, today)
+    plan.moves += jm
+    if jm:
+        plan.notes.append(f"archived {len(jm)} journals past retention")
+    stale = stale_moves(root, today)
+    plan.moves += [(a, b) for a, b, _ in stale]
+    for a, _, s in stale:
+        plan.notes.append(f"archived {a} (score {s.score:.4f}, {s.days} days, {s.uses:g} uses)")
+    return PruneResult(plan, stale, old_explore_branches(root, today))
