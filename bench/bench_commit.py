@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import ensure_memory_repo, git
 
-from memrepo.scaffold import install_hooks
+from memrepo.hooks.install import install_hooks
 
 
 def _stage_ten(repo: Path, tag: str) -> None:

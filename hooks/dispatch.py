@@ -9,9 +9,10 @@ logged for ``memory doctor``, and the exit status is always 0.
 from __future__ import annotations
 
 import importlib
-import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+from memrepo.hooks.post_commit import GIT_EVENTS, run_git_event
 
 #: validator name -> module in memrepo.hooks (each has main(argv) -> int).
 VALIDATORS = {
@@ -24,7 +25,6 @@ VALIDATORS = {
     "check-secrets": "check_secrets",
     "check-size": "check_size",
 }
-GIT_EVENTS = ("post-commit", "post-merge", "post-rewrite", "post-checkout")
 #: Server-side hooks: run in a bare repository, read ``<old> <new> <ref>`` lines on stdin.
 SERVER_HOOKS = {"pre-receive": "pre_receive"}
 NAMES = (*VALIDATORS, *GIT_EVENTS, *SERVER_HOOKS)
@@ -41,16 +41,3 @@ def run(name: str, files: Sequence[str]) -> int:
     run_git_event(Path.cwd(), name)
     return 0
 
-
-def run_git_event(root: Path, event: str) -> None:
-    """Forward a git event to the indexer; swallow everything (it is logged there)."""
-    if not (root / "memory-config.yaml").is_file():
-        return
-    try:
-        from memrepo.hooks.post_commit import on_git_event
-    except ImportError:  # the index is optional: nothing to keep up to date
-        return
-    try:
-        on_git_event(root, event)
-    except Exception as exc:  # on_git_event logs its own errors; this is the last net
-        print(f"memrepo: {event} hook failed: {exc} (see 'memory doctor')", file=sys.stderr)

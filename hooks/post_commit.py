@@ -1,10 +1,12 @@
-"""What the post-commit, post-merge, post-rewrite and post-checkout hooks call.
+"""What the post-commit, post-merge, post-checkout and post-rewrite hooks call: the
+post-commit indexer.
 
-``on_git_event`` brings the index to HEAD from the tree diff and must never hurt the
-commit: it never raises, never prints, never waits for another indexer (that one picks
-the change up), and logs every outcome to ``<git-dir>/memrepo/index.log`` for
-``memory doctor``. It imports only sqlite3 and the index's own light modules: no numpy,
-no YAML, no click.
+``run_git_event`` is the entry (the installed hooks through ``memory hook``, and memrepo's
+own commits in-process). ``on_git_event`` brings the index to HEAD from the tree diff and
+must never hurt the commit: it never raises, never prints, never waits for another indexer
+(that one picks the change up), and logs every outcome to ``<git-dir>/memrepo/index.log``
+for ``memory doctor``. It imports only sqlite3 and the index's own light modules: no
+numpy, no YAML, no click.
 
 When there is no ``memory.db`` yet it does nothing but log a hint: a first build of a
 large repo takes minutes, which no commit should wait for (``memory index`` builds it).
@@ -15,8 +17,24 @@ is left alone the same way and reported.
 from __future__ import annotations
 
 import pathlib
+import sys
 
-EVENTS = ("post-commit", "post-merge", "post-rewrite", "post-checkout")
+from memrepo.layout import CONFIG_FILE
+
+#: The git events memrepo keeps the index up to date on (the one list: ``memory hook``'s
+#: names and the hooks ``memory init`` installs are derived from it).
+GIT_EVENTS = ("post-commit", "post-merge", "post-checkout", "post-rewrite")
+
+
+def run_git_event(root: pathlib.Path, event: str) -> None:
+    """Forward a git event to the indexer in a memory repo; swallow everything (it is
+    logged there)."""
+    if not (root / CONFIG_FILE).is_file():
+        return
+    try:
+        on_git_event(root, event)
+    except Exception as exc:  # on_git_event logs its own errors; this is the last net
+        print(f"memrepo: {event} hook failed: {exc} (see 'memory doctor')", file=sys.stderr)
 
 
 def on_git_event(root: pathlib.Path, event: str) -> None:

@@ -13,13 +13,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memrepo.hooks import check_secrets, check_transcripts
-from memrepo.hooks.engine import BlobContext
-
 from memrepo import layout
 from memrepo.config import CONFIG_FILE
 from memrepo.errors import MemrepoError
-from memrepo.git import EMPTY_TREE, git, parse_name_status, read_blobs
+from memrepo.git import EMPTY_TREE, git, is_ancestor, parse_name_status, read_blobs
+from memrepo.hooks import check_secrets, check_transcripts
+from memrepo.hooks.engine import BlobContext
 
 ZERO = "0" * 40
 
@@ -130,20 +129,13 @@ def check_push(root: Path, updates: Sequence[tuple[str, str, str]]) -> list[Find
         fresh = git(["rev-list", "--reverse", new, "--not", "--all"], root).split()
         findings += audit_commits(root, [c for c in fresh if c not in seen])
         seen.update(fresh)
-        if old != ZERO and not _ancestor(root, old, new):
+        if old != ZERO and not is_ancestor(root, old, new):
             problems = [p for p in audit_change(root, old, new)
                         if f"[{check_transcripts.CHECK_ID}]" in p]
             if problems:
                 findings.append(Finding(new, f"forced update of {ref} ({old[:7]}..{new[:7]})",
                                         problems))
     return findings
-
-
-def _ancestor(root: Path, a: str, b: str) -> bool:
-    import subprocess
-
-    return subprocess.run(["git", "merge-base", "--is-ancestor", a, b], cwd=root,
-                          capture_output=True).returncode == 0
 
 
 def format_findings(findings: Sequence[Finding]) -> str:

@@ -2,7 +2,8 @@
 
 The schema below is the single source of truth: loading validates against it (unknown
 keys and wrong types are errors naming the key path and line), ``memory config show``
-prints the merged result, and the skeleton's memory-config.yaml is tested to match it.
+prints the merged result, and ``memory init`` renders the default memory-config.yaml
+from it.
 """
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ from typing import Any
 
 from memrepo import yamlsafe
 from memrepo.errors import ConfigError
-from memrepo.index.embedders import EMBEDDERS
-from memrepo.repo import CONFIG_FILE
+from memrepo.layout import CONFIG_FILE
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,10 @@ def _int(default: int, help: str, low: int = 0) -> Setting:
 def _cron(default: str, help: str) -> Setting:
     return Setting(default, str, help, cron=True)
 
+
+#: The names ``search.embedder`` accepts; ``memrepo.index.embedders.BUILDERS`` builds
+#: each but ``none`` (a test checks the two agree).
+EMBEDDERS = ("none", "hash", "wordllama", "minilm")
 
 SCHEMA: dict[str, dict[str, Setting]] = {
     "context_compiler": {
@@ -161,10 +165,6 @@ def defaults() -> dict[str, dict[str, Any]]:
 
 class Config(dict):
     """The effective configuration: nested dicts, every key present."""
-
-    def get_path(self, dotted: str) -> Any:
-        section, key = dotted.split(".", 1)
-        return self[section][key]
 
 
 def _type_name(kind: type | tuple[type, ...]) -> str:

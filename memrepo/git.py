@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import os
+import random
 import subprocess
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from memrepo.errors import GitError
 
 #: The id of git's empty tree (SHA-1): what a root commit is compared with.
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+#: How long to wait for another git process's index.lock before giving up.
+LOCK_WAIT_SECONDS = 15.0
+
+T = TypeVar("T")
 
 
 def git(
@@ -51,6 +58,31 @@ def git_bytes(
         )
         raise GitError(f"git {' '.join(args[:2])} failed: {msg}")
     return proc.stdout
+
+
+def retry_locked(fn: Callable[[], T], wait: float = LOCK_WAIT_SECONDS) -> T:
+    """Run ``fn`` (git calls), retrying with backoff while another git holds
+    ``.git/index.lock``: a person's ``git status`` must not fail a memrepo writer."""
+    deadline = time.monotonic() + wait
+    delay = 0.02
+    while True:
+        try:
+            return fn()
+        except GitError as exc:
+            if "index.lock" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(delay * (0.5 + random.random()))
+        delay = min(delay * 2, 0.5)
+
+
+def is_ancestor(root: str | Path, a: str, b: str) -> bool:
+    """Whether commit ``a`` is an ancestor of (or the same as) ``b``; False when either
+    is not a commit git knows."""
+    try:
+        git(["merge-base", "--is-ancestor", a, b], root)
+    except GitError:
+        return False
+    return True
 
 
 def toplevel(path: str | Path) -> Path | None:

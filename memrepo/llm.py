@@ -33,8 +33,11 @@ import string
 import sys
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from memrepo.atomic import atomic_write
+from memrepo.layout import STATE_DIR
 from memrepo.resources import templates_dir
 
 #: Short names of the config to API model ids.
@@ -71,7 +74,8 @@ MIN_CACHE_TOKENS: dict[str, int] = {
 }
 #: Unknown models: the largest minimum, so that nothing is marked for nothing.
 DEFAULT_MIN_CACHE_TOKENS = 4096
-#: ~chars per token, for estimates before a call (dry runs).
+#: ~chars per token, for estimates before a call (cache minimum, dry-run cost) from a
+#: character count. Budgets count text with ``memrepo.context.tokens.estimate_tokens``.
 CHARS_PER_TOKEN = 3.5
 
 
@@ -141,13 +145,9 @@ def render(name: str, **variables: Any) -> Rendered:
     return Rendered(fill(p.system), fill(p.shared), fill(p.user))
 
 
-def estimate_tokens(chars: int) -> int:
-    return int(chars / CHARS_PER_TOKEN)
-
-
 def cacheable(model: str, chars: int) -> bool:
     """Whether a prefix of ``chars`` characters is plausibly long enough to be cached."""
-    return estimate_tokens(chars) >= MIN_CACHE_TOKENS.get(model, DEFAULT_MIN_CACHE_TOKENS)
+    return chars / CHARS_PER_TOKEN >= MIN_CACHE_TOKENS.get(model, DEFAULT_MIN_CACHE_TOKENS)
 
 
 def request_parts(prompt: Rendered, model: str) -> tuple[list[dict[str, Any]], Any]:
@@ -368,9 +368,7 @@ class LLM:
         system, content = request_parts(prompt, self.model_for(task))
         ckey = None
         if self.cache is not None:
-            from memrepo.lifecycle.extract.cache import key
-
-            ckey = key("prompt", self.model_for(task), template_hash(template), prompt.system,
+            ckey = cache_key("prompt", self.model_for(task), template_hash(template), prompt.system,
                        prompt.shared, prompt.user)
             hit = self.cache.get(ckey)
             if hit is not None:
@@ -436,8 +434,37 @@ def for_repo(root: Any, *, offline: bool = False, model: str | None = None,
              client: Any = None) -> LLM:
     """The client for the repo at ``root`` (the commands' one-liner)."""
     from memrepo.config import load_config
-    from memrepo.lifecycle.extract.cache import ResultCache
-
     llm = LLM.from_config(load_config(root), offline=offline, model=model, client=client)
     llm.cache = ResultCache(root)
     return llm
+
+
+# ---------------------------------------------------------------------------
+# The result cache: a replay with nothing changed makes no LLM call
+# ---------------------------------------------------------------------------
+
+#: One small JSON file per key (gitignored: a cache, rebuilt by calling again).
+CACHE_DIR = f"{STATE_DIR}/cache/llm"
+
+
+def cache_key(*parts: str) -> str:
+    """What asked (extractor name and version, or ``reconcile``), model, prompt template
+    hash and input hash, folded into one key."""
+    return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:32]
+
+
+class ResultCache:
+    def __init__(self, root: Any) -> None:
+        self.dir = Path(root) / CACHE_DIR if root is not None else None
+
+    def get(self, k: str) -> Any | None:
+        if self.dir is None:
+            return None
+        try:
+            return json.loads((self.dir / k[:2] / f"{k}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    def put(self, k: str, value: Any) -> None:
+        if self.dir is not None:
+            atomic_write(self.dir / k[:2] / f"{k}.json", json.dumps(value, ensure_ascii=False))

@@ -14,10 +14,6 @@ def skeleton_dir() -> Path:
     return Path(str(resources.files("memrepo.skeleton")))
 
 
-def template_text(name: str) -> str:
-    return (templates_dir() / name).read_text(encoding="utf-8")
-
-
 def memory_command() -> list[str]:
     """How this interpreter runs ``memory``: the script installed beside it, else
     ``python -m memrepo`` (a ``--user`` or odd install may put scripts elsewhere)."""

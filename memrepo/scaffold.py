@@ -1,4 +1,6 @@
-"""Laying down a memory repo (``memory init``) and checking it is still whole (doctor).
+"""Laying down a memory repo: ``memory init`` (layout, identity, the first commit), which
+``memory doctor --fix`` re-runs to restore what is missing. The git hooks are
+:mod:`memrepo.hooks.install`'s.
 
 Every step is idempotent: an existing file is never overwritten, a line already present
 is never added twice, and each step says what it found or did, so a second run changes
@@ -8,11 +10,7 @@ nothing and reports why.
 from __future__ import annotations
 
 import datetime as dt
-import os
-import shutil
 import string
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,13 +18,7 @@ from memrepo import git, yamlsafe
 from memrepo.atomic import atomic_write
 from memrepo.config import CONFIG_FILE, load_config, render_default_config, set_setting
 from memrepo.errors import MemrepoError
-from memrepo.hooks.install import (
-    HOOK_TYPES,
-    PRE_COMMIT_CONFIG,
-    RUNNERS,
-    direct_hook_script,
-    runner_of,
-)
+from memrepo.hooks.install import HOOK_TYPES, PRE_COMMIT_CONFIG, env_with_memory_on_path
 from memrepo.layout import LAYOUT_DIRS
 from memrepo.resources import skeleton_dir, templates_dir
 
@@ -42,7 +34,6 @@ KNOWLEDGE_TEMPLATES = {
 }
 #: Files whose lines init merges into an existing copy instead of skipping it.
 MERGED_LINE_FILES = (".gitignore", ".gitattributes")
-HOOK_ID_PREFIX = "memrepo-"
 INIT_MESSAGE = "maintenance: initialize memory repo"
 RESTORE_MESSAGE = "maintenance: restore memory repo layout"
 #: Directories git cannot track while empty get this placeholder (not scratch/: ignored).
@@ -195,85 +186,6 @@ def lay_down(root: Path, today: dt.date | None = None, runner: str | None = None
     return actions
 
 
-def _pre_commit_cmd(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pre_commit", *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-    )
-
-
-def hooks_status(root: Path, runner: str = "pre-commit") -> dict[str, str]:
-    """For each hook type: ok, missing, foreign (not memrepo's), or installed by the other
-    runner than ``runner``."""
-    hooks = git.hooks_dir(root)
-    status = {}
-    for kind in HOOK_TYPES:
-        path = hooks / kind
-        if not path.is_file():
-            status[kind] = "missing"
-            continue
-        found = runner_of(path.read_text(encoding="utf-8", errors="replace"))
-        if found is None:
-            status[kind] = "foreign"
-        elif found != runner:
-            status[kind] = f"installed by {found}, config says {runner}"
-        elif not os.access(path, os.X_OK):
-            status[kind] = "not executable"
-        else:
-            status[kind] = "ok"
-    return status
-
-
-def install_hooks(root: Path, runner: str = "pre-commit") -> Action:
-    """Install the git hooks for every stage memrepo uses, with the configured runner.
-
-    pre-commit chains a foreign hook it finds (as ``<hook>.legacy``); the direct runner
-    refuses to replace one. Switching runners replaces memrepo's own hooks only.
-    """
-    if runner not in RUNNERS:
-        raise MemrepoError(f"unknown hook runner {runner!r} (use {' or '.join(RUNNERS)})")
-    before = hooks_status(root, runner)
-    todo = [k for k, v in before.items() if v != "ok"]
-    if not todo:
-        return Action("found", "git hooks", f"{', '.join(HOOK_TYPES)} via {runner}")
-    hooks = git.hooks_dir(root)
-    if runner == "direct":
-        foreign = [k for k in todo if before[k] == "foreign"]
-        if foreign:
-            raise MemrepoError(
-                f"{hooks / foreign[0]} is not memrepo's; move it away, or use "
-                "git.hook_runner: pre-commit, which runs an existing hook too"
-            )
-        hooks.mkdir(parents=True, exist_ok=True)
-        for kind in todo:
-            atomic_write(hooks / kind, direct_hook_script(kind), mode=0o755)
-    else:
-        for kind in todo:  # a direct shim would be chained as .legacy and run twice
-            if before[kind].startswith("installed by direct"):
-                (hooks / kind).unlink()
-        args = ["install", "--config", PRE_COMMIT_CONFIG]
-        for kind in HOOK_TYPES:
-            args += ["--hook-type", kind]
-        proc = _pre_commit_cmd(root, *args)
-        if proc.returncode != 0:
-            msg = (proc.stderr or proc.stdout).strip()
-            raise MemrepoError(f"pre-commit could not install the git hooks: {msg}")
-    return Action("installed", "git hooks", f"{', '.join(todo)} via {runner}")
-
-
-def memory_on_path() -> str | None:
-    """The ``memory`` the hooks will run (they find it on PATH), if any."""
-    return shutil.which("memory")
-
-
-def _env_with_memory_on_path() -> dict[str, str]:
-    """PATH with this interpreter's scripts dir first, so init's own commit finds ``memory``."""
-    scripts = str(Path(sys.executable).parent)
-    return {"PATH": scripts + os.pathsep + os.environ.get("PATH", "")}
-
-
 def was_initialised(root: Path) -> bool:
     """Whether HEAD already holds a memory repo (its config is committed): init then only
     restores missing files; otherwise this is the first commit of the layout, even in a
@@ -298,7 +210,7 @@ def commit(root: Path, actions: list[Action]) -> str | None:
     ]
     if not paths:
         return None
-    env = _env_with_memory_on_path()
+    env = env_with_memory_on_path()
     git.git(["add", "--", *paths], root, env=env)
     staged = git.git(["diff", "--cached", "--name-only", "--", *paths], root).strip()
     if not staged and git.head(root) is not None:

@@ -13,18 +13,8 @@ import datetime as dt
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
-
-if TYPE_CHECKING:
-    from memrepo.doctor import Check
-    from memrepo.repo import MemoryRepo
-
-#: A transcript with no append for this long (a crashed agent) is reported by ``memory
-#: doctor`` and closed by ``memory doctor --fix``. Not a config setting: a day is far beyond
-#: any live session's pause, and closing early only ever costs a new session id.
-STALE_AFTER = dt.timedelta(days=1)
 
 _session_opt = click.option(
     "--session", "session_id", envvar="MEMORY_SESSION", required=True, metavar="ID",
@@ -194,7 +184,7 @@ def import_(ctx: click.Context, file: Path, fmt: str, session_id: str | None,
 
     Importing the same session again is detected and skipped.
     """
-    from memrepo.transcript.importers import import_file
+    from memrepo.transcript.importers.run import import_file
 
     results = import_file(
         _root(ctx), file, fmt, session_id=session_id, started=_when(started),
@@ -207,61 +197,3 @@ def import_(ctx: click.Context, file: Path, fmt: str, session_id: str | None,
         click.echo(f"{r.status:<9} {r.path}" + (f"  ({r.detail})" if r.detail else ""))
     return 0
 
-
-def stale_sessions(root: Path) -> list[tuple[str, str, dt.datetime | None]]:
-    """Sessions open on this machine with no append for STALE_AFTER: (id, why, last append).
-
-    The last append is the transcript's mtime (appends are the only writes to an open
-    transcript); None when the transcript is gone.
-    """
-    import time
-
-    from memrepo.transcript import capture as cap
-
-    stale: list[tuple[str, str, dt.datetime | None]] = []
-    for s in cap.open_sessions(root):
-        try:
-            mtime = (root / s.path).stat().st_mtime
-        except OSError:
-            stale.append((s.session_id, f"transcript {s.path} missing", None))
-            continue
-        age = time.time() - mtime
-        if age > STALE_AFTER.total_seconds():
-            last = dt.datetime.fromtimestamp(mtime, dt.timezone.utc)
-            stale.append((s.session_id, f"idle {age / 86400:.1f} days", last))
-    return stale
-
-
-def close_stale_sessions(repo: MemoryRepo) -> list[tuple[bool, str]]:
-    """Doctor --fix: close (and commit) what a crashed agent left open, as `capture end`
-    would, ended at its last append. (done, report line) per session."""
-    from memrepo.errors import MemrepoError
-    from memrepo.transcript import capture as cap
-
-    out = []
-    for sid, why, last in stale_sessions(repo.root):
-        if last is None:
-            out.append((False, f"session {sid} left open: {why}; restore the transcript or "
-                               f"delete {cap.STATE_DIR}/{sid}.json"))
-            continue
-        try:
-            done = cap.end(repo.root, sid, when=last)
-        except MemrepoError as exc:
-            out.append((False, f"session {sid} left open: {exc}"))
-            continue
-        commit = f", commit {done.commit[:10]}" if done.commit else ""
-        out.append((True, f"closed session {sid} ({why}): {done.path}{commit}"))
-    return out
-
-
-def health_checks(repo: MemoryRepo) -> list[Check]:
-    """Doctor: open transcripts a crashed agent left behind for more than a day."""
-    from memrepo.doctor import Check
-
-    stale = stale_sessions(repo.root)
-    if not stale:
-        return [Check("open transcripts", True, "no session left open for more than a day")]
-    detail = ", ".join(f"{sid} ({why})" for sid, why, _ in stale)
-    fix = "memory doctor --fix (closes them: " + "; ".join(
-        f"memory capture end --session {sid}" for sid, _, _ in stale) + ")"
-    return [Check("open transcripts", False, f"left open: {detail}", fix, warning=True)]

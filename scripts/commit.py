@@ -22,11 +22,11 @@ def commit(ctx: click.Context, dry_run: bool, as_json: bool, use_llm: bool | Non
     Never open transcripts, never scratch/. Nothing to commit is not an error (exit 0, no
     empty commit), so this is safe to run from cron.
     """
-    from memrepo.commit import write
+    from memrepo.commit import batch
     from memrepo.repo import discover
 
     root = discover((ctx.obj or {}).get("repo")).root
-    result = write.run(root, dry_run=dry_run, use_llm=use_llm, push=push)
+    result = batch.run(root, dry_run=dry_run, use_llm=use_llm, push=push)
     if as_json:
         click.echo(json.dumps({**result.__dict__, "dry_run": dry_run}, indent=2))
         _usage(result.llm_usage)

@@ -3,28 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 
 import click
 
-
-class DateParam(click.ParamType):
-    """A ``YYYY-MM-DD`` option value: a bad one is a usage error, never a traceback."""
-
-    name = "date"
-
-    def convert(self, value: Any, param: click.Parameter | None,
-                ctx: click.Context | None) -> dt.date:
-        from memrepo.documents import parse_date
-
-        day = parse_date(value)
-        if day is None:
-            self.fail(f"{value!r} is not a date (expected YYYY-MM-DD)", param, ctx)
-        return day
-
-
-#: Shared by the lifecycle commands (condense, tag, prune, extract --since).
-DATE = DateParam()
+from memrepo.lifecycle import condense as C
+from memrepo.llm import for_repo
+from memrepo.repo import discover
+from memrepo.scripts._params import DATE
 
 
 @click.command()
@@ -43,10 +28,6 @@ def condense(ctx: click.Context, period: str, day: dt.date | None, dry_run: bool
     A transcript that cannot be read is reported (file:line: reason) and skipped; the
     others are condensed, and the exit status is 1.
     """
-    from memrepo.lifecycle import condense as C
-    from memrepo.llm import for_repo
-    from memrepo.repo import discover
-
     root = discover((ctx.obj or {}).get("repo")).root
     when = day or dt.date.today()
     llm = for_repo(root, offline=offline, model=model)

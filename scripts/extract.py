@@ -5,7 +5,12 @@ from __future__ import annotations
 import datetime as dt
 
 import click
-from memrepo.scripts.condense import DATE
+
+from memrepo.lifecycle.extract.runner import extract as run
+from memrepo.lifecycle.extract.runner import select
+from memrepo.llm import for_repo
+from memrepo.repo import discover
+from memrepo.scripts._params import DATE, offline_heuristics
 
 
 @click.command()
@@ -14,7 +19,7 @@ from memrepo.scripts.condense import DATE
 @click.option("--all", "everything", is_flag=True, help="Every transcript, extracted or not.")
 @click.option("--extractors", help="Comma-separated: decisions,lessons,people,procedures,"
               "facts,journal (default: all).")
-@click.option("--offline", is_flag=True, help="No LLM: the heuristics only.")
+@offline_heuristics
 @click.option("--model", help="Model for this run (overrides llm.extract_model).")
 @click.option("--no-commit", is_flag=True, help="Write the files, do not commit.")
 @click.pass_context
@@ -29,11 +34,6 @@ def extract(ctx: click.Context, transcripts: tuple[str, ...], since: dt.date | N
     read is reported (file:line: reason) and skipped, the others are extracted, and the
     exit status is 1; open transcripts are skipped until their session ends.
     """
-    from memrepo.lifecycle.extract import extract as run
-    from memrepo.lifecycle.extract import select
-    from memrepo.llm import for_repo
-    from memrepo.repo import discover
-
     root = discover((ctx.obj or {}).get("repo")).root
     paths = select(root, transcripts, since.isoformat() if since else None,
                    pending_only=not everything)

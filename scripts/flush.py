@@ -14,8 +14,12 @@ from pathlib import Path
 
 import click
 
+from memrepo.documents import decode
 from memrepo.errors import MemrepoError
+from memrepo.lifecycle import flush as F
+from memrepo.llm import for_repo
 from memrepo.repo import discover
+from memrepo.transcript.messages import read_text
 
 
 @click.command("flush")
@@ -38,11 +42,6 @@ def flush(
     source: str | None,
 ) -> None:
     """Save the session's decisions, lessons, people and tasks to memory (or say FLUSH_OK)."""
-    from memrepo.documents import decode
-    from memrepo.lifecycle import flush as F
-    from memrepo.llm import for_repo
-    from memrepo.transcript.messages import read_text
-
     repo = discover((ctx.obj or {}).get("repo"))
     if session is None or str(session) == "-":
         if sys.stdin.isatty():

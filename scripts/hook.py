@@ -8,6 +8,7 @@ Git runs these on every commit, so ``memory hook …`` is normally served by
 from __future__ import annotations
 
 import click
+
 from memrepo.hooks.dispatch import NAMES, run
 
 

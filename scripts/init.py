@@ -10,6 +10,7 @@ import click
 
 from memrepo import scaffold
 from memrepo.config import load_config
+from memrepo.hooks import install
 
 
 @click.command()
@@ -19,7 +20,7 @@ from memrepo.config import load_config
 @click.option(
     "--hooks",
     "runner",
-    type=click.Choice(scaffold.RUNNERS),
+    type=click.Choice(install.RUNNERS),
     help="How git runs the hooks (saved as git.hook_runner): through the pre-commit "
     "framework (default), or direct shims whose cost does not grow with the repo.",
 )
@@ -44,10 +45,11 @@ def init(path: str, no_hooks: bool, no_commit: bool, runner: str | None, as_json
     actions += scaffold.lay_down(root, runner=runner)
     if not no_hooks:
         runner = load_config(root)["git"]["hook_runner"]
-        actions.append(scaffold.install_hooks(root, runner))
+        status, detail = install.install_hooks(root, runner)
+        actions.append(scaffold.Action(status, "git hooks", detail))
     sha = None if no_commit else scaffold.commit(root, actions)
     index_note = None if no_commit else _first_index(root)
-    on_path = scaffold.memory_on_path()
+    on_path = install.memory_on_path()
     if as_json:
         report = {
             "root": str(root),

@@ -5,7 +5,11 @@ from __future__ import annotations
 import datetime as dt
 
 import click
-from memrepo.scripts.condense import DATE
+
+from memrepo.lifecycle import prune as P
+from memrepo.llm import for_repo
+from memrepo.repo import discover
+from memrepo.scripts._params import DATE
 
 
 @click.command()
@@ -18,10 +22,6 @@ from memrepo.scripts.condense import DATE
 def prune(ctx: click.Context, dry_run: bool, apply_branches: bool, offline: bool,
           day: dt.date | None) -> None:
     """Cap MEMORY.md, archive old journals and stale knowledge (git mv), list old branches."""
-    from memrepo.lifecycle import prune as P
-    from memrepo.llm import for_repo
-    from memrepo.repo import discover
-
     root = discover((ctx.obj or {}).get("repo")).root
     today = day or dt.date.today()
     llm = for_repo(root, offline=offline)

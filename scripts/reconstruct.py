@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import click
 
+from memrepo.lifecycle import reconstruct as R
+from memrepo.llm import for_repo
+from memrepo.repo import discover
+from memrepo.scripts._params import offline_heuristics
+
 
 @click.command()
 @click.option("--branch", "name", required=True, help="Replay onto extract/NAME.")
 @click.option("--extractors", help="Comma-separated extractor names (default: all).")
 @click.option("--model", help="Model for every LLM step of the replay (overrides the config).")
-@click.option("--offline", is_flag=True, help="No LLM: the heuristics only.")
+@offline_heuristics
 @click.option("--dry-run", is_flag=True, help="Print the planned LLM calls and their cost.")
 @click.option("--batch", default=200, show_default=True, type=click.IntRange(min=1),
               help="Transcripts per commit.")
@@ -23,10 +28,6 @@ def reconstruct(ctx: click.Context, name: str, extractors: str | None, model: st
     transcript that cannot be read is reported (file:line: reason) and skipped, and the
     exit status is 1.
     """
-    from memrepo.lifecycle import reconstruct as R
-    from memrepo.llm import for_repo
-    from memrepo.repo import discover
-
     root = discover((ctx.obj or {}).get("repo")).root
     llm = for_repo(root, offline=offline, model=model)
     names = [n.strip() for n in extractors.split(",")] if extractors else None

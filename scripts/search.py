@@ -6,16 +6,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 import re
-import sqlite3
 import sys
 from typing import Any
 
 import click
 
+from memrepo.index.ranking import Filters, Hit, settings_from_config
+from memrepo.index.search import QUERY_ERRORS, Search, record_hits
 from memrepo.repo import discover
 
 _AGO = re.compile(r"^(\d+)([dwmy])$")
@@ -46,7 +46,7 @@ def _date(value: str | None, option: str) -> str | None:
         ) from None
 
 
-def _print_text(hits: list[Any], explain: bool) -> None:
+def _print_text(hits: list[Hit], explain: bool) -> None:
     if not hits:
         click.echo("no results")
         return
@@ -93,58 +93,49 @@ def search(
     batch: bool,
 ) -> None:
     """Search the memory repo: BM25 (and vectors when configured), ranked per file."""
-    from memrepo.index.ranking import settings_from_config
-    from memrepo.index.search import Filters, open_searcher
-
     repo = discover((ctx.obj or {}).get("repo"))
     cfg = repo.config["search"]
     cats = [c.strip() for part in category for c in part.split(",") if c.strip()] or None
     filters = Filters(
         cats, path_glob, _date(since, "--since"), _date(until, "--until"), include_archive
     )
-    settings = settings_from_config(cfg)
-    engine, why = open_searcher(repo.root, settings, cfg["embedder"])
-    if why:
-        how = "ripgrep" if engine.mode == "ripgrep" else "a pure-Python scan"
-        click.echo(f"memory: search index unavailable ({why}); using {how}", err=True)
-    for note in getattr(engine, "notes", []):
-        click.echo(f"memory: {note}", err=True)
 
-    def run(text: str, k: int) -> list[Any]:
-        nonlocal engine
-        try:
-            return engine.search(text, k, filters)
-        except sqlite3.DatabaseError as exc:  # corrupt or locked mid-query
-            from memrepo.index.fallback import Scanner
+    def failed(why: str) -> None:
+        click.echo(f"memory: search {why}; scanning files", err=True)
 
-            engine.close()
-            engine = Scanner(repo.root, settings)
-            click.echo(f"memory: search index failed ({exc}); scanning files", err=True)
-            return engine.search(text, k, filters)
-
-    try:
+    with Search(repo.root, settings_from_config(cfg), cfg["embedder"], failed) as engine:
+        if engine.why:
+            how = "ripgrep" if engine.mode == "ripgrep" else "a pure-Python scan"
+            click.echo(f"memory: search index unavailable ({engine.why}); using {how}", err=True)
+        for note in engine.notes:
+            click.echo(f"memory: {note}", err=True)
         if batch:
             for line in sys.stdin:
-                if not line.strip():
-                    continue
-                req = _batch_request(line, limit)
-                if "error" not in req:
-                    try:
-                        hits = run(req["query"], req["k"])
-                        req = {"id": req["id"], "results": [h.as_json(explain) for h in hits]}
-                    except (ValueError, OverflowError, sqlite3.Error) as exc:
-                        req = {"id": req["id"], "error": f"search failed: {exc}"}
-                click.echo(json.dumps(req, ensure_ascii=False))
+                if line.strip():
+                    answer = _answer(engine, line, limit, filters, explain)
+                    click.echo(json.dumps(answer, ensure_ascii=False))
             return
-        hits = run(" ".join(query), limit)
-    finally:
-        engine.close()
+        hits = engine.search(" ".join(query), limit, filters)
     if as_json:
         click.echo(json.dumps([h.as_json(explain) for h in hits], indent=1, ensure_ascii=False))
     else:
         _print_text(hits, explain)
     if hits and cfg.get("record_hits", True):
-        _record_hits(repo.root, hits)
+        record_hits(repo.root, [(h.path, h.start_line) for h in hits])
+
+
+def _answer(
+    engine: Search, line: str, limit: int, filters: Filters, explain: bool
+) -> dict[str, Any]:
+    """One batch line's answer: ``{"id", "results"}`` or ``{"id", "error"}``."""
+    req = _batch_request(line, limit)
+    if "error" in req:
+        return req
+    try:
+        hits = engine.search(req["query"], req["k"], filters)
+    except QUERY_ERRORS as exc:
+        return {"id": req["id"], "error": f"search failed: {exc}"}
+    return {"id": req["id"], "results": [h.as_json(explain) for h in hits]}
 
 
 def _batch_request(line: str, limit: int) -> dict[str, Any]:
@@ -168,11 +159,3 @@ def _batch_request(line: str, limit: int) -> dict[str, Any]:
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         return {"id": qid, "error": f"k must be a positive integer, got {json.dumps(k)[:80]}"}
     return {"id": qid, "query": text, "k": k}
-
-
-def _record_hits(root: Any, hits: list[Any]) -> None:
-    """Hits are signals too (seed 001 ``last_hit_at``); a failure to log them is not an error."""
-    from memrepo.index import signals
-
-    with contextlib.suppress(OSError):
-        signals.append(root, [{"event": "hit", "path": h.path, "line": h.start_line} for h in hits])

@@ -5,7 +5,11 @@ from __future__ import annotations
 import datetime as dt
 
 import click
-from memrepo.scripts.condense import DATE
+
+from memrepo.errors import MemrepoError
+from memrepo.lifecycle import tags
+from memrepo.repo import discover
+from memrepo.scripts._params import DATE
 
 
 @click.command()
@@ -21,10 +25,6 @@ def tag(ctx: click.Context, kind: str, name: str | None, day: dt.date | None,
 
     daily and weekly tags are made only when knowledge changed since the previous one.
     """
-    from memrepo.errors import MemrepoError
-    from memrepo.lifecycle import tags
-    from memrepo.repo import discover
-
     root = discover((ctx.obj or {}).get("repo")).root
     if kind in ("daily", "weekly"):
         value: str | dt.date = day or dt.date.today()
@@ -42,8 +42,5 @@ def tag(ctx: click.Context, kind: str, name: str | None, day: dt.date | None,
 @click.pass_context
 def log_at(ctx: click.Context, at: str, path: str) -> None:
     """Show what PATH said at a memory tag (same as git show TAG:PATH)."""
-    from memrepo.lifecycle import tags
-    from memrepo.repo import discover
-
     root = discover((ctx.obj or {}).get("repo")).root
     click.echo(tags.show_at(root, at, path), nl=False)

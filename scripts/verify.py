@@ -16,7 +16,6 @@ def verify(ctx: click.Context, since: str | None, rev: str, as_json: bool) -> in
     """Check each commit: closed transcripts unchanged, open ones only grown, none deleted
     or renamed, no secrets. Exit 1 and name each offending commit when one is found."""
     from memrepo.hooks import verify as audit
-
     from memrepo.repo import discover
 
     root = discover((ctx.obj or {}).get("repo")).root

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -47,11 +48,11 @@ def run_memory(cwd: Path, *args: str, input: str | None = None) -> subprocess.Co
 
 
 @pytest.fixture
-def memrepo_root(tmp_path: Path) -> Path:
-    """A memory repo made by the real `memory init` (hooks installed, first commit made)."""
+def memrepo_root(crepo_template: Path, tmp_path: Path) -> Path:
+    """A memory repo made by the real `memory init` (hooks installed, first commit made):
+    a copy of the session's template (tests/test_init.py runs `memory init` per test)."""
     root = tmp_path / "mem"
-    proc = run_memory(tmp_path, "init", str(root))
-    assert proc.returncode == 0, proc.stderr + proc.stdout
+    shutil.copytree(crepo_template, root, symlinks=True)
     return root
 
 
@@ -286,8 +287,6 @@ def crepo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def crepo(crepo_template: Path, tmp_path: Path) -> Path:
     """A fresh copy of the template memory repo (hooks included), cheaper than `memory init`."""
-    import shutil
-
     root = tmp_path / "mem"
     shutil.copytree(crepo_template, root, symlinks=True)
     return root
@@ -301,8 +300,6 @@ LREPO_WEEK = Path(__file__).parent / "fixtures" / "lifecycle" / "week"
 @pytest.fixture
 def lrepo(crepo: Path) -> Path:
     """``crepo`` with the week of fixture transcripts committed under raw/conversations/."""
-    import shutil
-
     shutil.copytree(LREPO_WEEK, crepo / "raw" / "conversations", dirs_exist_ok=True)
     run_git(crepo, "add", "-A", "raw")
     run_git(crepo, "commit", "-q", "--no-verify", "-m", "conversation: a week")

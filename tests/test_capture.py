@@ -15,7 +15,7 @@ from conftest import run_git, run_memory
 
 from memrepo import documents
 from memrepo.errors import MemrepoError
-from memrepo.transcript import capture
+from memrepo.transcript import capture, render
 
 AWS = "AKIAIOSFODNN7EXAMPLE"
 GH = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
@@ -177,7 +177,7 @@ def test_errors_are_clean(crepo: Path) -> None:
     proc = run_memory(crepo, "capture", "append", "--session", "bad id", "--role", "user", "x")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     with pytest.raises(MemrepoError, match="time zone"):
-        capture.resolve_timezone("Mars/Olympus")
+        render.resolve_timezone("Mars/Olympus")
 
 
 def test_doctor_reports_sessions_left_open(crepo: Path) -> None:

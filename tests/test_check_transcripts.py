@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
-from memrepo.hooks.check_transcripts import main
 
 from memrepo import git
+from memrepo.hooks.check_transcripts import main
 
 if TYPE_CHECKING:
     from conftest import VRepo

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 import pytest
+
 from memrepo.scripts import cli
 
 

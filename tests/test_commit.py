@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import fake_anthropic, run_git, run_memory
 
-from memrepo.commit import write as committer
+from memrepo.commit import batch
 from memrepo.config import defaults
 from memrepo.transcript import capture
 
@@ -65,17 +65,17 @@ def test_batch_commit_stages_knowledge_not_open_transcripts(crepo: Path, monkeyp
 def test_types(crepo: Path) -> None:
     soul = crepo / "knowledge/identity/SOUL.md"
     soul.write_text(soul.read_text() + "\n- Be candid.\n")
-    r = committer.run(crepo, use_llm=False)
+    r = batch.run(crepo, use_llm=False)
     assert r.type == "identity" and r.message.startswith("identity: update SOUL")
     edit_knowledge(crepo)
-    assert committer.run(crepo, use_llm=False).type == "memory"
+    assert batch.run(crepo, use_llm=False).type == "memory"
     (crepo / "archive/journal").mkdir(parents=True, exist_ok=True)
     run_git(crepo, "mv", JOURNAL, "archive/journal/2026-02-16.md")
-    r = committer.run(crepo, use_llm=False)
+    r = batch.run(crepo, use_llm=False)
     assert r.committed and r.type == "maintenance"
     run_git(crepo, "checkout", "-q", "-b", "explore/what-if")
     write(crepo, "knowledge/reference/x.md", "---\ntype: reference\n---\n- idea\n")
-    assert committer.run(crepo, use_llm=False).type == "explore"
+    assert batch.run(crepo, use_llm=False).type == "explore"
 
 
 def test_dry_run_changes_nothing(crepo: Path) -> None:
@@ -94,7 +94,7 @@ def test_waits_for_index_lock(crepo: Path) -> None:
     lock.write_text("")
     threading.Timer(0.4, lock.unlink).start()
     t0 = time.monotonic()
-    r = committer.run(crepo, use_llm=False)
+    r = batch.run(crepo, use_llm=False)
     assert r.committed and time.monotonic() - t0 >= 0.3
 
 
@@ -105,7 +105,7 @@ def test_llm_message_with_fake_transport(crepo: Path) -> None:
         "memory: record storage decision and answer style\n\nFiles replace SQLite; FTS5 stays.",
         seen,
     )
-    r = committer.run(crepo, use_llm=True, client=client)
+    r = batch.run(crepo, use_llm=True, client=client)
     assert r.llm and r.committed
     assert len(seen) == 1
     req = seen[0]
@@ -115,7 +115,7 @@ def test_llm_message_with_fake_transport(crepo: Path) -> None:
     assert "Summarize this git diff" in system["text"]
     assert "cache_control" not in system  # a one-off ~100-token prompt: no cache write
     assert "Move memory from SQLite to files" in prompt
-    leaked = committer.prompt_vars("+key AKIAIOSFODNN7EXAMPLE", "memory", [], "memory: x")["diff"]
+    leaked = batch.prompt_vars("+key AKIAIOSFODNN7EXAMPLE", "memory", [], "memory: x")["diff"]
     assert "AKIAIOSFODNN7EXAMPLE" not in leaked  # a diff is redacted before it leaves
     log = run_git(crepo, "log", "-1", "--format=%B").stdout
     assert log.startswith("memory: record storage decision and answer style\n\nFiles replace")
@@ -126,7 +126,7 @@ def test_llm_failure_falls_back_and_says_so(crepo: Path, capsys) -> None:
     seen: list[dict] = []
     client = fake_anthropic([(500, {"type": "error", "error": {"type": "api_error",
                                                             "message": "boom"}})], seen)
-    r = committer.run(crepo, use_llm=True, client=client)
+    r = batch.run(crepo, use_llm=True, client=client)
     assert r.committed and not r.llm and r.llm_error
     assert len(seen) == 1 + defaults()["llm"]["max_retries"]  # the shared client retries 5xx
     assert "LLM commit message failed" in capsys.readouterr().err
@@ -137,7 +137,7 @@ def test_llm_failure_falls_back_and_says_so(crepo: Path, capsys) -> None:
 def test_llm_empty_reply_falls_back(crepo: Path, reply: str) -> None:
     edit_knowledge(crepo)
     seen: list[dict] = []
-    r = committer.run(crepo, use_llm=True, client=fake_anthropic(reply, seen))
+    r = batch.run(crepo, use_llm=True, client=fake_anthropic(reply, seen))
     assert r.committed and not r.llm and len(seen) == 1
 
 
@@ -145,7 +145,7 @@ def test_closed_transcript_left_by_a_crash_is_committed(crepo: Path) -> None:
     capture.start(crepo, session_id="ses_late", topic="late")
     capture.append(crepo, "ses_late", "user", "hi")
     done = capture.end(crepo, "ses_late", commit=False)
-    r = committer.run(crepo, use_llm=False)
+    r = batch.run(crepo, use_llm=False)
     assert r.type == "conversation" and f"Session: {done.path}" in r.message
 
 
@@ -156,13 +156,13 @@ def test_llm_message_prints_the_token_and_cost_line(crepo: Path, monkeypatch, ca
     edit_knowledge(crepo)
     seen: list[dict] = []
     client = fake_anthropic("memory: record storage decision\n\nFiles replace SQLite.", seen)
-    real = committer.run
-    monkeypatch.setattr(committer, "run", lambda root, **kw: real(root, client=client, **kw))
+    real = batch.run
+    monkeypatch.setattr(batch, "run", lambda root, **kw: real(root, client=client, **kw))
     assert main(["--repo", str(crepo), "commit", "--llm", "--no-push"]) == 0
     out, err = capsys.readouterr()
     assert out.startswith("committed ") and len(seen) == 1
     assert "LLM: 1 calls, 0 cached, $0." in err and "claude-haiku-4-5: 1 calls" in err
-    r = committer.run(crepo, use_llm=False)
+    r = batch.run(crepo, use_llm=False)
     assert r.llm_usage is None  # no LLM asked, no line
 
 
@@ -173,5 +173,5 @@ def test_files_in_new_directories_are_found(crepo: Path) -> None:
     ctx.write_text("---\ntype: project_context\n---\n# Garden\n\n- raised beds in spring\n")
     (crepo / "scratch" / "tmp").mkdir(parents=True, exist_ok=True)
     (crepo / "scratch" / "tmp" / "x.md").write_text("scratch\n")
-    take, skipped = committer.candidates(crepo)
+    take, skipped = batch.candidates(crepo)
     assert take == ["knowledge/projects/garden/context.md"] and skipped == []

@@ -9,18 +9,19 @@ from pathlib import Path
 
 from conftest import run_git, run_memory
 
+from memrepo.layout import MEMORY_ARCHIVE, MEMORY_FILE
+from memrepo.lifecycle import cap
 from memrepo.lifecycle import condense as C
+from memrepo.lifecycle.plan import Plan
 from memrepo.llm import for_repo
-
-MEMORY = "knowledge/memory/MEMORY.md"
 
 
 def fill_memory(root: Path, n: int) -> str:
-    text = (root / MEMORY).read_text(encoding="utf-8")
+    text = (root / MEMORY_FILE).read_text(encoding="utf-8")
     lines = [f"- 2026-01-{1 + i % 28:02d}: Fact number {i} about the ledger [src: 2026/01/01/0900-ses_{i}]"
              for i in range(n)]
     text = text.replace("## Lessons Learned\n", "## Lessons Learned\n" + "\n".join(lines) + "\n")
-    (root / MEMORY).write_text(text, encoding="utf-8")
+    (root / MEMORY_FILE).write_text(text, encoding="utf-8")
     return text
 
 
@@ -32,7 +33,7 @@ def test_daily_and_weekly_offline(lrepo: Path):
     dry = run_memory(lrepo, "condense", "weekly", "--date", "2026-03-05", "--offline",
                      "--dry-run")
     assert "+- 2026-03-05: We decided to use PostgreSQL" in dry.stdout
-    assert run_git(lrepo, "status", "--porcelain", MEMORY).stdout == ""  # dry run wrote nothing
+    assert run_git(lrepo, "status", "--porcelain", MEMORY_FILE).stdout == ""  # dry run wrote nothing
     proc = run_memory(lrepo, "condense", "weekly", "--date", "2026-03-05", "--offline")
     assert proc.returncode == 0 and "maintenance: weekly" in run_git(
         lrepo, "log", "-1", "--format=%s").stdout
@@ -40,13 +41,13 @@ def test_daily_and_weekly_offline(lrepo: Path):
 
 def test_offline_cap_moves_oldest_to_archive(crepo: Path):
     fill_memory(crepo, 260)
-    written = C.enforce_cap(crepo, None)
-    text = (crepo / MEMORY).read_text()
-    assert C.line_count(text) <= 200 and set(written) == {MEMORY, C.ARCHIVE_MEMORY}
-    archive = (crepo / C.ARCHIVE_MEMORY).read_text()
+    written = cap.enforce_cap(crepo, None)
+    text = (crepo / MEMORY_FILE).read_text()
+    assert cap.line_count(text) <= 200 and set(written) == {MEMORY_FILE, MEMORY_ARCHIVE}
+    archive = (crepo / MEMORY_ARCHIVE).read_text()
     moved = archive.count("Fact number")
     assert moved + text.count("Fact number") == 260  # nothing lost
-    assert run_memory(crepo, "hook", "pre-commit", MEMORY, C.ARCHIVE_MEMORY).returncode == 0
+    assert run_memory(crepo, "hook", "pre-commit", MEMORY_FILE, MEMORY_ARCHIVE).returncode == 0
 
 
 def test_model_rewrite_over_cap_or_silent_drop_is_rejected(crepo: Path, lrepo_client, capsys):
@@ -58,9 +59,9 @@ def test_model_rewrite_over_cap_or_silent_drop_is_rejected(crepo: Path, lrepo_cl
         client, seen = lrepo_client(lambda body, a=answer: json.dumps(a))
         llm = for_repo(crepo, client=client)
         llm.cache = None  # a rejected answer is cached too; each case asks afresh
-        plan = C.cap_plan(crepo, text, llm)
+        plan = cap.cap_plan(crepo, text, llm)
         assert why in capsys.readouterr().err
-        assert C.line_count(plan.texts[MEMORY]) <= 200  # offline path took over
+        assert cap.line_count(plan.texts[MEMORY_FILE]) <= 200  # offline path took over
         assert len(seen) == 1
     kept = [line for line in text.splitlines() if "Fact number" in line][:150]
     said = {"memory": "# Core Memory\n\n## Lessons Learned\n" + "\n".join(kept) + "\n",
@@ -69,19 +70,19 @@ def test_model_rewrite_over_cap_or_silent_drop_is_rejected(crepo: Path, lrepo_cl
     client, seen = lrepo_client(lambda body: json.dumps(said))
     llm = for_repo(crepo, client=client)
     llm.cache = None
-    plan = C.cap_plan(crepo, text, llm)
-    assert C.line_count(plan.texts[MEMORY]) <= 200
-    assert "moved to: archive" in plan.texts[C.ARCHIVE_MEMORY]
+    plan = cap.cap_plan(crepo, text, llm)
+    assert cap.line_count(plan.texts[MEMORY_FILE]) <= 200
+    assert "moved to: archive" in plan.texts[MEMORY_ARCHIVE]
     assert seen[0]["model"] == "claude-sonnet-4-6"
 
 
 def test_weekly_never_leaves_memory_over_cap(lrepo: Path):
     fill_memory(lrepo, 199)
     run_memory(lrepo, "extract", "--offline")  # extraction itself enforces the cap
-    text = (lrepo / MEMORY).read_text()
-    assert C.line_count(text) <= 200
+    text = (lrepo / MEMORY_FILE).read_text()
+    assert cap.line_count(text) <= 200
     plan = C.weekly(lrepo, dt.date(2026, 3, 5), None)
-    assert C.line_count(plan.texts[MEMORY]) <= 200
+    assert cap.line_count(plan.texts[MEMORY_FILE]) <= 200
 
 
 def _rewrite(text: str, keep) -> dict:
@@ -99,16 +100,16 @@ def test_rewrite_that_strips_src_references_is_rejected(crepo: Path, lrepo_clien
     stripped = {"memory": re.sub(r" \[src: [^\]]+\]", "", "\n".join(kept)) + "\n",
                 "moved": [{"entry": f"Fact number {i} about the ledger", "to": "archive"}
                           for i in range(180, 230)]}
-    _, why = C.guarded_rewrite(text, stripped, 200)
+    _, why = cap.guarded_rewrite(text, stripped, 200)
     assert why is not None and "lost their [src: …] reference" in why
     client, seen = lrepo_client(lambda body: json.dumps(stripped))
     llm = for_repo(crepo, client=client)
     llm.cache = None
-    plan = C.cap_plan(crepo, text, llm)
+    plan = cap.cap_plan(crepo, text, llm)
     assert "[src: …]" in capsys.readouterr().err and len(seen) == 1
-    assert plan.texts[C.MEMORY].count("[src: 2026/01/01/0900-ses_") >= 150  # offline path
+    assert plan.texts[MEMORY_FILE].count("[src: 2026/01/01/0900-ses_") >= 150  # offline path
     keeps_src = {"memory": "\n".join(kept) + "\n", "moved": stripped["moved"]}
-    assert C.guarded_rewrite(text, keeps_src, 200)[1] is None
+    assert cap.guarded_rewrite(text, keeps_src, 200)[1] is None
 
 
 def test_superseded_entries_a_rewrite_drops_go_to_the_archive(crepo: Path):
@@ -117,11 +118,11 @@ def test_superseded_entries_a_rewrite_drops_go_to_the_archive(crepo: Path):
            f" (superseded 2026-02-01 by: Use PostgreSQL)" for i in range(1, 6)]
     text = text.replace("## Key Decisions\n", "## Key Decisions\n" + "\n".join(old) + "\n")
     answer = _rewrite(text, lambda line: "~~" not in line)
-    new_text, why = C.guarded_rewrite(text, answer, 200)
+    new_text, why = cap.guarded_rewrite(text, answer, 200)
     assert why is None and "MySQL" not in new_text
-    plan = C.Plan()
-    C._accept_rewrite(crepo, plan, text, new_text, answer)
-    archive = plan.texts[C.ARCHIVE_MEMORY]
+    plan = Plan()
+    cap.accept_rewrite(crepo, plan, text, new_text, answer)
+    archive = plan.texts[MEMORY_ARCHIVE]
     assert all(line in archive for line in old)  # nothing lost: kept, still marked superseded
     assert "(5 superseded)" in plan.notes[-1]
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from conftest import run_memory
 
-from memrepo.config import SCHEMA, defaults, load_config, render_default_config
+from memrepo.config import EMBEDDERS, SCHEMA, defaults, load_config, render_default_config
 from memrepo.errors import ConfigError, MemrepoError
+from memrepo.index.embedders import BUILDERS, get_embedder
 from memrepo.repo import discover
 
 
@@ -20,6 +21,15 @@ def test_rendered_default_config_holds_every_setting(tmp_path: Path) -> None:
     for section, keys in SCHEMA.items():
         for key in keys:
             assert f"  {key}:" in text, f"{section}.{key}"
+
+
+def test_the_config_names_every_embedder_the_index_builds() -> None:
+    """config owns the names (no config -> index import); the index builds each one."""
+    assert SCHEMA["search"]["embedder"].choices == EMBEDDERS
+    assert ("none", *BUILDERS) == EMBEDDERS
+    for name in EMBEDDERS:
+        emb = get_embedder(name)
+        assert emb is None if name == "none" else emb.id.startswith(f"{name}-")
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from conftest import run_memory
 
-from memrepo import git
+from memrepo import doctor, git
+from memrepo.repo import discover
 
 
 def test_fresh_repo_is_healthy(memrepo_root: Path) -> None:
@@ -46,10 +47,6 @@ def test_invalid_config_makes_the_repo_unhealthy(memrepo_root: Path) -> None:
 def test_a_big_repo_on_the_pre_commit_runner_gets_advice_not_a_failure(
     memrepo_root: Path, monkeypatch
 ) -> None:
-    from memrepo.scripts import doctor
-
-    from memrepo.repo import discover
-
     repo = discover(memrepo_root)
     assert doctor._runner_advice(repo) == []  # a fresh repo is small
     monkeypatch.setattr(doctor, "BIG_REPO_FILES", 3)

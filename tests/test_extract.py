@@ -8,8 +8,8 @@ from pathlib import Path
 from conftest import run_git, run_memory
 
 from memrepo.documents import parse_document
-from memrepo.lifecycle.extract import extract, select
 from memrepo.lifecycle.extract.entries import SUPERSEDED_LINE
+from memrepo.lifecycle.extract.runner import extract, select
 from memrepo.llm import for_repo
 
 LEDGER = "knowledge/projects/ledger/context.md"

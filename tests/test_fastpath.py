@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from conftest import run_memory
-from memrepo.scripts import fastpath
 
+from memrepo.scripts import fastpath
 from memrepo.transcript import capture
 
 

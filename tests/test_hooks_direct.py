@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import run_git, run_memory
 
-from memrepo import scaffold
 from memrepo.config import load_config
+from memrepo.hooks import install
 
 SECRET = "AKIAIOSFODNN7EXAMPLE"
 JOURNAL = "knowledge/journal/2026-02-16.md"
@@ -34,7 +34,7 @@ def _commit(root: Path) -> tuple[int, str]:
 
 def test_init_installs_direct_shims_and_saves_the_runner(direct_root: Path) -> None:
     assert load_config(direct_root)["git"]["hook_runner"] == "direct"
-    assert scaffold.hooks_status(direct_root, "direct") == {k: "ok" for k in scaffold.HOOK_TYPES}
+    assert install.hooks_status(direct_root, "direct") == {k: "ok" for k in install.HOOK_TYPES}
     hook = (direct_root / ".git/hooks/pre-commit").read_text()
     assert "exec memory hook pre-commit --index" in hook
     assert run_memory(direct_root, "doctor").returncode == 0
@@ -72,8 +72,8 @@ def test_switching_runners_replaces_only_memrepos_hooks(direct_root: Path) -> No
     proc = run_memory(direct_root, "init", "--hooks", "pre-commit")
     assert proc.returncode == 0, proc.stderr + proc.stdout
     assert load_config(direct_root)["git"]["hook_runner"] == "pre-commit"
-    assert scaffold.hooks_status(direct_root, "pre-commit") == {
-        k: "ok" for k in scaffold.HOOK_TYPES
+    assert install.hooks_status(direct_root, "pre-commit") == {
+        k: "ok" for k in install.HOOK_TYPES
     }
     assert not list((direct_root / ".git/hooks").glob("*.legacy"))
     assert "hook_runner: pre-commit" in (direct_root / "memory-config.yaml").read_text()

@@ -9,7 +9,7 @@ import pytest
 from conftest import run_git, run_memory
 
 from memrepo import documents
-from memrepo.transcript.importers import detect, import_file
+from memrepo.transcript.importers.run import detect, import_file
 
 FIX = Path(__file__).parent / "fixtures" / "import"
 

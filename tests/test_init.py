@@ -5,12 +5,23 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import pytest
 from conftest import run_git, run_memory
 
 from memrepo import scaffold
 from memrepo.config import defaults, load_config
 from memrepo.documents import read_document
+from memrepo.hooks import install
 from memrepo.layout import LAYOUT_DIRS, expected_types, needs_frontmatter
+
+
+@pytest.fixture
+def memrepo_root(tmp_path: Path) -> Path:
+    """Here each test runs the real `memory init` itself (elsewhere a copy of one is used)."""
+    root = tmp_path / "mem"
+    proc = run_memory(tmp_path, "init", str(root))
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    return root
 
 
 def _snapshot(root: Path) -> dict[str, str]:
@@ -32,7 +43,7 @@ def test_init_lays_down_layout_hooks_and_first_commit(memrepo_root: Path) -> Non
     assert load_config(root) == defaults()
     assert "memory.db" in (root / ".gitignore").read_text()
     assert "filter=lfs" in (root / ".gitattributes").read_text()
-    assert scaffold.hooks_status(root) == {k: "ok" for k in scaffold.HOOK_TYPES}
+    assert install.hooks_status(root) == {k: "ok" for k in install.HOOK_TYPES}
     log = run_git(root, "log", "--format=%s").stdout.splitlines()
     assert log == ["maintenance: initialize memory repo"]
     assert run_git(root, "status", "--porcelain").stdout == ""

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 import yaml
+
 from memrepo.hooks import pre_commit
 from memrepo.hooks.dispatch import VALIDATORS
 from memrepo.hooks.pre_commit import main

@@ -13,7 +13,7 @@ import pytest
 from conftest import run_git, run_memory
 
 from memrepo import documents
-from memrepo.commit import write
+from memrepo.commit import batch
 from memrepo.commit.sync import SyncConflict, sync
 from memrepo.errors import MemrepoError
 from memrepo.transcript import capture
@@ -177,7 +177,7 @@ def test_real_conflict_is_left_for_the_person(crepo_remote) -> None:
     for c, text in ((a, "- prefers tea\n"), (b, "- prefers coffee\n")):
         f = c / "knowledge/memory/MEMORY.md"
         f.write_text(f.read_text() + text)
-        write.run(c, use_llm=False, push=False)
+        batch.run(c, use_llm=False, push=False)
     sync(a)
     mine = run_git(b, "rev-parse", "HEAD").stdout
     with pytest.raises(SyncConflict) as err:

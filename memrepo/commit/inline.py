@@ -4,11 +4,12 @@
 ``memory`` process that has the validators and the indexer at hand. Going through the
 installed git hooks would start Python twice more and, with the pre-commit framework,
 scan the whole work tree several times per commit (1.8 s at 100K files, see
-bench/bench_commit.py). So when every installed hook is memrepo's own (the direct shims,
-or pre-commit running a config of memrepo's local hooks only), the same checks run here
-on the staged content, git commits with hooks off, and the index is brought up to date
-here. Any other hook (a user's linter, a chained ``.legacy`` hook) means the real hooks
-run instead: nothing a person installed is ever skipped.
+bench/bench_commit.py). So when every installed hook is memrepo's own
+(:func:`memrepo.commit.write.route` decides, once per commit), the same checks run here
+on the staged content, the commit is written with git's plumbing (or by ``git commit``
+with hooks off, when it must sign or record a merge), and the index is brought up to date
+here. Each entry is one straight line: validate, update the index, write the commit,
+post-commit.
 """
 
 from __future__ import annotations
@@ -21,123 +22,51 @@ from pathlib import Path
 from memrepo import git
 from memrepo.commit import trees
 from memrepo.errors import GitError, MemrepoError
-from memrepo.hooks.install import PRE_COMMIT_CONFIG, runner_of
-
-#: The entry every memrepo hook runs (repo-skeleton/dot-pre-commit-config.yaml).
-MEMREPO_ENTRY = "memory hook "
-
-
-def only_memrepo_hooks(root: Path) -> bool:
-    """Whether every installed git hook of ``root`` is one of memrepo's."""
-    hooks = git.hooks_dir(root)
-    if not hooks.is_dir():
-        return True
-    framework = False
-    for path in hooks.iterdir():
-        if path.name.endswith(".sample") or not path.is_file():
-            continue
-        if path.name.endswith(".legacy"):
-            return False  # a hook pre-commit found and chains
-        runner = runner_of(path.read_text(encoding="utf-8", errors="replace"))
-        if runner is None:
-            return False
-        framework |= runner == "pre-commit"
-    return not framework or _config_is_memrepos(root / PRE_COMMIT_CONFIG)
-
-
-def _config_is_memrepos(path: Path) -> bool:
-    """A pre-commit config whose hooks are all memrepo's local ones."""
-    from memrepo import yamlsafe
-
-    try:
-        data = yamlsafe.load(path.read_text(encoding="utf-8"))
-    except (OSError, MemrepoError, yamlsafe.YAMLProblem):
-        return False  # unreadable: not provably memrepo's alone, so the real hooks run
-    repos = data.get("repos") if isinstance(data, dict) else None
-    if not isinstance(repos, list):
-        return False
-    for repo in repos:
-        if not isinstance(repo, dict) or repo.get("repo") != "local":
-            return False
-        for hook in repo.get("hooks") or []:
-            entry = str(hook.get("entry", "")) if isinstance(hook, dict) else ""
-            if not entry.startswith(MEMREPO_ENTRY):
-                return False
-    return True
-
-
-def validate_staged(root: Path, rows: list[git.StagedRow] | None = None) -> None:
-    """The pre-commit validators over the staged content; warnings to stderr, errors raised
-    the way a refused hook reads (``path:line: error: message [check]`` lines)."""
-    from memrepo.hooks.engine import run_checks
-    from memrepo.hooks.pre_commit import CHECKS, staged_context
-
-    paths, ctx = staged_context(root, rows)
-    said = io.StringIO()
-    if run_checks(CHECKS, paths, ctx, out=said):
-        raise MemrepoError(f"the pre-commit checks refused the commit:\n{said.getvalue()}")
-    sys.stderr.write(said.getvalue())  # warnings (MEMORY.md near its cap), as the hook shows
+from memrepo.hooks.engine import run_checks
+from memrepo.hooks.post_commit import run_git_event
+from memrepo.hooks.pre_commit import CHECKS, staged_context
 
 
 class HeadMoved(MemrepoError):
     """Another commit landed between reading HEAD and updating it: build on the new one."""
 
 
-def plumbing_ok(root: Path) -> bool:
-    """Whether a commit of ``root`` may be written here with plumbing: every installed hook
-    is memrepo's, and nothing asks for ``git commit`` itself (see :func:`_needs_git_commit`)."""
-    return only_memrepo_hooks(root) and not _needs_git_commit(root)
-
-
-def commit(root: Path, message: str, rows: list[git.StagedRow] | None = None) -> None:
-    """Commit the index with memrepo's hooks run here (see the module doc); ``rows``: what
-    is staged, when the caller has just asked git."""
+def commit(
+    root: Path, message: str, rows: list[git.StagedRow] | None = None, *, git_writes: bool = False
+) -> None:
+    """Commit the index with memrepo's hooks run here; ``rows``: what is staged, when the
+    caller has just asked git. ``git_writes``: ``git commit`` writes it, hooks off (the
+    "git-no-hooks" route: it knows signing and merge parents)."""
     validate_staged(root, rows)
-    _commit_index(root, message)
-    _after_commit(root)
-
-
-def commit_tree(root: Path, message: str, prepared: trees.Prepared) -> None:
-    """Commit a :func:`memrepo.commit.trees.prepare` result: the validators over its changes, the
-    index set for its paths, the commit written on its parent, then the search index.
-
-    Callers check :func:`plumbing_ok` first. The index is set before the commit, as
-    ``git add`` would have; a refused commit leaves it untouched.
-    """
-    validate_staged(root, prepared.rows)
-    trees.update_index(root, prepared)
-    _write_commit(root, prepared.tree, prepared.parent, message, prepared.base_tree)
-    _after_commit(root)
-
-
-def _after_commit(root: Path) -> None:
-    """What the post-commit hook does (the index never fails a commit; errors are logged)."""
-    from memrepo.hooks.dispatch import run_git_event
-
+    if git_writes:
+        no_hooks = ["-c", f"core.hooksPath={os.devnull}"]
+        git.git([*no_hooks, "commit", "-q", "--no-verify", "-F", "-"], root, input=message)
+    else:
+        # ``git commit`` would first re-stat every tracked file (175 ms at 100K files) to
+        # refresh the index; the callers have just staged exactly what they commit.
+        _write_commit(root, git.git(["write-tree"], root).strip(), git.head(root), message)
     run_git_event(root, "post-commit")
 
 
-def _needs_git_commit(root: Path) -> bool:
-    """Signed commits, and a merge, cherry-pick or revert in progress (whose commit has
-    more to it than one parent), go through ``git commit``."""
-    signed = git.git(["config", "--type=bool", "--get", "commit.gpgsign"], root, check=False)
-    gdir = git.git_dir(root)
-    pending = any((gdir / f).exists() for f in ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD"))
-    return signed.strip() == "true" or pending
+def commit_tree(root: Path, message: str, prepared: trees.Prepared) -> None:
+    """Commit a :func:`memrepo.commit.trees.prepare` result: the validators over its
+    changes, the index set for its paths, the commit written on its parent, then the
+    search index. The index is set before the commit, as ``git add`` would have; a
+    refused commit leaves it untouched."""
+    validate_staged(root, prepared.rows)
+    trees.update_index(root, prepared)
+    _write_commit(root, prepared.tree, prepared.parent, message, prepared.base_tree)
+    run_git_event(root, "post-commit")
 
 
-def _commit_index(root: Path, message: str) -> None:
-    """``git commit`` of the index, with plumbing: write-tree, commit-tree, update-ref.
-
-    ``git commit`` first re-stats every tracked file (175 ms at 100K files) to refresh
-    the index; the callers have just staged exactly what they commit, so the tree is
-    written straight from the index.
-    """
-    if _needs_git_commit(root):  # git commit knows signing and merge parents
-        no_hooks = ["-c", f"core.hooksPath={os.devnull}"]
-        git.git([*no_hooks, "commit", "-q", "--no-verify", "-F", "-"], root, input=message)
-        return
-    _write_commit(root, git.git(["write-tree"], root).strip(), git.head(root), message)
+def validate_staged(root: Path, rows: list[git.StagedRow] | None = None) -> None:
+    """The pre-commit validators over the staged content; warnings to stderr, errors raised
+    the way a refused hook reads (``path:line: error: message [check]`` lines)."""
+    paths, ctx = staged_context(root, rows)
+    said = io.StringIO()
+    if run_checks(CHECKS, paths, ctx, out=said):
+        raise MemrepoError(f"the pre-commit checks refused the commit:\n{said.getvalue()}")
+    sys.stderr.write(said.getvalue())  # warnings (MEMORY.md near its cap), as the hook shows
 
 
 def _write_commit(

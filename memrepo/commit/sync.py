@@ -21,8 +21,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from memrepo import documents
+from memrepo.config import load_config
 from memrepo.errors import FormatError, GitError, MemrepoError
-from memrepo.git import git, git_dir, head, read_blobs
+from memrepo.git import git, git_dir, head, is_ancestor, read_blobs
 
 #: Push (and fetch) attempts before giving up when other machines keep winning the race
 #: or the network keeps failing.
@@ -60,8 +62,6 @@ class SyncResult:
 
 
 def _settings(root: Path, remote: str | None, branch: str | None) -> tuple[str, str]:
-    from memrepo.config import load_config
-
     cfg = load_config(root)["git"]
     remote = remote or cfg.get("remote") or "origin"
     if remote not in git(["remote"], root).split():
@@ -88,14 +88,6 @@ def _busy(root: Path) -> str | None:
 
 def _count(root: Path, spec: str) -> int:
     return int(git(["rev-list", "--count", spec], root).strip() or 0)
-
-
-def _ancestor_rc(root: Path, a: str, b: str) -> bool:
-    """True when commit ``a`` is an ancestor of (or equal to) ``b``."""
-    import subprocess
-
-    return subprocess.run(["git", "merge-base", "--is-ancestor", a, b], cwd=root,
-                          capture_output=True).returncode == 0
 
 
 def _backoff(attempt: int) -> None:
@@ -139,8 +131,6 @@ def _check_union_merges(root: Path, local: str, theirs: str, remote: str, branch
 
     Otherwise reset the branch to ``local`` (where it was) and stop with a conflict.
     """
-    from memrepo import documents
-
     base = git(["merge-base", local, theirs], root, check=False).strip()
     if not base:
         return
@@ -177,10 +167,10 @@ def _integrate(root: Path, upstream: str, remote: str, branch: str) -> int:
     if local is None:
         git(["reset", "-q", "--keep", theirs], root)
         return _count(root, theirs)
-    if _ancestor_rc(root, theirs, local):
+    if is_ancestor(root, theirs, local):
         return 0
     pulled = _count(root, f"{local}..{theirs}")
-    if _ancestor_rc(root, local, theirs):
+    if is_ancestor(root, local, theirs):
         git(["merge", "-q", "--ff-only", theirs], root)
         return pulled
     try:

@@ -31,17 +31,16 @@ from memrepo.context.sections import (
 from memrepo.context.tokens import counter, kb_to_tokens
 from memrepo.documents import read_document
 from memrepo.errors import FormatError
+from memrepo.index.search import record_hits
+from memrepo.layout import IDENTITY_DIR, JOURNAL_DIR, MEMORY_FILE
 from memrepo.repo import MemoryRepo
 from memrepo.topics import subscription_problem
-from memrepo.transcript.messages import Turn, load_session
+from memrepo.transcript.read import Turn, read_history
 
-IDENTITY_DIR = "knowledge/identity"
 IDENTITY_ORDER = ("SOUL.md", "USER.md", "AGENTS.md", "TOOLS.md")
-MEMORY_FILE = "knowledge/memory/MEMORY.md"
-#: Where MEMORY.md's overflow goes (memrepo.lifecycle.condense): as private as MEMORY.md itself.
+#: Where MEMORY.md's overflow goes (memrepo.lifecycle.cap): as private as MEMORY.md itself.
 MEMORY_ARCHIVE_DIR = "archive/memory/"
 ACTIVE_PROJECTS = "knowledge/projects/_active.md"
-JOURNAL_DIR = "knowledge/journal"
 SEP = "\n\n"
 SHARED_WHY = "MEMORY.md is for the main session only"
 #: Below this many tokens left, P3 stops looking for a passage small enough.
@@ -402,7 +401,7 @@ class _Compiler:
             return
         path = self.req.session
         shown = self.session_rel or str(path)
-        turns = load_session(path)
+        turns = read_history(path)
         kept: list[Section] = []
         for k, turn in enumerate(reversed(turns)):
             s = self._turn(turn, shown, first=k == 0)
@@ -472,7 +471,7 @@ class _Compiler:
                 for s in self.sections
                 if s.slot in (2, 3) and s.kind != "topic"
             ]
-            retr.record_hits(self.root, refs)
+            record_hits(self.root, refs)
         return Compiled(self.sections, self.omitted, self.budget, total, self.notes, self.topics)
 
 

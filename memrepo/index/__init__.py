@@ -12,6 +12,7 @@ Modules, one concept each:
 - :mod:`~memrepo.index.embedders` / :mod:`~memrepo.index.vectors` — optional vectors
 - :mod:`~memrepo.index.query` / :mod:`~memrepo.index.search` / :mod:`~memrepo.index.fallback`
 - :mod:`~memrepo.index.signals` — reinforce / demote / hit events from ``raw/signals/``
+- :mod:`~memrepo.index.refs` — a REF (``path:line``, ``path#chunk``) checked, its signal recorded
 - :mod:`~memrepo.hooks.post_commit` — what the post-* git hooks call; never raises
 
 Nothing here imports numpy at module level: the hook path must stay light.

@@ -249,21 +249,24 @@ class MiniLMEmbedder:
         return out
 
 
-#: Names accepted by ``search.embedder`` in memory-config.yaml.
-EMBEDDERS = ("none", "hash", "wordllama", "minilm")
+#: The embedders by config name; an index records ``id``, which starts ``NAME-``. The names
+#: are ``memrepo.config.EMBEDDERS`` (the config owns them; importing it here would load
+#: YAML on the commit path): tests/test_config_and_repo.py checks both say the same.
+BUILDERS: dict[str, type[Embedder]] = {
+    "hash": HashEmbedder,
+    "wordllama": WordLlamaEmbedder,
+    "minilm": MiniLMEmbedder,
+}
 
 
-def get_embedder(name: str) -> Embedder | None:
+def get_embedder(name: str | None) -> Embedder | None:
     """The embedder called ``name`` (config value) or recorded as ``id`` in an index."""
     if name in ("none", "", None):
         return None
-    if name == "hash" or name.startswith("hash-"):
-        return HashEmbedder()
-    if name == "wordllama" or name.startswith("wordllama-"):
-        return WordLlamaEmbedder()
-    if name == "minilm" or name.startswith("minilm-"):
-        return MiniLMEmbedder()
-    raise ValueError(f"unknown embedder {name!r} (known: {', '.join(EMBEDDERS)})")
+    build = BUILDERS.get(name.partition("-")[0])
+    if build is None:
+        raise ValueError(f"unknown embedder {name!r} (known: {', '.join(['none', *BUILDERS])})")
+    return build()
 
 
 def embedder_id(name: str) -> str:

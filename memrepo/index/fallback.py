@@ -22,9 +22,7 @@ from memrepo.index import signals as sig
 from memrepo.index.dates import date_ranges
 from memrepo.index.indexer import parse
 from memrepo.index.paths import is_indexed
-from memrepo.index.ranking import ChunkHit, FileInfo, Settings, flatten, fuse, rank
-from memrepo.index.search import Filters, Hit
-from memrepo.index.snippets import best_snippet
+from memrepo.index.ranking import ChunkHit, FileInfo, Filters, Hit, Settings, fuse, rank, to_hits
 
 _WORD = re.compile(r"\w+")
 K1, B = 1.2, 0.75
@@ -122,23 +120,11 @@ class Scanner:
         ranked = rank(
             scored, files, self._signal_map(), self.settings, limit, dates=date_ranges(query)
         )
-        out = []
-        for r, c, score in flatten(ranked, limit):
-            span = texts[r.path][c.start_line - 1 : c.end_line]
-            explain = dict(r.explain, engine=self.mode) if c is r.chunks[0] else None
-            out.append(
-                Hit(
-                    r.path,
-                    r.category,
-                    score,
-                    c.start_line,
-                    c.end_line,
-                    best_snippet(span, words),
-                    c.ord,
-                    explain,
-                )
-            )
-        return out
+
+        def span(path: str, start: int, end: int) -> list[str]:
+            return texts[path][start - 1 : end]
+
+        return to_hits(ranked, limit, words, span, {"engine": self.mode}, chunk_explain=False)
 
     def close(self) -> None:
         pass

@@ -43,10 +43,6 @@ def locate(root: Path) -> tuple[Path, str | None]:
     return Path(gd), None
 
 
-def has_commit(root: Path, sha: str) -> bool:
-    return _run(root, ["cat-file", "-e", f"{sha}^{{commit}}"], check=False).returncode == 0
-
-
 def commits_between(root: Path, old: str, new: str) -> int | None:
     """How many commits ``new`` has that ``old`` lacks (None if either is unknown)."""
     proc = _run(root, ["rev-list", "--count", f"{old}..{new}"], check=False)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING
 
-from memrepo.doctor import Check
+from memrepo.health import Check
 
 if TYPE_CHECKING:
     from memrepo.repo import MemoryRepo

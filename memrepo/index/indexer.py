@@ -640,7 +640,3 @@ def _recorded_embedder(root: Path) -> str | None:
         return schema.get_meta(con).get("embedder")
     finally:
         con.close()
-
-
-def indexed_paths(con: sqlite3.Connection) -> Iterable[str]:
-    return (p for (p,) in con.execute("SELECT path FROM documents ORDER BY path"))

@@ -6,32 +6,32 @@ runs again when it is there. Marking before trying the lock closes the gap: eith
 hook gets the lock, or the holder sees the mark. A caller that can wait (``memory index``)
 leaves no mark: it waits for the lock and runs its own pass, since the holder's pass may
 not be the one it asked for (a rebuild).
+
+The lock itself is :func:`memrepo.locks.file_lock`, the one every writer takes.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
-try:
-    import fcntl
-except ImportError:  # Windows: an O_EXCL lock file instead
-    fcntl = None  # type: ignore[assignment]
+from memrepo.locks import LockBusy, file_lock
 
 
 class Busy(Exception):
-    """Another indexer holds the lock."""
+    """Another indexer holds the lock. Not a LockBusy: a job or session lock that catches
+    its own LockBusy around a body that indexes must not read this as its own."""
 
 
 class IndexLock:
+    """``index.lock`` held between :meth:`acquire` and :meth:`release` (the indexer lets go
+    and takes it again around its pending re-check, so this is not one ``with`` block)."""
+
     def __init__(self, state: Path):
         self.state = state
         self.path = state / "index.lock"
         self.pending = state / "index.pending"
-        self._fd: int | None = None
+        self._held: contextlib.ExitStack | None = None
 
     def mark_pending(self) -> None:
         self.state.mkdir(parents=True, exist_ok=True)
@@ -45,47 +45,15 @@ class IndexLock:
             return False
 
     def acquire(self, wait: float = 0.0) -> None:
-        self.state.mkdir(parents=True, exist_ok=True)
-        deadline = time.monotonic() + wait
-        while True:
-            if self._try():
-                return
-            if time.monotonic() >= deadline:
-                raise Busy(f"another indexer is running ({self.path})")
-            time.sleep(0.05)
-
-    def _try(self) -> bool:
-        if fcntl is None:
-            try:
-                self._fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-                return True
-            except FileExistsError:
-                return False
-        fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
+        """Take the lock, waiting up to ``wait`` seconds (0: not at all), else Busy."""
+        held = contextlib.ExitStack()
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            return False
-        self._fd = fd
-        return True
+            held.enter_context(file_lock(self.path, wait, poll=0.05))
+        except LockBusy:
+            raise Busy(f"another indexer is running ({self.path})") from None
+        self._held = held
 
     def release(self) -> None:
-        if self._fd is None:
-            return
-        if fcntl is None:
-            os.close(self._fd)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path)
-        else:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-        self._fd = None
-
-    @contextlib.contextmanager
-    def held(self, wait: float = 0.0) -> Iterator[None]:
-        self.acquire(wait)
-        try:
-            yield
-        finally:
-            self.release()
+        if self._held is not None:
+            held, self._held = self._held, None
+            held.close()

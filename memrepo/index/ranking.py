@@ -11,15 +11,63 @@
    are down-ranked; a file dated on a day (or in a month) the query names explicitly is
    up-ranked (``× (1 + date_boost)``, :mod:`~memrepo.index.dates`).
 4. One entry per file (or ``per_file``), with its best chunk's span: no file floods the list.
+5. :func:`to_hits`: the ranked files as result lines (:class:`Hit`), each with a snippet.
+
+The query's :class:`Filters` and the :class:`Hit` live here too, so the index searcher
+and the fallback scanner share them without importing each other.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import heapq
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from memrepo.index.dates import DateRange, in_ranges
+from memrepo.index.snippets import best_snippet
+
+
+@dataclass
+class Filters:
+    category: list[str] | None = None
+    path_glob: str | None = None
+    since: str | None = None  # ISO date, inclusive
+    until: str | None = None
+    include_archive: bool = False
+
+
+@dataclass
+class Hit:
+    """One search result as printed and as JSON."""
+
+    path: str
+    category: str | None
+    score: float
+    start_line: int
+    end_line: int
+    snippet: str
+    chunk: int
+    explain: dict[str, Any] | None = field(default=None)
+
+    @property
+    def ref(self) -> str:
+        return f"{self.path}:{self.start_line}-{self.end_line}"
+
+    def as_json(self, explain: bool = False) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "path": self.path,
+            "category": self.category,
+            "score": round(self.score, 6),
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "snippet": self.snippet,
+        }
+        if explain and self.explain is not None:
+            d["explain"] = self.explain
+        return d
 
 
 @dataclass
@@ -198,8 +246,6 @@ def flatten(ranked: list[Ranked], limit: int) -> list[tuple[Ranked, ChunkHit, fl
     So the order in which files first appear is the file ranking, and the passages read
     top-down are in score order.
     """
-    import heapq
-
     out: list[tuple[Ranked, ChunkHit, float]] = []
     heap: list[tuple[float, int, int, Ranked, ChunkHit]] = []
     seq = 0
@@ -217,3 +263,33 @@ def flatten(ranked: list[Ranked], limit: int) -> list[tuple[Ranked, ChunkHit, fl
         key, _, _, rr, c = heapq.heappop(heap)
         out.append((rr, c, -key))
     return out[:limit]
+
+
+def to_hits(
+    ranked: list[Ranked],
+    limit: int,
+    words: list[str],
+    span: Callable[[str, int, int], list[str]],
+    tag: dict[str, Any],
+    chunk_explain: bool = True,
+) -> list[Hit]:
+    """The result lines (:func:`flatten`) as hits, each with the best snippet of its span.
+
+    ``span(path, start, end)`` reads the lines (the engine knows where the text is). A
+    file's first line explains the whole ranking plus ``tag`` (which engine, vectors on or
+    off); its extra lines give their own fused score when ``chunk_explain``, else nothing.
+    """
+    out: list[Hit] = []
+    for r, c, score in flatten(ranked, limit):
+        explain: dict[str, Any] | None
+        if c is r.chunks[0]:
+            explain = dict(r.explain, **tag)
+        elif chunk_explain:
+            explain = {"chunk_fused": round(c.fused, 4), "file_score": round(r.score, 6)}
+        else:
+            explain = None
+        snippet = best_snippet(span(r.path, c.start_line, c.end_line), words)
+        out.append(
+            Hit(r.path, r.category, score, c.start_line, c.end_line, snippet, c.ord, explain)
+        )
+    return out

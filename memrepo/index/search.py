@@ -1,25 +1,36 @@
 """``memory search``: BM25 over chunks (+ vectors when the index has them), ranked per file.
 
-A :class:`Searcher` opens the index once and answers many queries (``--batch``). When
-the index is missing, corrupt, locked, or built with another schema, :func:`open_searcher`
-returns the fallback scanner instead, with the reason, so callers print the same output.
+A :class:`Searcher` opens the index once and answers many queries (``--batch``). Callers
+search through :class:`Search`: when the index is missing, corrupt, locked, or built with
+another schema (at open or mid-query), the fallback scanner answers instead and ``why``
+says why, so callers print the same output. :func:`record_hits` logs what they showed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
 from memrepo.index import db as dbmod
 from memrepo.index import query as q
-from memrepo.index import schema
+from memrepo.index import schema, signals
 from memrepo.index.dates import date_ranges
 from memrepo.index.embedders import get_embedder
 from memrepo.index.paths import db_path
-from memrepo.index.ranking import ChunkHit, FileInfo, Ranked, Settings, flatten, fuse, rank
-from memrepo.index.snippets import best_snippet, read_span
+from memrepo.index.ranking import (
+    ChunkHit,
+    FileInfo,
+    Filters,
+    Hit,
+    Settings,
+    fuse,
+    rank,
+    to_hits,
+)
+from memrepo.index.snippets import read_span
 
 #: Chunks taken from FTS5 (and from vectors) before rolling up to files.
 CANDIDATES = 400
@@ -28,46 +39,6 @@ CANDIDATES = 400
 #: ranking its 70K matches at 100K files costs ~150 ms (a corpus-driven stop list).
 COMMON_FRAC = 0.02
 COMMON_MIN = 2000
-
-
-@dataclass
-class Filters:
-    category: list[str] | None = None
-    path_glob: str | None = None
-    since: str | None = None  # ISO date, inclusive
-    until: str | None = None
-    include_archive: bool = False
-
-
-@dataclass
-class Hit:
-    """One search result as printed and as JSON."""
-
-    path: str
-    category: str | None
-    score: float
-    start_line: int
-    end_line: int
-    snippet: str
-    chunk: int
-    explain: dict[str, Any] | None = field(default=None)
-
-    @property
-    def ref(self) -> str:
-        return f"{self.path}:{self.start_line}-{self.end_line}"
-
-    def as_json(self, explain: bool = False) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "path": self.path,
-            "category": self.category,
-            "score": round(self.score, 6),
-            "start_line": self.start_line,
-            "end_line": self.end_line,
-            "snippet": self.snippet,
-        }
-        if explain and self.explain is not None:
-            d["explain"] = self.explain
-        return d
 
 
 class Engine(Protocol):
@@ -250,48 +221,30 @@ class Searcher:
         ranked = rank(
             chunk_hits, files, self._signals(paths), self.settings, limit, dates=date_ranges(query)
         )
-        out = self._hits(ranked, files, words, have_vectors, limit)
+        tag = {"vectors": "on" if have_vectors else "off"}
+        out = to_hits(ranked, limit, words, self._reader(files), tag)
         if out and dropped and out[0].explain is not None:
             out[0].explain["common_words_skipped"] = " ".join(dropped)
         return out
 
-    def _hits(
-        self,
-        ranked: list[Ranked],
-        files: dict[str, FileInfo],
-        words: list[str],
-        vectors: bool,
-        limit: int,
-    ) -> list[Hit]:
-        out: list[Hit] = []
+    def _reader(self, files: dict[str, FileInfo]) -> Callable[[str, int, int], list[str]]:
+        """Lines of a hit from the working tree, or from the indexed blob when the file is
+        gone or its span is blank there (changed since the index was built)."""
         texts: dict[str, list[str]] = {}
-        for r, c, score in flatten(ranked, limit):
-            lines = texts.get(r.path)
+
+        def span(path: str, start: int, end: int) -> list[str]:
+            lines = texts.get(path)
             if lines is None:
-                lines = texts[r.path] = read_span(self.root, r.path, 1, 10**9)
-            span = lines[c.start_line - 1 : c.end_line]
-            info = files.get(r.path)
-            if not "".join(span).strip() and info is not None:  # file gone: read the blob
+                lines = texts[path] = read_span(self.root, path, 1, 10**9)
+            part = lines[start - 1 : end]
+            info = files.get(path)
+            if not "".join(part).strip() and info is not None:
                 blob = _read_blob(self.root, info.blob)
-                lines = texts[r.path] = read_span(self.root, r.path, 1, 10**9, blob)
-                span = lines[c.start_line - 1 : c.end_line]
-            if c is r.chunks[0]:
-                explain = dict(r.explain, vectors="on" if vectors else "off")
-            else:
-                explain = {"chunk_fused": round(c.fused, 4), "file_score": round(r.score, 6)}
-            out.append(
-                Hit(
-                    r.path,
-                    r.category,
-                    score,
-                    c.start_line,
-                    c.end_line,
-                    best_snippet(span, words),
-                    c.ord,
-                    explain,
-                )
-            )
-        return out
+                lines = texts[path] = read_span(self.root, path, 1, 10**9, blob)
+                part = lines[start - 1 : end]
+            return part
+
+        return span
 
     def close(self) -> None:
         if self._vsearch is not None:
@@ -308,14 +261,79 @@ def _read_blob(root: Path, sha: str) -> bytes | None:
         return None
 
 
-def open_searcher(
-    root: Path, settings: Settings | None = None, embedder_name: str | None = None
-) -> tuple[Engine, str | None]:
-    """The index searcher, or the fallback scanner and the reason the index is not used."""
-    try:
-        return Searcher(root, settings, embedder_name), None
-    except IndexUnavailable as exc:
-        reason = str(exc)
-    from memrepo.index.fallback import Scanner
+#: What one query may raise, beyond the index failing (which :class:`Search` survives):
+#: a batch answers that query with an error and goes on.
+QUERY_ERRORS = (ValueError, OverflowError, sqlite3.Error)
 
-    return Scanner(root, settings), reason
+
+class Search:
+    """The one way to search with fallback: the index when it can be used, else the
+    scanner. When the index fails mid-query (corrupt, or locked past the reader's wait),
+    it is closed and the scanner answers this query and every later one.
+
+    ``why`` says why the index is not used (None while it is); ``on_fallback(why)`` is
+    called when a mid-query failure swaps the engine (the CLI says so at once).
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        settings: Settings | None = None,
+        embedder_name: str | None = None,
+        on_fallback: Callable[[str], None] | None = None,
+    ):
+        self.root = Path(root)
+        self.settings = settings
+        self.on_fallback = on_fallback
+        self.why: str | None = None
+        self.engine: Engine
+        try:
+            self.engine = Searcher(self.root, settings, embedder_name)
+        except IndexUnavailable as exc:
+            self.engine, self.why = self._scanner(), str(exc)
+
+    @property
+    def mode(self) -> str:
+        """``index``, ``ripgrep`` or ``scan``."""
+        return self.engine.mode
+
+    @property
+    def notes(self) -> list[str]:
+        """What the index searcher has to say (an embedder mismatch or failure)."""
+        return list(getattr(self.engine, "notes", []))
+
+    def search(self, query: str, limit: int = 10, filters: Filters | None = None) -> list[Hit]:
+        try:
+            return self.engine.search(query, limit, filters)
+        except sqlite3.DatabaseError as exc:
+            self.engine.close()
+            self.engine = self._scanner()
+            self.why = f"index failed ({exc})"
+            if self.on_fallback is not None:
+                self.on_fallback(self.why)
+            return self.engine.search(query, limit, filters)
+
+    def _scanner(self) -> Engine:
+        # imported when needed: the scanner parses files like the indexer, whose import
+        # costs a prompt's compile tens of ms it does not need while the index answers
+        from memrepo.index.fallback import Scanner
+
+        return Scanner(self.root, self.settings)
+
+    def close(self) -> None:
+        self.engine.close()
+
+    def __enter__(self) -> Search:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def record_hits(root: Path, refs: Iterable[tuple[str, int]]) -> None:
+    """Log what was shown (``memory search``) or included (compile) as ``hit`` signals
+    (seed 001 ``last_hit_at``); a failure to log them is not an error."""
+    events = [{"event": "hit", "path": path, "line": line} for path, line in refs]
+    if events:
+        with contextlib.suppress(OSError):
+            signals.append(root, events)

@@ -2,8 +2,8 @@
 
 When a session's context is about to be compacted, the older turns are lost unless the
 durable part of them — decisions, lessons, preferences, facts about people, open tasks —
-is written to the memory repo first. ``flush`` reads the session (a transcript or a
-messages JSON, read the way ``memory compile --session`` reads it), asks the model with
+is written to the memory repo first. ``flush`` reads the session (a transcript or chat
+messages: :func:`memrepo.transcript.read.read_session`), asks the model with
 the ``flush`` prompt when one is available and otherwise uses the extraction heuristics of
 ``memrepo.lifecycle.extract`` (one set of cue phrases for both commands), and writes:
 
@@ -25,30 +25,24 @@ is worth keeping the answer is ``FLUSH_OK`` and no file is touched.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrepo import scaffold
-from memrepo.layout import is_transcript, source_ref
+from memrepo.layout import MEMORY_FILE, journal_path
 from memrepo.lifecycle.extract import entries as E
 from memrepo.lifecycle.extract import extractors as X
 from memrepo.lifecycle.extract import heuristics as h
 from memrepo.lifecycle.extract.apply import Edit, Workspace, decide, tokens
 from memrepo.secrets import find_secrets, redact
-from memrepo.transcript import messages as M
-from memrepo.transcript.read import Transcript, parse_transcript
-from memrepo.transcript.read import Turn as XTurn
+from memrepo.transcript.read import Session, Transcript, read_session
 
 FLUSH_OK = "FLUSH_OK"
 PROMPT = "flush"
 #: The flush does the extraction kind of work: it uses the extraction model of the config.
 TASK = "extract"
-JOURNAL_DIR = "knowledge/journal"
-MEMORY = X.MEMORY
 NOTE_TYPES = ("decision", "lesson", "preference", "fact", "task", "person", "event")
 #: Journal prefix per note type (the journal reads as a log of the day).
 PREFIX = {
@@ -136,16 +130,6 @@ class Note:
 
 
 @dataclass
-class Session:
-    """The session as the extractors read it, plus how bullets will cite it."""
-
-    transcript: Transcript
-    src: str
-    label: str
-    redactions: int = 0
-
-
-@dataclass
 class FlushReport:
     status: str  # FLUSH_OK | written | dry-run
     mode: str  # llm | offline
@@ -180,78 +164,6 @@ class FlushReport:
             ],
             "written": self.written,
         }
-
-
-# ---------------------------------------------------------------------------
-# Reading the session
-# ---------------------------------------------------------------------------
-
-
-def _agent_role(role: str) -> str | None:
-    """``user`` / ``agent`` for a message role; None for system and tool messages."""
-    r = role.lower()
-    if r in ("user", "human"):
-        return "user"
-    if r in ("assistant", "agent", "model", "ai"):
-        return "agent"
-    return None
-
-
-def _message_text(msg: dict[str, Any]) -> str:
-    """What a message says, without the tool calls and results (raw output is not memory)."""
-    lines = M.content_text(msg.get("content")).split("\n")
-    return "\n".join(x for x in lines if not x.startswith(("[tool call ", "[tool result:")))
-
-
-def _looks_like_json(text: str) -> bool:
-    return text.lstrip()[:1] in ("[", "{")
-
-
-def read_session(root: Path, text: str, path: Path | None, source: str | None = None) -> Session:
-    """The session in ``text`` (from ``path``, or stdin when None), secrets redacted."""
-    clean, n = redact(text)
-    name = str(path) if path is not None else "stdin"
-    rel = None
-    if path is not None:
-        try:
-            rel = path.resolve().relative_to(root.resolve()).as_posix()
-        except ValueError:
-            rel = None
-    is_json = (path is not None and path.suffix.lower() in (".json", ".jsonl")) or (
-        path is None and _looks_like_json(clean)
-    )
-    digest = hashlib.sha256(clean.encode("utf-8")).hexdigest()[:24]
-    if is_json:
-        turns = []
-        for msg in M.parse_messages(clean, name)[0]:
-            role = _agent_role(M.role(msg))
-            body = _message_text(msg).strip() if role else ""
-            if body:
-                turns.append(XTurn(role, "", body))  # type: ignore[arg-type]
-        t = Transcript(rel or name, {}, turns, "", digest, clean)
-    else:
-        t = parse_transcript(clean, rel or name)
-    sid = str(t.meta.get("session_id") or "")
-    if source:
-        src = source
-    elif rel and is_transcript(rel):
-        src = source_ref(rel)
-    elif rel:
-        src = rel
-    elif sid:
-        src = sid
-    elif path is not None:
-        src = path.name  # outside the repo: an absolute path would mean nothing elsewhere
-    else:
-        src = f"stdin {dt.datetime.now().strftime('%Y-%m-%d %H:%M')}"
-    src = src.replace("]", ")").replace("[", "(")
-    label = (
-        t.title
-        or str(t.meta.get("topic") or "")
-        or sid
-        or (path.stem if path is not None else "stdin")
-    )
-    return Session(t, src, label, n)
 
 
 def session_text(t: Transcript, max_chars: int) -> str:
@@ -349,10 +261,6 @@ def llm_notes(
 # ---------------------------------------------------------------------------
 
 
-def journal_path(day: dt.date) -> str:
-    return f"{JOURNAL_DIR}/{day.isoformat()}.md"
-
-
 def items_for(notes: list[Note], s: Session, ctx: X.Context, day: dt.date) -> list[X.Item]:
     """Where each note goes: the journal, and MEMORY.md / a project / a person file."""
     t, date = s.transcript, day.isoformat()
@@ -407,7 +315,7 @@ def _safe(text: str) -> str:
 def _existing_memory(root: Path, day: dt.date) -> str:
     """MEMORY.md and today's journal, for the prompt (the model should not repeat them)."""
     parts = []
-    for rel in (MEMORY, journal_path(day)):
+    for rel in (MEMORY_FILE, journal_path(day)):
         p = root / rel
         if p.is_file():
             parts.append(f"--- {rel}\n" + p.read_text(encoding="utf-8")[:6000])
@@ -441,12 +349,10 @@ def keep_history(
 
 
 def _workspace(root: Path, day: dt.date) -> Workspace:
-    """A workspace whose missing journal for ``day`` comes from templates/knowledge/journal.md."""
+    """A workspace holding ``day``'s journal (a new one is written even when every note
+    goes elsewhere)."""
     ws = Workspace(root)
-    rel = journal_path(day)
-    if not (root / rel).exists():
-        ws.files[rel] = scaffold.render_template("journal.md", day).split("\n")
-        ws.changed.add(rel)
+    ws.lines(journal_path(day), {"type": "journal"}, day.isoformat())
     return ws
 
 
@@ -516,4 +422,4 @@ def dumps(report: FlushReport) -> str:
     return json.dumps(report.as_json(), ensure_ascii=False, indent=1)
 
 
-__all__ = ["FLUSH_OK", "FlushReport", "Note", "flush", "offline_notes", "read_session", "summary"]
+__all__ = ["FLUSH_OK", "FlushReport", "Note", "flush", "offline_notes", "summary"]

@@ -17,13 +17,21 @@ from typing import Any
 
 from memrepo.config import load_config
 from memrepo.git import git
-from memrepo.layout import JOURNAL_PATH
-from memrepo.lifecycle.condense import Plan, cap_plan
-from memrepo.lifecycle.extract.extractors import MEMORY
+from memrepo.index.signals import aggregate
+from memrepo.layout import (
+    IDENTITY_DIR,
+    JOURNAL_DIR,
+    JOURNAL_PATH,
+    MEMORY_FILE,
+    PEOPLE_INDEX,
+    PROJECTS_INDEX,
+)
+from memrepo.lifecycle.cap import cap_plan
+from memrepo.lifecycle.plan import Plan
 
 #: Knowledge files never scored for archiving (loaded every session, or indexes).
-NEVER_ARCHIVE = ("knowledge/identity/", "knowledge/memory/", "knowledge/journal/",
-                 "knowledge/projects/_active.md", "knowledge/people/_index.md")
+NEVER_ARCHIVE = (f"{IDENTITY_DIR}/", "knowledge/memory/", f"{JOURNAL_DIR}/", PROJECTS_INDEX,
+                 PEOPLE_INDEX)
 DECAY_PER_DAY = 0.05  # half-life ~14 days (seed 000 §8.5)
 
 
@@ -31,7 +39,7 @@ def journal_moves(root: Path, today: dt.date) -> list[tuple[str, str]]:
     """(journal, archive path) for journals older than the retention."""
     days = int(load_config(root)["lifecycle"]["journal_retention_days"])
     cutoff = today - dt.timedelta(days=days)
-    base = root / "knowledge/journal"
+    base = root / JOURNAL_DIR
     out = []
     for p in sorted(base.glob("*.md")) if base.is_dir() else []:
         rel = p.relative_to(root).as_posix()
@@ -60,13 +68,8 @@ def last_changed(root: Path, prefix: str = "knowledge/") -> dict[str, dt.date]:
 def usage_counts(root: Path) -> dict[str, float]:
     """Uses per file: search hits and reinforcements (signals) plus references to it."""
     uses: dict[str, float] = {}
-    try:
-        from memrepo.index.signals import aggregate
-
-        for (path, _line), agg in aggregate(root).items():
-            uses[path] = uses.get(path, 0.0) + agg.hits + max(agg.score, 0.0)
-    except Exception:  # signals are optional: no index package, no events
-        pass
+    for (path, _line), agg in aggregate(root).items():
+        uses[path] = uses.get(path, 0.0) + agg.hits + max(agg.score, 0.0)
     texts = []
     for base in ("knowledge", "topics"):
         for p in (root / base).rglob("*.md") if (root / base).is_dir() else []:
@@ -169,7 +172,7 @@ class PruneResult:
 
 def plan_prune(root: Path, today: dt.date, llm: Any = None) -> PruneResult:
     plan = Plan()
-    full = root / MEMORY
+    full = root / MEMORY_FILE
     if full.exists():
         cap = cap_plan(root, full.read_text(encoding="utf-8"), llm)
         plan.texts.update(cap.texts)

@@ -24,16 +24,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memrepo import scaffold
 from memrepo.atomic import atomic_write
+from memrepo.commit.write import commit_paths
+from memrepo.config import load_config
+from memrepo.documents import parse_date
 from memrepo.errors import MemrepoError
 from memrepo.git import git
+from memrepo.layout import JOURNAL_DIR, STATE_DIR
+from memrepo.lifecycle.condense import week_bounds, weekly
 from memrepo.lifecycle.extract import extractors as X
 from memrepo.lifecycle.extract.runner import Extraction, context, extract
+from memrepo.llm import ResultCache, estimate_cost, load_template
 from memrepo.transcript.read import read_transcript
 
 DERIVED = ("memory", "journal", "projects", "people", "procedures", "reference")
-WORKTREES = ".memrepo/worktrees"
-STATE = ".memrepo/reconstruct.json"
+WORKTREES = f"{STATE_DIR}/worktrees"
+STATE = f"{STATE_DIR}/reconstruct.json"
 #: Dry-run estimates: output tokens of one extraction call; input characters and output
 #: tokens of one reconcile call (a section's entries and the candidates) and of one
 #: weekly rollup (a week of journals and MEMORY.md in, MEMORY.md out).
@@ -69,9 +76,6 @@ def committed_transcripts(root: Path) -> list[str]:
 
 def weeks_of(days: list[str]) -> list[dt.date]:
     """The Mondays of the weeks the ISO dates ``days`` fall in, oldest first."""
-    from memrepo.documents import parse_date
-    from memrepo.lifecycle.condense import week_bounds
-
     return sorted({week_bounds(d)[0] for d in map(parse_date, days) if d is not None})
 
 
@@ -83,9 +87,6 @@ def plan(root: Path, llm: Any, names: list[str] | None) -> Result:
     depend on the replayed knowledge, so they are cached exactly when all the extraction
     is. Offline, nothing is called and nothing costs.
     """
-    from memrepo.config import load_config
-    from memrepo.llm import estimate_cost, load_template
-
     exs = X.get(names)
     res = Result("", root)
     if not llm.available:
@@ -122,8 +123,6 @@ def plan(root: Path, llm: Any, names: list[str] | None) -> Result:
 
 def _clear(wt: Path) -> None:
     """Remove derived knowledge (identity kept) and lay the index files down again."""
-    from memrepo import scaffold
-
     for d in DERIVED:
         git(["rm", "-r", "-q", "--ignore-unmatch", "--", f"knowledge/{d}"], wt)
         shutil.rmtree(wt / "knowledge" / d, ignore_errors=True)
@@ -151,8 +150,6 @@ def reconstruct(
     start: Callable[[int, int], None] | None = None,
 ) -> Result:
     """Replay everything on ``extract/NAME`` (resuming an interrupted run)."""
-    from memrepo.lifecycle.extract.cache import ResultCache
-
     branch = f"extract/{name}"
     base = git(["symbolic-ref", "--short", "-q", "HEAD"], root, check=False).strip() or "HEAD"
     if base == branch:
@@ -214,17 +211,14 @@ def _condense_weeks(wt: Path, name: str, llm: Any, state: dict[str, Any]) -> int
     done week after week. Progress is kept in the state, so an interrupted run goes on
     from the next week (the written, uncommitted files stay in the worktree).
     """
-    from memrepo.commit.write import commit_paths
-    from memrepo.lifecycle import condense
-
-    journal_dir = wt / "knowledge/journal"
+    journal_dir = wt / JOURNAL_DIR
     weeks = weeks_of([p.stem for p in journal_dir.glob("*.md")] if journal_dir.is_dir() else [])
     done = set(state.setdefault("weeks_done", []))
     written = set(state.setdefault("weeks_written", []))
     for monday in weeks:
         if monday.isoformat() in done:
             continue
-        plan = condense.weekly(wt, monday, llm)
+        plan = weekly(wt, monday, llm)
         written |= set(plan.changed(wt))
         plan.apply(wt, "", commit=False)
         state["weeks_done"].append(monday.isoformat())

@@ -38,16 +38,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from croniter import croniter
+
+from memrepo import yamlsafe
 from memrepo.config import load_config
 from memrepo.errors import ConfigError
+from memrepo.index.embedders import get_embedder
+from memrepo.layout import CONFIG_FILE, STATE_DIR
 from memrepo.locks import LockBusy, file_lock
-from memrepo.repo import CONFIG_FILE
 from memrepo.resources import memory_command
 
-LOCK = ".memrepo/schedule.lock"
-LOG = ".memrepo/schedule.log"
+LOCK = f"{STATE_DIR}/schedule.lock"
+LOG = f"{STATE_DIR}/schedule.log"
 #: What the crontab's ``memory schedule run --job`` itself says (the jobs log to LOG).
-CRON_OUT = ".memrepo/schedule-cron.out"
+CRON_OUT = f"{STATE_DIR}/schedule-cron.out"
 CRON_MARK = "# memrepo:"
 #: How long a job waits for another one to finish before it is logged as skipped.
 LOCK_WAIT = 900.0
@@ -73,8 +77,6 @@ class Job:
 
 def check_cron(root: Path, expr: str, key: str) -> str:
     """``expr`` if system cron and croniter read it alike, else a ConfigError naming ``key``."""
-    from croniter import croniter
-
     fields = expr.split()
     standard = (len(fields) == 1 and fields[0].lower() in _MACROS) or (
         len(fields) == 5 and all(all(_FIELD.fullmatch(p) for p in f.split(",")) for f in fields))
@@ -83,8 +85,6 @@ def check_cron(root: Path, expr: str, key: str) -> str:
     line = None
     path = root / CONFIG_FILE
     if path.is_file() and "." in key:
-        from memrepo import yamlsafe
-
         line = yamlsafe.key_line(path.read_text(encoding="utf-8"), tuple(key.split(".")))
     raise ConfigError(f"'{key}' {expr!r} is not a cron expression cron can run: five fields "
                       "(minute hour day-of-month month day-of-week) of numbers, names, "
@@ -128,16 +128,12 @@ def jobs(root: Path) -> list[Job]:
 
 
 def _heavy_embedder(cfg: dict[str, Any]) -> bool:
-    from memrepo.index.embedders import get_embedder
-
     emb = get_embedder(cfg["search"]["embedder"])
     return emb is not None and not emb.light
 
 
 def next_run(expr: str, after: dt.datetime) -> dt.datetime:
     """The first time after ``after`` (local wall-clock time, naive) that ``expr`` fires."""
-    from croniter import croniter
-
     return croniter(expr, after.replace(tzinfo=None)).get_next(dt.datetime)
 
 
@@ -198,8 +194,6 @@ def run_forever(root: Path, once: bool = False, clock: Callable[[], dt.datetime]
     another runs goes next; occurrences missed during a long run are run once, not
     repeatedly.
     """
-    from croniter import croniter
-
     js = jobs(root)
     if once:
         minute = clock().replace(second=0, microsecond=0)

@@ -1,6 +1,8 @@
 """A conversation as data: one Turn, one reader, one writer.
 
-``read`` parses a transcript into turns; ``messages`` reads chat message lists (JSON);
-``capture`` opens, appends to and closes sessions; ``importers`` turn foreign chat logs
-into transcripts.
+``read`` reads a session back from any source (a transcript, chat messages in JSON/JSONL,
+stdin) into :class:`~memrepo.transcript.read.Turn` objects; ``messages`` knows the chat
+message shapes runtimes use (who speaks, what it says, which tool call it opens or closes);
+``render`` is what a transcript's text looks like; ``capture`` writes it: sessions opened,
+appended to and closed, and whole conversations from ``importers`` (foreign chat logs).
 """

@@ -1,6 +1,8 @@
 """The transcript writer: one immutable, redacted markdown file per session (seed 000 §2.1, §8.2).
 
-Why it looks like this:
+Sessions (state, locks), ``start`` / ``append`` / ``tool`` / ``attach`` / ``end``, whole
+conversations written for the importers, and sessions a crashed agent left open. What the
+text looks like is :mod:`memrepo.transcript.render`'s. Why it looks like this:
 
 - Secrets are redacted in memory, before a byte reaches disk (principle 7), with the rules
   the pre-commit check uses (memrepo.secrets).
@@ -23,224 +25,42 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from memrepo import layout
 from memrepo.errors import MemrepoError
+from memrepo.health import Check
 from memrepo.locks import LockBusy, file_lock
 from memrepo.secrets import redact
+from memrepo.transcript.render import (
+    PROVISIONAL_SLUG,
+    TURN_LINES,
+    Conversation,
+    escape_content,
+    first_messages,
+    knowledge_lines,
+    now_in,
+    offset_label,
+    prepare_attachment,
+    redacted_tool_line,
+    render_conversation,
+    render_frontmatter,
+    resolve_timezone,
+    slug_from_messages,
+    turn_header,
+)
+
+if TYPE_CHECKING:
+    from memrepo.repo import MemoryRepo
 
 #: Where per-session state and locks live (gitignored by the skeleton's `.memrepo/`).
-STATE_DIR = ".memrepo/sessions"
-ROLES = ("user", "agent", "system")
-#: Lines of content that would read as a turn header are escaped with a backslash.
-_HEADER_LIKE = re.compile(r"^(##\s+\d{1,2}:\d{2}\b)", re.MULTILINE)
-_TURN = re.compile(
-    r"^## (\d\d):(\d\d) — (user|agent|system)((?<=agent) \[memory\])?\s*$", re.MULTILINE
-)
-_KNOWLEDGE = re.compile(
-    r"^> \[knowledge:(?P<action>[a-z_-]+)\] (?P<path>\S+)(?: — (?P<summary>.*))?$", re.MULTILINE
-)
+STATE_DIR = f"{layout.STATE_DIR}/sessions"
 _ATTACHMENT = re.compile(r"^> \[attachment:(?P<path>attachments/[^\]]+)\]", re.MULTILINE)
 _SID = re.compile(r"^[a-z0-9][a-z0-9._-]*$", re.IGNORECASE)
-#: Longest argument or result summary kept on a tool line.
-TOOL_SUMMARY_CHARS = 200
-#: Provisional slug of a session started without a topic; renamed at end.
-PROVISIONAL_SLUG = "session"
-
-
-# ---------------------------------------------------------------------------
-# Time zones
-# ---------------------------------------------------------------------------
-
-
-def resolve_timezone(name: str | None = None) -> tuple[dt.tzinfo, str]:
-    """The zone a session records its turn times in, and its name for the frontmatter.
-
-    An IANA name (``Europe/Paris``) keeps DST right across a long session; a fixed offset
-    (``+02:00``) is used when the machine's zone has no name.
-    """
-    if not name:
-        name = _local_zone_name()
-        if name is None:
-            offset = dt.datetime.now().astimezone().utcoffset() or dt.timedelta()
-            return dt.timezone(offset), _offset_label(offset)
-    if name.upper() in ("Z", "UTC"):
-        return dt.timezone.utc, "UTC"
-    m = re.fullmatch(r"([+-])(\d{2}):?(\d{2})", name)
-    if m:
-        delta = dt.timedelta(hours=int(m[2]), minutes=int(m[3]))
-        delta = -delta if m[1] == "-" else delta
-        return dt.timezone(delta), _offset_label(delta)
-    try:
-        from zoneinfo import ZoneInfo
-
-        return ZoneInfo(name), name
-    except (ImportError, ValueError, KeyError, OSError):
-        raise MemrepoError(
-            f"unknown time zone {name!r}: use an IANA name (Europe/Paris) or an offset (+02:00)"
-        ) from None
-
-
-def _offset_label(offset: dt.timedelta) -> str:
-    minutes = int(offset.total_seconds() // 60)
-    sign = "-" if minutes < 0 else "+"
-    return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
-
-
-def _local_zone_name() -> str | None:
-    tz = os.environ.get("TZ", "").lstrip(":")
-    if tz and "/" in tz and not tz.startswith("/"):
-        return tz
-    try:
-        target = os.readlink("/etc/localtime")
-    except OSError:
-        return None
-    return target.split("zoneinfo/", 1)[1] if "zoneinfo/" in target else None
-
-
-def now_in(tz: dt.tzinfo) -> dt.datetime:
-    return dt.datetime.now(tz).replace(microsecond=0)
-
-
-# ---------------------------------------------------------------------------
-# Text helpers shared with the importers
-# ---------------------------------------------------------------------------
-
-
-def escape_content(text: str) -> str:
-    """Content lines that look like turn headers get a backslash, so turns stay unambiguous."""
-    return _HEADER_LIKE.sub(r"\\\1", text)
-
-
-def one_line(text: str, limit: int = TOOL_SUMMARY_CHARS) -> str:
-    """Whitespace collapsed to single spaces, cut at ``limit`` characters with an ellipsis.
-
-    Callers redact first (:func:`redacted_line`): a secret cut in half no longer matches
-    its rule. A cut never splits a ``[REDACTED:kind]`` placeholder either.
-    """
-    s = " ".join(str(text).split())
-    if len(s) <= limit:
-        return s
-    cut = s[: limit - 1]
-    start = cut.rfind("[")
-    if start >= 0 and "]" not in cut[start:] and s.startswith("[REDACTED:", start):
-        cut = cut[:start]
-    return cut.rstrip() + "…"
-
-
-def redacted_line(
-    text: str, allowlist: Sequence[str] = (), limit: int = TOOL_SUMMARY_CHARS
-) -> tuple[str, int]:
-    """``text`` redacted, then made one line of at most ``limit`` characters; and the count.
-
-    Redaction comes first so that a secret straddling the cut is still recognised whole.
-    """
-    clean, count = redact(str(text), allowlist)
-    return one_line(clean, limit), count
-
-
-def tool_line(name: str, args: str = "", result: str = "") -> str:
-    """``> [tool:NAME] args → result`` on one line, no full JSON (seed 000 §2.1).
-
-    ``args`` and ``result`` must already be redacted (:func:`redacted_tool_line`).
-    """
-    name = re.sub(r"[^\w.:/-]+", "_", name.strip()) or "tool"
-    line = f"> [tool:{name}]"
-    if args.strip():
-        line += " " + one_line(args)
-    if result.strip():
-        line += " → " + one_line(result)
-    return line
-
-
-def redacted_tool_line(
-    name: str, args: str = "", result: str = "", allowlist: Sequence[str] = ()
-) -> tuple[str, int]:
-    """:func:`tool_line` of redacted parts (each redacted before it is cut); and the count."""
-    name, n_name = redact(name, allowlist)
-    args, n_args = redacted_line(args, allowlist)
-    result, n_result = redacted_line(result, allowlist)
-    return tool_line(name, args, result), n_name + n_args + n_result
-
-
-def turn_header(when: dt.datetime, role: str, memory: bool = False) -> str:
-    """``## HH:MM — role``; only ``agent`` turns can be memory operations (seed 000 §2.1)."""
-    if role not in ROLES:
-        raise MemrepoError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
-    if memory and role != "agent":
-        raise MemrepoError(
-            f"only agent turns can be memory operations ('## HH:MM — agent [memory]', seed 000 "
-            f"§2.1), not {role} turns"
-        )
-    return f"## {when:%H:%M} — {role}" + (" [memory]" if memory else "")
-
-
-def slug_from_messages(messages: Sequence[str], max_words: int = 6) -> str:
-    """A kebab-case slug from the first messages: their first meaningful words."""
-    words: list[str] = []
-    for text in messages:
-        text = re.sub(r"\[REDACTED:[^\]]*\]|```.*?```|`[^`]*`|https?://\S+", " ", text, flags=re.S)
-        for w in re.findall(r"[a-z0-9]+", text.lower()):
-            if w not in _STOPWORDS and (len(w) > 1 or w.isdigit()):
-                words.append(w)
-            if len(words) >= max_words:
-                return "-".join(words)
-    return "-".join(words) or PROVISIONAL_SLUG
-
-
-_STOPWORDS = frozenset(
-    re.findall(
-        r"\S+",
-        "a an the and or but of to in on at for with from by is are was were be been it this "
-        "that these those i you we me my your our can could would should please let lets let's "
-        "do does hi hello hey ok okay so just",
-    )
-)
-
-
-def attachment_name(
-    data: bytes, name: str, when: dt.datetime, allowlist: Sequence[str] = ()
-) -> str:
-    """``attachments/YYYY/MM/DD/<sha8>-<name>``: content-addressed, so re-attaching is free.
-
-    A secret in the file name is redacted before the name is sanitised (sanitising first
-    could break it into something no rule recognises), and again after, in case sanitising
-    joined pieces into a new match; the placeholder's kind stays readable.
-    """
-    stem = Path(name).name
-    for _ in range(2):
-        stem = redact(stem, allowlist)[0].replace("[REDACTED:", "REDACTED-")
-        stem = re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-.")
-    import hashlib  # here, not at the top: `capture append` (every turn) never needs it
-
-    digest = hashlib.sha256(data).hexdigest()[:8]
-    return f"attachments/{when:%Y/%m/%d}/{digest}-{(stem or 'file')[-80:]}"
-
-
-def redact_attachment(data: bytes, allowlist: Sequence[str] = ()) -> tuple[bytes, int]:
-    """Attachments that are UTF-8 text are redacted like a transcript; binaries are kept."""
-    if b"\0" in data[:8192]:
-        return data, 0
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data, 0
-    clean, count = redact(text, allowlist)
-    return (clean.encode("utf-8"), count) if count else (data, 0)
-
-
-def store_attachment(
-    root: Path, data: bytes, name: str, when: dt.datetime, allowlist: Sequence[str] = ()
-) -> str:
-    """Write an attachment (never embedded in a transcript), text redacted; its repo path."""
-    from memrepo.atomic import atomic_write
-
-    data = redact_attachment(data, allowlist)[0]
-    rel = attachment_name(data, name, when, allowlist)
-    target = root / rel
-    if not target.exists():
-        atomic_write(target, data)
-    return rel
+#: A transcript with no append for this long (a crashed agent) is reported by ``memory
+#: doctor`` and closed by ``memory doctor --fix``. Not a config setting: a day is far beyond
+#: any live session's pause, and closing early only ever costs a new session id.
+STALE_AFTER = dt.timedelta(days=1)
 
 
 # ---------------------------------------------------------------------------
@@ -249,7 +69,7 @@ def store_attachment(
 
 
 @dataclass
-class Session:
+class OpenSession:
     """What an open session needs between processes (kept in .memrepo/sessions/<id>.json)."""
 
     session_id: str
@@ -289,18 +109,18 @@ def session_lock(root: Path, session_id: str, timeout: float = 30.0) -> Iterator
         raise MemrepoError(f"session {session_id} is locked by another process") from None
 
 
-def save_session(root: Path, session: Session) -> None:
+def save_session(root: Path, session: OpenSession) -> None:
     from memrepo.atomic import atomic_write
 
     atomic_write(_state_file(root, session.session_id), json.dumps(session.__dict__, indent=1))
 
 
-def load_session(root: Path, session_id: str) -> Session:
+def load_session(root: Path, session_id: str) -> OpenSession:
     """The open session ``session_id``: from its state file, else found on disk."""
     _check_sid(session_id)
     try:
         data = json.loads(_state_file(root, session_id).read_text(encoding="utf-8"))
-        session = Session(**data)
+        session = OpenSession(**data)
     except FileNotFoundError:
         pass
     except (ValueError, TypeError):
@@ -317,7 +137,7 @@ def load_session(root: Path, session_id: str) -> Session:
     return _session_from_transcript(root, path)
 
 
-def _missing(root: Path, session: Session) -> MemrepoError:
+def _missing(root: Path, session: OpenSession) -> MemrepoError:
     """The error for a session whose transcript file is gone, with the way out."""
     sid, rel = session.session_id, session.path
     other = find_transcript(root, sid)
@@ -334,7 +154,7 @@ def find_open_transcript(root: Path, session_id: str) -> str | None:
     """The transcript of ``session_id`` that has no ``ended`` yet (a crash leaves these)."""
     from memrepo import documents
 
-    for full in sorted((root / "raw/conversations").glob(f"*/*/*/????-{session_id}-*.md")):
+    for full in sorted((root / layout.TRANSCRIPT_ROOT).glob(f"*/*/*/????-{session_id}-*.md")):
         rel = full.relative_to(root).as_posix()
         try:
             doc = documents.read_document(full, rel)
@@ -345,7 +165,7 @@ def find_open_transcript(root: Path, session_id: str) -> str | None:
     return None
 
 
-def _session_from_transcript(root: Path, rel: str) -> Session:
+def _session_from_transcript(root: Path, rel: str) -> OpenSession:
     from memrepo import documents
 
     doc = documents.read_document(root / rel, rel)
@@ -353,8 +173,8 @@ def _session_from_transcript(root: Path, rel: str) -> Session:
     if not isinstance(tzname, str):
         started = documents.parse_datetime(doc.meta.get("started"))
         off = started.utcoffset() if started else None
-        tzname = _offset_label(off or dt.timedelta())
-    return Session(
+        tzname = offset_label(off or dt.timedelta())
+    return OpenSession(
         session_id=str(doc.meta["session_id"]),
         path=rel,
         timezone=tzname,
@@ -363,12 +183,12 @@ def _session_from_transcript(root: Path, rel: str) -> Session:
     )
 
 
-def open_sessions(root: Path) -> list[Session]:
+def open_sessions(root: Path) -> list[OpenSession]:
     """Every session with a state file (started and not ended on this machine)."""
     out = []
     for f in sorted((root / STATE_DIR).glob("*.json")):
         try:
-            out.append(Session(**json.loads(f.read_text(encoding="utf-8"))))
+            out.append(OpenSession(**json.loads(f.read_text(encoding="utf-8"))))
         except (OSError, ValueError, TypeError):
             continue
     return out
@@ -386,19 +206,6 @@ def secrets_allowlist(root: Path) -> list[str]:
 # ---------------------------------------------------------------------------
 
 
-def render_frontmatter(meta: dict[str, Any]) -> str:
-    """``---`` YAML ``---`` with ISO 8601 datetimes (``2026-02-16T18:45:00+01:00``)."""
-    from memrepo import yamlsafe
-
-    text = yamlsafe.dump(meta)
-    text = re.sub(r"^(\w+): (\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)", r"\1: \2T\3", text, flags=re.M)
-    return f"---\n{text.rstrip()}\n---\n"
-
-
-def _redact(text: str, allowlist: Sequence[str]) -> str:
-    return redact(text, allowlist)[0]
-
-
 def start(
     root: Path,
     *,
@@ -409,11 +216,10 @@ def start(
     tags: Sequence[str] = (),
     timezone: str | None = None,
     started: dt.datetime | None = None,
-) -> Session:
+) -> OpenSession:
     """Create the open transcript (frontmatter and title) and the session's state file."""
     import secrets  # the stdlib's, for a random id: only `start` needs it
 
-    from memrepo import layout
     from memrepo.atomic import atomic_write
 
     session_id = _check_sid(session_id or f"ses_{secrets.token_hex(4)}")
@@ -422,18 +228,18 @@ def start(
     tz, tzname = resolve_timezone(timezone)
     when = started.astimezone(tz).replace(microsecond=0) if started else now_in(tz)
     allow = secrets_allowlist(root)
-    topic = _redact(topic, allow).strip() if topic else None
+    topic = redact(topic, allow)[0].strip() if topic else None
     slug = slug_from_messages([topic], 6) if topic else PROVISIONAL_SLUG
     meta: dict[str, Any] = {"session_id": session_id, "started": when, "timezone": tzname}
     for key, value in (("model", model), ("channel", channel), ("topic", topic)):
         if value:
-            meta[key] = _redact(value, allow)
-    meta["tags"] = [_redact(t, allow) for t in tags]
+            meta[key] = redact(value, allow)[0]
+    meta["tags"] = [redact(t, allow)[0] for t in tags]
     body = f"\n# {topic}\n" if topic else ""
     rel = layout.transcript_path(when, session_id, slug)
     if (root / rel).exists():
         raise MemrepoError(f"{rel} already exists", rel)
-    session = Session(session_id, rel, tzname, allow, provisional_slug=topic is None)
+    session = OpenSession(session_id, rel, tzname, allow, provisional_slug=topic is None)
     atomic_write(root / rel, render_frontmatter(meta) + body)
     save_session(root, session)
     return session
@@ -456,13 +262,9 @@ def _last_role(path: Path) -> tuple[str | None, bool]:
         size = fh.seek(0, os.SEEK_END)
         fh.seek(max(0, size - 65536))
         tail = fh.read().decode("utf-8", "replace")
-    roles = _TURN.findall(tail)
+    roles = TURN_LINES.findall(tail)
     last_line = tail.rstrip("\n").rsplit("\n", 1)[-1]
     return (roles[-1][2] if roles else None), last_line.startswith("> [")
-
-
-def _count_redactions(raw: str, clean: str) -> int:
-    return clean.count("[REDACTED:") - raw.count("[REDACTED:")
 
 
 def append(
@@ -530,8 +332,25 @@ def attach(
     return rel
 
 
+def store_attachment(
+    root: Path, data: bytes, name: str, when: dt.datetime, allowlist: Sequence[str] = ()
+) -> str:
+    """Write an attachment (never embedded in a transcript), text redacted; its repo path."""
+    rel, clean = prepare_attachment(data, name, when, allowlist)
+    _write_attachment(root, rel, clean)
+    return rel
+
+
+def _write_attachment(root: Path, rel: str, data: bytes) -> None:
+    """Content-addressed: a path that exists already holds these bytes."""
+    from memrepo.atomic import atomic_write
+
+    if not (root / rel).exists():
+        atomic_write(root / rel, data)
+
+
 def _append_line(
-    root: Path, session: Session, line: str, role: str | None, when: dt.datetime | None
+    root: Path, session: OpenSession, line: str, role: str | None, when: dt.datetime | None
 ) -> None:
     """Add a ``> […]`` line to the current turn, opening a turn for ``role`` if needed."""
     path = root / session.path
@@ -569,7 +388,7 @@ def end(
     put back open, byte for byte, under its old name, the paths are unstaged, and the
     session stays open, so ``end`` can simply run again once the cause is fixed.
     """
-    from memrepo import documents, layout
+    from memrepo import documents
     from memrepo.atomic import atomic_write
 
     with session_lock(root, session_id):
@@ -585,18 +404,18 @@ def end(
         if started is not None and ended < started:
             ended = started
         meta["ended"] = ended
-        meta["turns"] = len(_TURN.findall(body))
+        meta["turns"] = len(TURN_LINES.findall(body))
         if tokens_in is not None:
             meta["tokens_in"] = tokens_in
         if tokens_out is not None:
             meta["tokens_out"] = tokens_out
-        changes = [*_knowledge_lines(body), *knowledge_changes]
+        changes = [*knowledge_lines(body), *knowledge_changes]
         if changes:
             meta["knowledge_changes"] = changes
         meta["redactions"] = _redaction_count(meta, body)
         rel = session.path
         if session.provisional_slug and not _tracked(root, rel):
-            slug = slug_from_messages(_first_messages(body))
+            slug = slug_from_messages(first_messages(body))
             if slug != PROVISIONAL_SLUG and started is not None:
                 rel = layout.transcript_path(started, session_id, slug)
         atomic_write(root / rel, render_frontmatter(meta) + body)
@@ -627,7 +446,7 @@ def end(
 
 
 def _reopen(
-    root: Path, session: Session, rel: str, original: bytes, paths: Sequence[str],
+    root: Path, session: OpenSession, rel: str, original: bytes, paths: Sequence[str],
     exc: MemrepoError,
 ) -> MemrepoError:
     """Undo a closing whose commit failed; the error that says so and what to do next."""
@@ -669,26 +488,6 @@ def _redaction_count(meta: dict[str, Any], body: str) -> int:
     return body.count("[REDACTED:") + extra.count("[REDACTED:")
 
 
-def _knowledge_lines(body: str) -> list[dict[str, str]]:
-    out = []
-    for m in _KNOWLEDGE.finditer(body):
-        item = {"path": m["path"], "action": m["action"]}
-        if m["summary"]:
-            item["summary"] = m["summary"].strip()
-        out.append(item)
-    return out
-
-
-def _first_messages(body: str, n: int = 3) -> list[str]:
-    """The first ``n`` user turns (else any turns) of a body, for the slug."""
-    parts = _TURN.split(body)
-    turns = []  # (role, text)
-    for i in range(1, len(parts) - 4, 5):
-        turns.append((parts[i + 2], parts[i + 4]))
-    users = [t for r, t in turns if r == "user"] or [t for _, t in turns]
-    return [re.sub(r"^> \[.*$", "", t, flags=re.M) for t in users[:n]]
-
-
 def _tracked(root: Path, rel: str) -> bool:
     from memrepo.git import git
 
@@ -696,105 +495,65 @@ def _tracked(root: Path, rel: str) -> bool:
 
 
 # ---------------------------------------------------------------------------
-# Whole conversations at once (the importers)
+# Sessions a crashed agent left open (``memory doctor`` and ``doctor --fix``)
 # ---------------------------------------------------------------------------
 
 
-@dataclass
-class Turn:
-    """One turn of an imported conversation: blocks are paragraphs or ``> [...]`` lines."""
+def stale_sessions(root: Path) -> list[tuple[str, str, dt.datetime | None]]:
+    """Sessions open on this machine with no append for STALE_AFTER: (id, why, last append).
 
-    role: str
-    when: dt.datetime | None = None
-    blocks: list[str] = field(default_factory=list)
-    memory: bool = False
+    The last append is the transcript's mtime (appends are the only writes to an open
+    transcript); None when the transcript is gone.
+    """
+    import time
 
-
-@dataclass
-class Conversation:
-    """A whole conversation, as an importer reads it, before it becomes a transcript."""
-
-    session_id: str
-    started: dt.datetime
-    turns: list[Turn]
-    ended: dt.datetime | None = None
-    model: str | None = None
-    channel: str | None = None
-    title: str | None = None
-    tags: list[str] = field(default_factory=list)
-    source: dict[str, str] = field(default_factory=dict)
-    attachments: dict[str, bytes] = field(default_factory=dict)  # placeholder -> bytes
-    tokens_in: int | None = None
-    tokens_out: int | None = None
-
-
-def render_conversation(
-    root: Path, conv: Conversation, tz: dt.tzinfo, tzname: str, allowlist: Sequence[str]
-) -> tuple[str, str, list[str]]:
-    """(repo path, full text, attachment paths) of a closed transcript for ``conv``."""
-    from memrepo import layout
-
-    started = conv.started.astimezone(tz).replace(microsecond=0)
-    attachments: list[str] = []
-    body_parts: list[str] = []
-    title = _redact(conv.title, allowlist).strip() if conv.title else None
-    if title:
-        body_parts.append(f"\n# {title}\n")
-    last: dt.datetime = started
-    for turn in conv.turns:
-        blocks = []
-        for block in turn.blocks:
-            if block.startswith("\0attach:"):
-                key = block[len("\0attach:") :]
-                data = conv.attachments.get(key)
-                if data is None:
-                    missing = redacted_line(key, allowlist, 120)[0]
-                    blocks.append(f"> [attachment:missing:{missing}]")
-                    continue
-                name = re.sub(r"^[0-9a-f]{8}-", "", key)  # the importer's dedup prefix
-                rel = store_attachment(root, data, name, (turn.when or last).astimezone(tz),
-                                       allowlist)
-                attachments.append(rel)
-                blocks.append(f"> [attachment:{rel}]")
-            else:
-                blocks.append(escape_content(_redact(block, allowlist).strip("\n").rstrip()))
-        blocks = [b for b in blocks if b.strip()]
-        if not blocks:
+    stale: list[tuple[str, str, dt.datetime | None]] = []
+    for s in open_sessions(root):
+        try:
+            mtime = (root / s.path).stat().st_mtime
+        except OSError:
+            stale.append((s.session_id, f"transcript {s.path} missing", None))
             continue
-        when = (turn.when or last).astimezone(tz)
-        last = max(last, when)
-        # Adjacent ``> [...]`` lines stay together; other blocks are paragraphs.
-        text = ""
-        for i, b in enumerate(blocks):
-            sep = "\n" if i and b.startswith("> [") and blocks[i - 1].startswith("> [") else "\n\n"
-            text += (sep if i else "") + b
-        body_parts.append(f"\n{turn_header(when, turn.role, turn.memory)}\n{text}\n")
-    body = "".join(body_parts)
-    ended = (conv.ended or last).astimezone(tz).replace(microsecond=0)
-    ended = max(ended, started)
-    slug = slug_from_messages([title] if title else _first_messages(body))
-    meta: dict[str, Any] = {"session_id": conv.session_id, "started": started, "ended": ended,
-                            "timezone": tzname}
-    if conv.model:
-        meta["model"] = conv.model
-    if conv.channel:
-        meta["channel"] = conv.channel
-    if title:
-        meta["topic"] = title
-    meta["tags"] = list(conv.tags)
-    if conv.tokens_in is not None:
-        meta["tokens_in"] = conv.tokens_in
-    if conv.tokens_out is not None:
-        meta["tokens_out"] = conv.tokens_out
-    meta["turns"] = len(_TURN.findall(body))
-    meta["redactions"] = body.count("[REDACTED:")
-    changes = _knowledge_lines(body)
-    if changes:
-        meta["knowledge_changes"] = changes
-    if conv.source:
-        meta["source"] = dict(conv.source)
-    rel = layout.transcript_path(started, conv.session_id, slug)
-    return rel, render_frontmatter(meta) + body, attachments
+        age = time.time() - mtime
+        if age > STALE_AFTER.total_seconds():
+            last = dt.datetime.fromtimestamp(mtime, dt.timezone.utc)
+            stale.append((s.session_id, f"idle {age / 86400:.1f} days", last))
+    return stale
+
+
+def close_stale_sessions(repo: MemoryRepo) -> list[tuple[bool, str]]:
+    """Doctor --fix: close (and commit) what a crashed agent left open, as `capture end`
+    would, ended at its last append. (done, report line) per session."""
+    out = []
+    for sid, why, last in stale_sessions(repo.root):
+        if last is None:
+            out.append((False, f"session {sid} left open: {why}; restore the transcript or "
+                               f"delete {STATE_DIR}/{sid}.json"))
+            continue
+        try:
+            done = end(repo.root, sid, when=last)
+        except MemrepoError as exc:
+            out.append((False, f"session {sid} left open: {exc}"))
+            continue
+        commit = f", commit {done.commit[:10]}" if done.commit else ""
+        out.append((True, f"closed session {sid} ({why}): {done.path}{commit}"))
+    return out
+
+
+def health_checks(repo: MemoryRepo) -> list[Check]:
+    """Doctor: open transcripts a crashed agent left behind for more than a day."""
+    stale = stale_sessions(repo.root)
+    if not stale:
+        return [Check("open transcripts", True, "no session left open for more than a day")]
+    detail = ", ".join(f"{sid} ({why})" for sid, why, _ in stale)
+    fix = "memory doctor --fix (closes them: " + "; ".join(
+        f"memory capture end --session {sid}" for sid, _, _ in stale) + ")"
+    return [Check("open transcripts", False, f"left open: {detail}", fix, warning=True)]
+
+
+# ---------------------------------------------------------------------------
+# Whole conversations at once (the importers)
+# ---------------------------------------------------------------------------
 
 
 def find_transcript(root: Path, session_id: str, started: dt.datetime | None = None) -> str | None:
@@ -802,14 +561,15 @@ def find_transcript(root: Path, session_id: str, started: dt.datetime | None = N
     from memrepo.git import git
 
     if started is not None:
-        day = root / f"raw/conversations/{started:%Y/%m/%d}"
+        day = root / f"{layout.TRANSCRIPT_ROOT}{started:%Y/%m/%d}"
         for full in day.glob(f"????-{session_id}-*.md"):
             return full.relative_to(root).as_posix()
-    out = git(["ls-files", "-z", "--", f":(glob)raw/conversations/**/*-{session_id}-*.md"], root)
+    pattern = f":(glob){layout.TRANSCRIPT_ROOT}**/*-{session_id}-*.md"
+    out = git(["ls-files", "-z", "--", pattern], root)
     hits = [p for p in out.split("\0") if p]
     if hits:
         return hits[0]
-    for full in (root / "raw/conversations").glob(f"*/*/*/????-{session_id}-*.md"):
+    for full in (root / layout.TRANSCRIPT_ROOT).glob(f"*/*/*/????-{session_id}-*.md"):
         return full.relative_to(root).as_posix()
     return None
 
@@ -821,17 +581,18 @@ def write_conversation(
     from memrepo.atomic import atomic_write
 
     tz, tzname = resolve_timezone(timezone)
-    rel, text, attachments = render_conversation(root, conv, tz, tzname, secrets_allowlist(root))
+    rel, text, attachments = render_conversation(conv, tz, tzname, secrets_allowlist(root))
+    for path, data in attachments.items():
+        _write_attachment(root, path, data)
     if (root / rel).exists():
         raise MemrepoError(f"{rel} already exists", rel)
     atomic_write(root / rel, text)
     sha = None
     if commit:
-        from memrepo import layout
         from memrepo.commit.write import commit_paths
 
         slug = layout.TRANSCRIPT_PATH.match(rel)["rest"][len(conv.session_id) + 1 :]  # type: ignore[index]
-        paths = [rel, *sorted(set(attachments))]
+        paths = [rel, *sorted(attachments)]
         try:
             sha = commit_paths(root, paths, f"conversation: {slug}\n\nSession: {rel}\n")
         except MemrepoError as exc:

@@ -1,19 +1,18 @@
-"""Chat messages in the shapes runtimes use: Anthropic, OpenAI, Claude Code JSONL, transcripts.
+"""Chat messages in the shapes runtimes use: Anthropic, OpenAI, Claude Code JSONL.
 
-One reading of "what does this message say" and "which tool call does it open or close",
-shared by the compiler's P4 slot, ``memory trim`` and ``memory flush``.
+One reading of "who speaks", "what does this message say" and "which tool call does it
+open or close", shared by the session reader (:mod:`memrepo.transcript.read`: the
+compiler's P4 slot, ``memory flush``), ``memory trim`` and the importers.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memrepo.documents import decode, parse_document
+from memrepo.documents import decode
 from memrepo.errors import MemrepoError
-from memrepo.layout import TURN_HEADER
 
 #: Block types that open a tool call (seed 002: all the variants runtimes use).
 TOOL_CALL_TYPES = frozenset({"tool_use", "toolUse", "toolCall", "functionCall", "function_call"})
@@ -27,8 +26,27 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+#: A runtime's message role -> the role a transcript gives that speaker (seed 000 §2.1).
+_TRANSCRIPT_ROLES = {
+    "user": "user",
+    "human": "user",
+    "assistant": "agent",
+    "agent": "agent",
+    "model": "agent",
+    "ai": "agent",
+    "system": "system",
+    "developer": "system",
+}
+
+
 def role(msg: dict[str, Any]) -> str:
     return str(msg.get("role") or msg.get("type") or "")
+
+
+def transcript_role(role: str | None) -> str | None:
+    """``user``, ``agent`` or ``system`` for a message role (``assistant`` -> ``agent``);
+    None for the others (tool and function results, unknown roles)."""
+    return _TRANSCRIPT_ROLES.get((role or "").lower())
 
 
 def _block_text(block: Any) -> str:
@@ -51,12 +69,31 @@ def _block_text(block: Any) -> str:
 
 
 def content_text(content: Any) -> str:
+    """The readable text of a message's content, tool calls and results summarised inline
+    (``[tool call NAME: ARGS]``, ``[tool result: …]``)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
         return "\n".join(t for t in (_block_text(b) for b in content) if t)
     if isinstance(content, dict):
         return _block_text(content)
+    return ""
+
+
+def plain_text(content: Any) -> str:
+    """Only the text of a content: a string, or the ``text`` of its blocks, nested
+    ``content`` included (a tool result's); tool calls and other blocks give empty lines."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(plain_text(c) for c in content)
+    if isinstance(content, dict):
+        if isinstance(content.get("text"), str):
+            return content["text"]
+        if "content" in content:
+            return plain_text(content["content"])
     return ""
 
 
@@ -67,6 +104,12 @@ def text(msg: dict[str, Any]) -> str:
         fn = call.get("function", {}) if isinstance(call, dict) else {}
         parts.append(f"[tool call {fn.get('name', '')}: {fn.get('arguments', '')}]")
     return "\n".join(p for p in parts if p)
+
+
+def prose(msg: dict[str, Any]) -> str:
+    """What a message says, without its tool calls and results (raw output is not memory)."""
+    lines = content_text(msg.get("content")).split("\n")
+    return "\n".join(x for x in lines if not x.startswith(("[tool call ", "[tool result:")))
 
 
 def tool_calls(msg: dict[str, Any]) -> set[str]:
@@ -180,46 +223,3 @@ def load_messages(path: Path) -> list[dict[str, Any]]:
     """A messages JSON (a list, or {"messages": [...]}) or JSONL (Claude Code transcripts)."""
     return parse_messages(read_text(path), str(path))[0]
 
-
-@dataclass
-class Turn:
-    """One turn of a session, located in its file (line span, or message number)."""
-
-    role: str
-    text: str
-    start: int
-    end: int
-    unit: str  # line | message
-
-
-def load_session(path: Path) -> list[Turn]:
-    """Turns, oldest first, from a transcript (markdown) or a messages JSON/JSONL file."""
-    if not path.is_file():
-        raise MemrepoError("session file not found", path)
-    if path.suffix.lower() in (".json", ".jsonl"):
-        msgs = load_messages(path)
-        return [
-            Turn(role(m), text(m), i, i, "message")
-            for i, m in enumerate(msgs, 1)
-            if text(m).strip()
-        ]
-    doc = parse_document(read_text(path), str(path))
-    lines = doc.body.split("\n")
-    turns: list[Turn] = []
-    cur: Turn | None = None
-    for i, line in enumerate(lines):
-        n = doc.body_line + i
-        m = TURN_HEADER.match(line)
-        if m:
-            if cur:
-                turns.append(cur)
-            cur = Turn(m.group("role"), line, n, n, "line")
-        elif cur is not None:
-            cur.text += "\n" + line
-            if line.strip():
-                cur.end = n
-    if cur:
-        turns.append(cur)
-    for t in turns:
-        t.text = t.text.rstrip()
-    return turns

@@ -3,10 +3,9 @@
 ``extractors`` (what each finds, where it writes), ``heuristics`` (the offline path),
 ``apply`` (ADD / UPDATE / SUPERSEDE / NONE and the in-memory workspace), ``entries``
 (the line format, source references and the superseded marker), ``cache`` (LLM results),
-``transcript`` (reading one), ``runner`` (the ``memory extract`` run and its commit).
+``runner`` (the ``memory extract`` run and its commit). Transcripts are read by
+:mod:`memrepo.transcript.read`.
+
+The package imports nothing itself, so the MEMORY.md cap (:mod:`memrepo.lifecycle.cap`),
+which uses ``entries`` and ``apply``, can be imported by ``runner`` without a cycle.
 """
-
-from memrepo.lifecycle.extract.extractors import REGISTRY
-from memrepo.lifecycle.extract.runner import extract, select
-
-__all__ = ["REGISTRY", "extract", "select"]

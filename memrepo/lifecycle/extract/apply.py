@@ -19,11 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memrepo import scaffold
 from memrepo.atomic import atomic_write
 from memrepo.documents import parse_date, parse_document, render_document
+from memrepo.layout import MEMORY_FILE, PEOPLE_INDEX, PROJECTS_INDEX
 from memrepo.lifecycle.extract import entries as E
-from memrepo.lifecycle.extract.cache import ResultCache, key
 from memrepo.lifecycle.extract.extractors import Item
+from memrepo.lifecycle.journal import journal_text
+from memrepo.llm import ResultCache, cache_key
 
 ACTIONS = ("ADD", "UPDATE", "SUPERSEDE", "NONE")
 REPLACES = re.compile(
@@ -308,19 +311,15 @@ def _ask(decider: Any, prepared: list[tuple[str, str, list[E.Entry], list[Item]]
 
 def new_file(ws: Workspace, path: str, create: dict[str, Any], date: str) -> str:
     """A knowledge file that does not exist yet, with the frontmatter its path requires."""
-    from memrepo import scaffold
-
     day = dt.date.fromisoformat(date) if date else dt.date.today()
     typ = create.get("type")
-    if path == "knowledge/memory/MEMORY.md":
+    if path == MEMORY_FILE:
         return scaffold.render_template("MEMORY.md", day)
     if typ == "journal":
-        return render_document(
-            {"type": "journal", "date": day, "sessions": []}, f"## {day.isoformat()}\n"
-        )
+        return journal_text(day)
     if typ == "project_context":
         p = create["project"]
-        _index_line(ws, "knowledge/projects/_active.md", "projects_active.md", p, "", day)
+        _index_line(ws, PROJECTS_INDEX, "projects_active.md", p, "", day)
         return render_document(
             {"type": "project_context", "project": p, "updated": day},
             f"# {p} — Context\n\n## Key Decisions\n",
@@ -333,7 +332,7 @@ def new_file(ws: Workspace, path: str, create: dict[str, Any], date: str) -> str
         meta["updated"] = day
         _index_line(
             ws,
-            "knowledge/people/_index.md",
+            PEOPLE_INDEX,
             "people_index.md",
             name,
             create.get("relationship", ""),
@@ -348,8 +347,6 @@ def _index_line(
     ws: Workspace, path: str, template: str, name: str, what: str, day: dt.date
 ) -> None:
     """Name a new project or person in its index file (``- **name** — what``)."""
-    from memrepo import scaffold
-
     if path not in ws.files:
         full = ws.root / path
         text = (
@@ -380,7 +377,7 @@ def llm_decider(llm: Any, cache: ResultCache) -> Any:
         listing = "\n".join(f"{i}. {e.text}" for i, e in enumerate(existing) if not e.superseded)
         cands = "\n".join(f"{i}. {it.text}" for i, it in enumerate(group))
         model = llm.model_for("extract")
-        k = key("reconcile", model, template_hash("reconcile"), path, section, listing, cands)
+        k = cache_key("reconcile", model, template_hash("reconcile"), path, section, listing, cands)
         data = cache.get(k)
         if data is None:
             data = llm.complete_json(

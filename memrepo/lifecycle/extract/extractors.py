@@ -13,11 +13,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from memrepo.layout import slugify
+from memrepo.layout import MEMORY_FILE, slugify
 from memrepo.lifecycle.extract import heuristics as h
 from memrepo.transcript.read import Transcript
-
-MEMORY = "knowledge/memory/MEMORY.md"
 
 
 @dataclass
@@ -137,7 +135,7 @@ class Decisions(Extractor):
             return Item(self.name, text, f"knowledge/projects/{project}/context.md",
                         "Key Decisions", t.ref, t.date,
                         create={"type": "project_context", "project": project})
-        return Item(self.name, text, MEMORY, "Key Decisions", t.ref, t.date)
+        return Item(self.name, text, MEMORY_FILE, "Key Decisions", t.ref, t.date)
 
 
 class Lessons(Extractor):
@@ -150,7 +148,7 @@ class Lessons(Extractor):
                 if h.LESSON.search(s) or (role == "user" and h.PREFERENCE.search(s))]
 
     def item(self, t: Transcript, ctx: Context, text: str, extra: dict[str, Any]) -> Item:
-        return Item(self.name, text, MEMORY, "Lessons Learned", t.ref, t.date)
+        return Item(self.name, text, MEMORY_FILE, "Lessons Learned", t.ref, t.date)
 
 
 class People(Extractor):

@@ -21,9 +21,10 @@ from memrepo.atomic import atomic_write
 from memrepo.documents import parse_date
 from memrepo.errors import MemrepoError
 from memrepo.layout import TRANSCRIPT_ROOT, is_transcript
+from memrepo.lifecycle.cap import enforce_cap
 from memrepo.lifecycle.extract import extractors as X
 from memrepo.lifecycle.extract.apply import Edit, Workspace, llm_decider
-from memrepo.lifecycle.extract.cache import ResultCache, key
+from memrepo.llm import ResultCache, cache_key
 from memrepo.transcript.read import Transcript, read_transcript
 
 STATE_FILE = ".memrepo/extract-state.json"
@@ -128,7 +129,7 @@ class Extraction:
         self.llm_pairs = 0
 
     def cache_key(self, ex: X.Extractor, t: Transcript) -> str:
-        return key(ex.name, ex.version, self.llm.model_for("extract"), self.prompt_hash,
+        return cache_key(ex.name, ex.version, self.llm.model_for("extract"), self.prompt_hash,
                    t.content_hash)
 
     def llm_data(self, ex: X.Extractor, t: Transcript) -> dict[str, Any] | None:
@@ -256,8 +257,6 @@ def finish(root: Path, ws: Workspace, llm: Any) -> list[str]:
     """Write the workspace, then bring MEMORY.md back under its cap if it went over."""
     written = ws.write()
     if "knowledge/memory/MEMORY.md" in written:
-        from memrepo.lifecycle.condense import enforce_cap
-
         extra = enforce_cap(root, llm)
         written = sorted(set(written) | set(extra))
     return written

@@ -11,10 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from memrepo.secrets import redact
-from memrepo.transcript.capture import Turn, redacted_line, tool_line
-
-#: Marker an importer puts in a turn's blocks for an attachment (resolved when rendering).
-ATTACH = "\0attach:"
+from memrepo.transcript.messages import plain_text
+from memrepo.transcript.render import ATTACH, DraftTurn, redacted_line, tool_line
 
 
 def digest(data: bytes | str) -> str:
@@ -76,29 +74,13 @@ def result_summary(content: Any, is_error: bool = False, allowlist: Sequence[str
     The whole result is redacted before its first line is taken and cut (a private key
     block spans lines).
     """
-    text = redact(content_text(content), allowlist)[0]
+    text = redact(plain_text(content), allowlist)[0]
     lines = [ln for ln in text.split("\n") if ln.strip()]
     if not lines:
         return "error" if is_error else "ok"
     first = redacted_line(lines[0], allowlist, 120)[0]
     more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
     return ("error: " if is_error else "") + first + more
-
-
-def content_text(content: Any) -> str:
-    """Plain text of a string or a list of content blocks (other blocks are ignored)."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(content_text(c) for c in content)
-    if isinstance(content, dict):
-        if isinstance(content.get("text"), str):
-            return content["text"]
-        if "content" in content:
-            return content_text(content["content"])
-    return ""
 
 
 def data_url(url: str) -> tuple[bytes, str] | None:
@@ -124,13 +106,13 @@ class Builder:
 
     def __init__(self, allowlist: Sequence[str] = ()) -> None:
         self.allowlist = tuple(allowlist)
-        self.turns: list[Turn] = []
+        self.turns: list[DraftTurn] = []
         self.attachments: dict[str, bytes] = {}
-        self._tools: dict[str, tuple[Turn, int, str, str]] = {}
+        self._tools: dict[str, tuple[DraftTurn, int, str, str]] = {}
 
-    def _turn(self, role: str, when: dt.datetime | None, new: bool = False) -> Turn:
+    def _turn(self, role: str, when: dt.datetime | None, new: bool = False) -> DraftTurn:
         if new or not self.turns or self.turns[-1].role != role:
-            self.turns.append(Turn(role, when))
+            self.turns.append(DraftTurn(role, when))
         turn = self.turns[-1]
         if turn.when is None:
             turn.when = when

@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memrepo.transcript.capture import Conversation
+from memrepo.transcript.messages import plain_text, transcript_role
+from memrepo.transcript.render import Conversation
 
-from ._common import Builder, content_text, digest, session_id
+from ._common import Builder, digest, session_id
 from .claude_code import _media
 
 FORMAT = "anthropic"
@@ -29,9 +30,9 @@ def parse(data: bytes, ictx: Any) -> list[Conversation]:
     b = Builder(ictx.allowlist)
     system = meta.get("system")
     if system:
-        b.text("system", content_text(system))
+        b.text("system", plain_text(system))
     for msg in messages:
-        role = "agent" if msg.get("role") == "assistant" else "user"
+        role = transcript_role(msg.get("role")) or "user"
         content = msg.get("content")
         if isinstance(content, str):
             b.text(role, content)

@@ -15,7 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from memrepo.transcript.capture import Conversation
+from memrepo.transcript.messages import transcript_role
+from memrepo.transcript.render import Conversation
 
 from ._common import Builder, digest, session_id, timestamp
 
@@ -83,7 +84,7 @@ def _conversation(conv: dict[str, Any], ictx: Any, folder: Path) -> Conversation
             b.tool_call(str(msg["recipient"]), text, call_id, when)
             pending_call = {"id": call_id}
             continue
-        who = {"user": "user", "assistant": "agent", "system": "system"}.get(role or "", "user")
+        who = transcript_role(role) or "user"
         if role == "system" and not text.strip():
             continue
         b.text(who, text, when)

@@ -14,7 +14,7 @@ import base64
 import json
 from typing import Any
 
-from memrepo.transcript.capture import Conversation
+from memrepo.transcript.render import Conversation
 
 from ._common import Builder, digest, session_id, timestamp
 

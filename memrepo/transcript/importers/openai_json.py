@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memrepo.transcript.capture import Conversation
+from memrepo.transcript.messages import transcript_role
+from memrepo.transcript.render import Conversation
 
-from ._common import Builder, content_text, data_url, digest, session_id
+from ._common import Builder, data_url, digest, session_id
 
 FORMAT = "openai"
-_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "agent"}
 
 
 def parse(data: bytes, ictx: Any) -> list[Conversation]:
@@ -36,7 +36,7 @@ def parse(data: bytes, ictx: Any) -> list[Conversation]:
         if role == "function":
             b.tool_result(None, msg.get("content"), name=msg.get("name"))
             continue
-        who = _ROLES.get(role or "", "user")
+        who = transcript_role(role) or "user"
         content = msg.get("content")
         if isinstance(content, str):
             b.text(who, content)
@@ -85,5 +85,3 @@ def parse(data: bytes, ictx: Any) -> list[Conversation]:
         tokens_out=usage.get("completion_tokens"),
     )]
 
-
-__all__ = ["content_text", "parse"]

@@ -12,18 +12,18 @@ import datetime as dt
 import re
 from typing import Any
 
-from memrepo.transcript.capture import Conversation
+from memrepo.transcript.messages import transcript_role
+from memrepo.transcript.render import Conversation
 
 from ._common import Builder, digest, session_id
 
 FORMAT = "markdown"
-_WHO = {
-    "user": "user", "human": "user", "you": "user", "me": "user",
-    "assistant": "agent", "ai": "agent", "agent": "agent", "claude": "agent",
-    "chatgpt": "agent", "gpt": "agent", "bot": "agent", "model": "agent",
-    "system": "system",
-}
-_NAMES = "|".join(_WHO)
+#: Speaker names a log may use besides the message roles that ``transcript_role`` maps.
+_ALSO = {"you": "user", "me": "user", "claude": "agent", "chatgpt": "agent", "gpt": "agent",
+         "bot": "agent"}
+#: Every speaker a label may name, in the order the pattern tries them.
+_NAMES = "|".join(("user", "human", "you", "me", "assistant", "ai", "agent", "claude",
+                   "chatgpt", "gpt", "bot", "model", "system"))
 _OURS = re.compile(r"^## (\d\d):(\d\d) — (user|agent|system)( \[memory\])?\s*$")
 _LABEL = re.compile(
     rf"^(?:#{{1,6}}\s*)?(?:\*\*|__)?({_NAMES})(?:\*\*|__)?\s*:?\s*(?:\*\*|__)?\s*(.*)$",
@@ -58,7 +58,7 @@ def parse(data: bytes, ictx: Any) -> list[Conversation]:
             continue
         if label and (line.lstrip().startswith(("#", "*", "_")) or label[2] or ":" in line):
             flush()
-            role, when = _WHO[label[1].lower()], None
+            role, when = _who(label[1]), None
             if label[2].strip():
                 buf.append(label[2].strip())
             continue
@@ -78,3 +78,8 @@ def parse(data: bytes, ictx: Any) -> list[Conversation]:
         source={"format": FORMAT, "id": digest(data)[:16], "sha256": digest(data)},
         attachments=b.attachments,
     )]
+
+
+def _who(name: str) -> str:
+    """The transcript role of a speaker label (``Assistant``, ``You``, ``Claude``…)."""
+    return transcript_role(name) or _ALSO[name.lower()]

@@ -1,0 +1,173 @@
+"""A REF as ``memory reinforce`` / ``demote`` take it, checked against the repo and the
+index, and the signal recorded for it.
+
+A REF is ``PATH``, ``PATH:LINE``, ``PATH:A-B`` as search prints it, or ``PATH#CHUNK``
+(parsed by :func:`memrepo.index.signals.parse_ref`). It is checked fully before anything
+is written: ``raw/signals/`` is append-only, so an event logged for a place that does not
+exist would stay forever.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from memrepo.errors import MemrepoError
+from memrepo.index import signals
+from memrepo.index.db import connect
+from memrepo.index.indexer import parse
+from memrepo.index.paths import db_path, is_indexed
+
+
+@dataclass
+class Recorded:
+    """What :func:`record` logged: the resolved REF, the signal file, the new score."""
+
+    ref: signals.Ref
+    logged: Path
+    #: the (path, line)'s score in the index now; None without a usable index
+    score: float | None
+
+
+def _repo_relative(root: Path, target: Path) -> str | None:
+    """``target`` (absolute) as a normalised repo path, or None when it is outside."""
+    norm = Path(os.path.normpath(target))
+    for base in (root, root.resolve()):
+        try:
+            return norm.relative_to(base).as_posix()
+        except ValueError:
+            pass
+    with contextlib.suppress(OSError, ValueError):
+        return norm.resolve().relative_to(root.resolve()).as_posix()
+    return None
+
+
+def _resolve_path(root: Path, given: str, indexed: Callable[[str], bool]) -> str:
+    """A REF's path as a repo path: relative to the current directory first (a shell's
+    tab completion), else to the repo root (what search prints)."""
+    if Path(given).is_absolute():
+        rel = _repo_relative(root, Path(given))
+        if rel is None:
+            raise MemrepoError(f"{given} is outside the memory repo {root}")
+        return rel
+    from_cwd = _repo_relative(root, Path.cwd() / given)
+    from_root = _repo_relative(root, root / given)
+    for rel in (from_cwd, from_root):
+        if rel is not None and rel != "." and ((root / rel).is_file() or indexed(rel)):
+            return rel
+    if from_root is None or from_root == ".":
+        raise MemrepoError(f"{given} is outside the memory repo {root}")
+    return from_root
+
+
+def _line_count(root: Path, rel: str, con: sqlite3.Connection | None) -> int | None:
+    """Lines of the working-tree file (what the user sees), else of the indexed one."""
+    with contextlib.suppress(OSError), open(root / rel, "rb") as fh:
+        return max(1, sum(1 for _ in fh))
+    if con is not None:
+        row = con.execute("SELECT lines FROM documents WHERE path = ?", (rel,)).fetchone()
+        if row is not None:
+            return int(row[0])
+    return None
+
+
+def _chunk_lines(root: Path, rel: str, con: sqlite3.Connection | None) -> list[int]:
+    """Start line of each chunk (``#N`` anchors): the index's, else the file's own chunking."""
+    if con is not None:
+        rows = con.execute(
+            "SELECT c.start_line FROM chunks c JOIN documents d ON d.id = c.doc_id "
+            "WHERE d.path = ? ORDER BY c.ord",
+            (rel,),
+        ).fetchall()
+        if rows:
+            return [r[0] for r in rows]
+    try:
+        data = (root / rel).read_bytes()
+    except OSError:
+        return []
+    return [c.start_line for c in parse(rel, data).chunks]
+
+
+def _open_index(root: Path) -> sqlite3.Connection | None:
+    """The index, or None when there is none or it cannot be read (REFs then check the
+    working tree only)."""
+    if not db_path(root).exists():
+        return None
+    try:
+        con = connect(db_path(root))
+        con.execute("SELECT 1 FROM documents LIMIT 1")
+    except sqlite3.DatabaseError:
+        return None
+    return con
+
+
+def _resolve(root: Path, ref: str, con: sqlite3.Connection | None) -> signals.Ref:
+    """``ref`` parsed and checked: a file search indexes, a chunk or line inside it."""
+    try:
+        r = signals.parse_ref(ref)
+    except signals.BadRef as exc:
+        raise MemrepoError(str(exc)) from None
+
+    def in_index(rel: str) -> bool:
+        if con is None:
+            return False
+        q = "SELECT 1 FROM documents WHERE path = ?"
+        return con.execute(q, (rel,)).fetchone() is not None
+
+    r.path = _resolve_path(root, r.path, in_index)
+    if not is_indexed(r.path):
+        raise MemrepoError(
+            f"{r.path}: not a file search indexes (Markdown outside scratch/, "
+            "attachments/ and hidden folders)"
+        )
+    if not ((root / r.path).is_file() or in_index(r.path)):
+        raise MemrepoError(f"{r.path}: no such file in the memory repo")
+    if r.ord is not None:
+        starts = _chunk_lines(root, r.path, con)
+        if r.ord >= len(starts):
+            raise MemrepoError(
+                f"{r.path} has {len(starts)} chunk(s) (#0 to #{len(starts) - 1}), "
+                f"no #{r.ord}"
+                if starts
+                else f"{r.path} has no chunks, so no #{r.ord}"
+            )
+        r.line = starts[r.ord]
+    elif r.line is not None:
+        count = _line_count(root, r.path, con)
+        if r.line < 1:
+            raise MemrepoError(f"{ref}: lines are numbered from 1")
+        if count is not None and r.line > count:
+            raise MemrepoError(f"{r.path} has {count} line(s), no line {r.line}")
+    return r
+
+
+def record(root: Path, ref: str, event: str) -> Recorded:
+    """Check ``ref``, append the ``event`` (reinforce, demote) for it to raw/signals/, and
+    fold it into the index at once, so the next search ranks with it."""
+    con = _open_index(root)
+    try:
+        r = _resolve(root, ref, con)
+        ev: dict[str, object] = {"event": event, "path": r.path}
+        if r.line:
+            ev["line"] = r.line
+        where = signals.append(root, [ev])
+        score = None
+        if con is not None:
+            try:
+                con.execute("BEGIN IMMEDIATE")
+                signals.apply(con, [ev])
+                con.execute("COMMIT")
+                row = con.execute(
+                    "SELECT score FROM signals WHERE path = ? AND line = ?", (r.path, r.line or 0)
+                ).fetchone()
+                score = row[0] if row else None
+            except sqlite3.DatabaseError:
+                score = None
+    finally:
+        if con is not None:
+            con.close()
+    return Recorded(r, where, score)

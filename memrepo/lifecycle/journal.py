@@ -1,0 +1,73 @@
+"""A day's journal, ``knowledge/journal/YYYY-MM-DD.md``: how a new day starts, and adding
+dated bullets to it.
+
+Every writer starts a missing day from ``templates/knowledge/journal.md``: ``memory
+remember`` here, extraction, condense and flush through their workspace
+(:func:`memrepo.lifecycle.extract.apply.new_file`). :func:`add_bullets` reads, appends and
+writes under one lock, atomically, because agents remember side by side: without the
+lock, two read-modify-writes of the same day keep only the later one, and a note that
+was acknowledged is gone (issue #14: 163 of 400 concurrent ``remember`` calls).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from pathlib import Path
+
+from memrepo import scaffold
+from memrepo.atomic import atomic_write
+from memrepo.documents import parse_document, read_document, render_document
+from memrepo.errors import MemrepoError
+from memrepo.layout import STATE_DIR, journal_path
+from memrepo.locks import file_lock
+
+#: One lock for every journal: a write takes milliseconds, and one file per day would be
+#: left behind in .memrepo/ for good.
+LOCK_FILE = f"{STATE_DIR}/journal.lock"
+#: How long a writer waits for another one before giving up (LockBusy).
+LOCK_WAIT = 30.0
+
+
+def journal_text(day: dt.date) -> str:
+    """A new day's journal: its frontmatter and the ``## YYYY-MM-DD`` heading."""
+    return scaffold.render_template("journal.md", day)
+
+
+def add_bullets(root: Path, day: dt.date, bullets: Sequence[str],
+                tags: Sequence[str] = ()) -> int:
+    """Append ``bullets`` (whole ``- …`` lines) to the end of ``day``'s journal, created from
+    the template when missing, and add ``tags`` to its frontmatter; the file line of the
+    last bullet.
+
+    A journal written by hand without frontmatter gets the fields the validator needs.
+    """
+    rel = journal_path(day)
+    full = root / rel
+    with file_lock(root / LOCK_FILE, wait=LOCK_WAIT, poll=0.002):
+        doc = read_document(full, rel) if full.exists() else parse_document(journal_text(day), rel)
+        meta, body = {"type": "journal", "date": day, **doc.meta}, doc.body
+        if tags:
+            old = meta.get("tags") or []
+            old = old if isinstance(old, list) else [str(old)]
+            meta["tags"] = [*old, *(t for t in tags if t not in old)]
+        body = body.rstrip("\n") + "\n" + "".join(b + "\n" for b in bullets)
+        if not body.startswith("\n"):
+            body = "\n" + body
+        content = render_document(meta, body)
+        atomic_write(full, content)
+    return content.rstrip("\n").count("\n") + 1
+
+
+def remember(root: Path, text: str, tags: Sequence[str] = (),
+             now: dt.datetime | None = None) -> tuple[str, int]:
+    """``text`` as a ``- HH:MM …`` bullet in today's journal, ``#tags`` after it and in the
+    frontmatter; (the journal's path, the bullet's line)."""
+    said = " ".join(text.split())
+    if not said:
+        raise MemrepoError("nothing to remember: TEXT is empty")
+    tag_list = [t.strip().lstrip("#") for t in tags if t.strip().lstrip("#")]
+    now = now or dt.datetime.now().astimezone()
+    suffix = ("  " + " ".join(f"#{t}" for t in tag_list)) if tag_list else ""
+    line = add_bullets(root, now.date(), [f"- {now:%H:%M} {said}{suffix}"], tag_list)
+    return journal_path(now.date()), line

@@ -1,0 +1,65 @@
+"""A ``Plan``: the new file texts and ``git mv`` moves a maintenance job would make.
+
+Condense and prune compute a plan first, so ``--dry-run`` can print it as a diff, and a
+real run writes it atomically and commits it as one ``maintenance: …`` commit.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memrepo.atomic import atomic_write
+from memrepo.commit.write import commit_staged
+from memrepo.git import git, head, retry_locked
+
+
+@dataclass
+class Plan:
+    """New texts by path, ``git mv`` moves, and notes for the person running it."""
+
+    texts: dict[str, str] = field(default_factory=dict)
+    moves: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    #: ``path:line: reason`` of inputs that could not be read (skipped; exit non-zero)
+    errors: list[str] = field(default_factory=list)
+
+    def changed(self, root: Path) -> dict[str, str]:
+        out = {}
+        for p, t in self.texts.items():
+            full = root / p
+            if not full.exists() or full.read_text(encoding="utf-8") != t:
+                out[p] = t
+        return out
+
+    def empty(self, root: Path) -> bool:
+        return not self.changed(root) and not self.moves
+
+    def diff(self, root: Path) -> str:
+        parts = [f"move {a} -> {b}" for a, b in self.moves]
+        for p, t in sorted(self.changed(root).items()):
+            full = root / p
+            old = full.read_text(encoding="utf-8").splitlines(True) if full.exists() else []
+            parts.append("".join(difflib.unified_diff(old, t.splitlines(True),
+                                                      f"a/{p}", f"b/{p}")).rstrip("\n"))
+        return "\n".join(parts)
+
+    def apply(self, root: Path, message: str, commit: bool = True) -> str | None:
+        """Write, move (git mv) and commit; returns the commit, or None when nothing changed."""
+        paths: list[str] = []
+        for src, dst in self.moves:
+            (root / dst).parent.mkdir(parents=True, exist_ok=True)
+            retry_locked(lambda s=src, d=dst: git(["mv", "-k", s, d], root))
+            paths += [src, dst]
+        written = list(self.changed(root))
+        for p in written:
+            atomic_write(root / p, self.texts[p])
+        paths += written
+        if not paths or not commit:
+            return None
+        if written:
+            retry_locked(lambda: git(["add", "-A", "--", *written], root))
+        body = "\n".join(f"- {n}" for n in self.notes)
+        commit_staged(root, paths, message + ("\n\n" + body if body else "") + "\n")
+        return head(root)
