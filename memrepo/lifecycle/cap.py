@@ -54,20 +54,32 @@ def cap_plan(root: Path, text: str, llm: Any = None, cap: int | None = None) -> 
     if line_count(text) <= cap:
         plan.texts[MEMORY_FILE] = text
         return plan
-    if llm is not None and getattr(llm, "available", False):
-        body = parse_document(text, MEMORY_FILE).body
-        data = llm.complete_json("condense", "prune_memory", REWRITE_SCHEMA, max_tokens=4000,
-                                 lines=line_count(text), cap=cap - 8, memory=body)
-        if data is not None:
-            new_text, why = guarded_rewrite(text, data, cap)
-            if why is None:
-                accept_rewrite(root, plan, text, new_text, data)
-                plan.notes.append(f"MEMORY.md rewritten by the model under {cap} lines")
-                return plan
-            llm.usage.note_fallback(f"prune_memory: rewrite rejected ({why})")
-            print(f"memory: model rewrite of MEMORY.md rejected ({why}); "
-                  "used the offline path", file=sys.stderr)
+    if model_rewrite(root, plan, llm, "prune_memory", text, cap,
+                     f"MEMORY.md rewritten by the model under {cap} lines",
+                     lines=line_count(text)):
+        return plan
     return offline_cap(root, text, cap)
+
+
+def model_rewrite(root: Path, plan: Plan, llm: Any, template: str, memory_text: str, cap: int,
+                  note: str, **variables: Any) -> bool:
+    """Ask the model (prompt ``template``) for a new MEMORY.md within ``cap``; take it into
+    ``plan`` when the guard accepts it. False (and a note on stderr) means: go offline."""
+    if llm is None or not getattr(llm, "available", False):
+        return False
+    data = llm.complete_json("condense", template, REWRITE_SCHEMA, max_tokens=4000, cap=cap - 8,
+                             memory=parse_document(memory_text, MEMORY_FILE).body, **variables)
+    if data is None:
+        return False
+    new_text, why = guarded_rewrite(memory_text, data, cap)
+    if why is None:
+        accept_rewrite(root, plan, memory_text, new_text, data)
+        plan.notes.append(note)
+        return True
+    llm.usage.note_fallback(f"{template}: rewrite rejected ({why})")
+    print(f"memory: model rewrite of MEMORY.md rejected ({why}); used the offline path",
+          file=sys.stderr)
+    return False
 
 
 def offline_cap(root: Path, text: str, cap: int) -> Plan:

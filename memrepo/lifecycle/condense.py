@@ -11,19 +11,15 @@ run writes atomically and commits as ``maintenance: …``.
 from __future__ import annotations
 
 import datetime as dt
-import sys
 from pathlib import Path
 from typing import Any
 
-from memrepo.documents import parse_document
 from memrepo.errors import MemrepoError
 from memrepo.layout import MEMORY_FILE, TRANSCRIPT_ROOT, journal_path
 from memrepo.lifecycle.cap import (
-    REWRITE_SCHEMA,
-    accept_rewrite,
     cap_plan,
-    guarded_rewrite,
     memory_cap,
+    model_rewrite,
 )
 from memrepo.lifecycle.extract import entries as E
 from memrepo.lifecycle.extract import heuristics as h
@@ -135,20 +131,12 @@ def weekly(root: Path, day: dt.date, llm: Any) -> Plan:
     full = root / MEMORY_FILE
     memory_text = full.read_text(encoding="utf-8") if full.exists() else None
     cap = memory_cap(root)
-    if llm is not None and llm.available and memory_text is not None:
+    if memory_text is not None and llm is not None and llm.available:
         texts = "\n\n".join((root / j).read_text(encoding="utf-8") for j in journals)
-        data = llm.complete_json("condense", "condense_weekly", REWRITE_SCHEMA,
-                                 max_tokens=4000, journals=texts, cap=cap - 8,
-                                 memory=parse_document(memory_text, MEMORY_FILE).body)
-        if data is not None:
-            new_text, why = guarded_rewrite(memory_text, data, cap)
-            if why is None:
-                accept_rewrite(root, plan, memory_text, new_text, data)
-                plan.notes.append(f"weekly rollup of {len(journals)} journals by the model")
-                return plan
-            llm.usage.note_fallback(f"condense_weekly: rewrite rejected ({why})")
-            print(f"memory: model rollup rejected ({why}); used the offline path",
-                  file=sys.stderr)
+        if model_rewrite(root, plan, llm, "condense_weekly", memory_text, cap,
+                         f"weekly rollup of {len(journals)} journals by the model",
+                         journals=texts):
+            return plan
     ws = Workspace(root)
     items: list[Item] = []
     for j in journals:
