@@ -51,6 +51,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "memrepo.transcript",
         "memrepo.context",
         "memrepo.lifecycle",
+        "memrepo.agents",
         "memrepo.scaffold",
         "memrepo.doctor",
     ),
