@@ -9,17 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from memrepo.layout import MEMORY_FILE
+
 from .engine import Context, kb, run_main
 
 CHECK_ID = "check-memory-cap"
-MEMORY_PATH = "knowledge/memory/MEMORY.md"
 
 
 def check(paths: Sequence[str], ctx: Context) -> None:
     """Count the lines and bytes of MEMORY.md when it is among ``paths``."""
-    if MEMORY_PATH not in paths:
+    if MEMORY_FILE not in paths:
         return
-    data = ctx.data(MEMORY_PATH, CHECK_ID)
+    data = ctx.data(MEMORY_FILE, CHECK_ID)
     if data is None:
         return
     lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
@@ -28,7 +29,7 @@ def check(paths: Sequence[str], ctx: Context) -> None:
     max_kb = float(ctx.setting("memory_max_kb"))
     if len(data) > max_kb * 1024:
         ctx.report.error(
-            MEMORY_PATH,
+            MEMORY_FILE,
             None,
             f"MEMORY.md is {kb(len(data))}, above the limit of {max_kb:g} KB "
             "(validation.memory_max_kb); condense it into fewer, shorter entries",
@@ -36,7 +37,7 @@ def check(paths: Sequence[str], ctx: Context) -> None:
         )
     if lines > error_lines:
         ctx.report.error(
-            MEMORY_PATH,
+            MEMORY_FILE,
             error_lines + 1,
             f"MEMORY.md has {lines} lines, above the limit of {error_lines} "
             "(validation.memory_error_lines); condense it or move detail to knowledge/",
@@ -44,7 +45,7 @@ def check(paths: Sequence[str], ctx: Context) -> None:
         )
     elif lines > warn_lines:
         ctx.report.warning(
-            MEMORY_PATH,
+            MEMORY_FILE,
             warn_lines + 1,
             f"MEMORY.md has {lines} lines, above {warn_lines} (validation.memory_warn_lines); "
             f"condense it before it reaches {error_lines}",

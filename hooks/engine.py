@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from memrepo import documents
-from memrepo.config import CONFIG_FILE, Config, defaults, load_config, validate
+from memrepo.config import Config, defaults, load_config, validate
 from memrepo.errors import ConfigError, FormatError, MemrepoError
+from memrepo.layout import CONFIG_FILE
 
 #: How much of a file is sniffed for a NUL byte to call it binary (git uses the same idea).
 SNIFF_BYTES = 8192

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memrepo import git
-from memrepo.config import CONFIG_FILE
+from memrepo.layout import CONFIG_FILE
 
 from . import (
     check_frontmatter,

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memrepo import layout
-from memrepo.config import CONFIG_FILE
 from memrepo.errors import MemrepoError
 from memrepo.git import EMPTY_TREE, git, is_ancestor, parse_name_status, read_blobs
 from memrepo.hooks import check_secrets, check_transcripts
 from memrepo.hooks.engine import BlobContext
+from memrepo.layout import CONFIG_FILE
 
 ZERO = "0" * 40
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 from memrepo import git, yamlsafe
 from memrepo.atomic import atomic_write
-from memrepo.config import CONFIG_FILE, load_config, render_default_config, set_setting
+from memrepo.config import load_config, render_default_config, set_setting
 from memrepo.errors import MemrepoError
 from memrepo.hooks.install import HOOK_TYPES, PRE_COMMIT_CONFIG, env_with_memory_on_path
-from memrepo.layout import LAYOUT_DIRS
+from memrepo.layout import CONFIG_FILE, LAYOUT_DIRS, MEMORY_FILE, PEOPLE_INDEX, PROJECTS_INDEX
 from memrepo.resources import skeleton_dir, templates_dir
 
 #: template (under templates/knowledge/) -> where init writes it.
@@ -28,9 +28,9 @@ KNOWLEDGE_TEMPLATES = {
     "USER.md": "knowledge/identity/USER.md",
     "AGENTS.md": "knowledge/identity/AGENTS.md",
     "TOOLS.md": "knowledge/identity/TOOLS.md",
-    "MEMORY.md": "knowledge/memory/MEMORY.md",
-    "projects_active.md": "knowledge/projects/_active.md",
-    "people_index.md": "knowledge/people/_index.md",
+    "MEMORY.md": MEMORY_FILE,
+    "projects_active.md": PROJECTS_INDEX,
+    "people_index.md": PEOPLE_INDEX,
 }
 #: Files whose lines init merges into an existing copy instead of skipping it.
 MERGED_LINE_FILES = (".gitignore", ".gitattributes")

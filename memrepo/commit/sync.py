@@ -25,12 +25,13 @@ from memrepo import documents
 from memrepo.config import load_config
 from memrepo.errors import FormatError, GitError, MemrepoError
 from memrepo.git import git, git_dir, head, is_ancestor, read_blobs
+from memrepo.layout import JOURNAL_DIR
 
 #: Push (and fetch) attempts before giving up when other machines keep winning the race
 #: or the network keeps failing.
 ATTEMPTS = 8
 #: Files whose merges use git's union driver (repo-skeleton/dot-gitattributes).
-UNION_MERGED = "knowledge/journal/"
+UNION_MERGED = f"{JOURNAL_DIR}/"
 #: git messages of a fetch that no retry can fix (lower case).
 _PERMANENT_FETCH = ("does not appear to be a git repository", "repository not found",
                     "authentication failed", "permission denied", "invalid username or password",

@@ -32,7 +32,7 @@ from memrepo.context.tokens import counter, kb_to_tokens
 from memrepo.documents import read_document
 from memrepo.errors import FormatError
 from memrepo.index.search import record_hits
-from memrepo.layout import IDENTITY_DIR, JOURNAL_DIR, MEMORY_FILE
+from memrepo.layout import IDENTITY_DIR, JOURNAL_DIR, MEMORY_FILE, PROJECTS_INDEX
 from memrepo.repo import MemoryRepo
 from memrepo.topics import subscription_problem
 from memrepo.transcript.read import Turn, read_history
@@ -40,7 +40,6 @@ from memrepo.transcript.read import Turn, read_history
 IDENTITY_ORDER = ("SOUL.md", "USER.md", "AGENTS.md", "TOOLS.md")
 #: Where MEMORY.md's overflow goes (memrepo.lifecycle.cap): as private as MEMORY.md itself.
 MEMORY_ARCHIVE_DIR = "archive/memory/"
-ACTIVE_PROJECTS = "knowledge/projects/_active.md"
 SEP = "\n\n"
 SHARED_WHY = "MEMORY.md is for the main session only"
 #: Below this many tokens left, P3 stops looking for a passage small enough.
@@ -286,9 +285,9 @@ class _Compiler:
                 rels.append(rel)
                 why[rel] = f"{label}: newest entries kept"
         self._place_group(1, "journal", rels, kb_to_tokens(cc["journal_budget_kb"]), why, tail=True)
-        if (self.root / ACTIVE_PROJECTS).is_file():
+        if (self.root / PROJECTS_INDEX).is_file():
             cap = kb_to_tokens(cc.get("projects_budget_kb", 1))
-            self._place_file(1, "projects", ACTIVE_PROJECTS, cap, "active projects index")
+            self._place_file(1, "projects", PROJECTS_INDEX, cap, "active projects index")
 
     def match(self) -> None:
         from memrepo.context.watchers.match import match_topics

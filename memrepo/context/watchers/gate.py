@@ -21,8 +21,8 @@ from typing import Any
 
 from memrepo.atomic import atomic_write
 from memrepo.context.watchers.loader import Topic
+from memrepo.layout import STATE_DIR
 
-STATE_DIR = ".memrepo"
 CACHE_FILE = f"{STATE_DIR}/gate-cache.json"
 LOG_FILE = f"{STATE_DIR}/gate-log.jsonl"
 CACHE_MAX = 10_000

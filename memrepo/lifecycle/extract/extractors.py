@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from memrepo.layout import MEMORY_FILE, slugify
+from memrepo.layout import MEMORY_FILE, journal_path, slugify
 from memrepo.lifecycle.extract import heuristics as h
 from memrepo.transcript.read import Transcript
 
@@ -250,7 +250,7 @@ class Journal(Extractor):
 
     def item(self, t: Transcript, ctx: Context, text: str, extra: dict[str, Any]) -> Item:
         topic = project_of(t, ctx) or slugify(t.topic, 3)
-        return Item(self.name, text, f"knowledge/journal/{t.date}.md", topic, t.ref, t.date,
+        return Item(self.name, text, journal_path(t.date), topic, t.ref, t.date,
                     dated=False, level=3, under=t.date,
                     create={"type": "journal", "date": t.date, "session": t.session_id})
 

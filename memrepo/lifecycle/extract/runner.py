@@ -20,14 +20,14 @@ from typing import Any
 from memrepo.atomic import atomic_write
 from memrepo.documents import parse_date
 from memrepo.errors import MemrepoError
-from memrepo.layout import TRANSCRIPT_ROOT, is_transcript
+from memrepo.layout import MEMORY_FILE, STATE_DIR, TRANSCRIPT_ROOT, is_transcript
 from memrepo.lifecycle.cap import enforce_cap
 from memrepo.lifecycle.extract import extractors as X
 from memrepo.lifecycle.extract.apply import Edit, Workspace, llm_decider
 from memrepo.llm import ResultCache, cache_key
 from memrepo.transcript.read import Transcript, read_transcript
 
-STATE_FILE = ".memrepo/extract-state.json"
+STATE_FILE = f"{STATE_DIR}/extract-state.json"
 PROMPT = "extract"
 
 
@@ -256,7 +256,7 @@ def extract(
 def finish(root: Path, ws: Workspace, llm: Any) -> list[str]:
     """Write the workspace, then bring MEMORY.md back under its cap if it went over."""
     written = ws.write()
-    if "knowledge/memory/MEMORY.md" in written:
+    if MEMORY_FILE in written:
         extra = enforce_cap(root, llm)
         written = sorted(set(written) | set(extra))
     return written
