@@ -6,13 +6,20 @@ Modules, one concept each:
 
 - :mod:`~memrepo.index.db` — the connection helper (WAL, busy timeout, vector mode)
 - :mod:`~memrepo.index.schema` — tables and the meta row (schema version, embedder, commit)
+- :mod:`~memrepo.index.paths` — where the index keeps its files, which repo files it holds
 - :mod:`~memrepo.index.docmeta` / :mod:`~memrepo.index.chunking` — what a file becomes
 - :mod:`~memrepo.index.gitsource` — the only way the indexer reads files (git objects)
-- :mod:`~memrepo.index.indexer` — incremental update and atomic rebuild
+- :mod:`~memrepo.index.indexer` — incremental update and atomic rebuild, under
+  :mod:`~memrepo.index.lock`; outcomes of hook runs in :mod:`~memrepo.index.log`
 - :mod:`~memrepo.index.embedders` / :mod:`~memrepo.index.vectors` — optional vectors
-- :mod:`~memrepo.index.query` / :mod:`~memrepo.index.search` / :mod:`~memrepo.index.fallback`
+- :mod:`~memrepo.index.query` (FTS5 terms), :mod:`~memrepo.index.dates` (date filters),
+  :mod:`~memrepo.index.ranking` (fusion, boosts, ``Filters``, ``Hit``),
+  :mod:`~memrepo.index.snippets` — the parts of a search
+- :mod:`~memrepo.index.search` — ``Search``: the index, or the file scan of
+  :mod:`~memrepo.index.fallback` when there is none or it fails mid-query
 - :mod:`~memrepo.index.signals` — reinforce / demote / hit events from ``raw/signals/``
 - :mod:`~memrepo.index.refs` — a REF (``path:line``, ``path#chunk``) checked, its signal recorded
+- :mod:`~memrepo.index.health` — what ``memory doctor`` says about the index
 - :mod:`~memrepo.hooks.post_commit` — what the post-* git hooks call; never raises
 
 Nothing here imports numpy at module level: the hook path must stay light.
