@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrepo.documents import Document, decode, parse_datetime, parse_document
+from memrepo.documents import decode, parse_datetime, parse_document
 from memrepo.errors import FormatError, MemrepoError
 from memrepo.layout import TURN_HEADER, is_transcript, source_ref
 from memrepo.secrets import redact
@@ -235,26 +235,9 @@ def read_history(path: Path) -> list[Turn]:
             for i, m in enumerate(msgs, 1)
             if M.text(m).strip()
         ]
-    return _turns_as_written(parse_document(text, str(path)))
-
-
-def _turns_as_written(doc: Document) -> list[Turn]:
-    turns: list[Turn] = []
-    cur: Turn | None = None
-    for i, line in enumerate(doc.body.split("\n")):
-        n = doc.body_line + i
-        m = TURN_HEADER.match(line)
-        if m:
-            if cur:
-                turns.append(cur)
-            cur = Turn(m["role"], line, start=n, end=n, time=f"{m['hh']}:{m['mm']}",
-                       memory=bool(m["memory"]))
-        elif cur is not None:
-            cur.text += "\n" + line
-            if line.strip():
-                cur.end = n
-    if cur:
-        turns.append(cur)
-    for t in turns:
-        t.text = t.text.rstrip()
-    return turns
+    lines = text.split("\n")
+    return [
+        Turn(t.role, "\n".join(lines[t.start - 1 : t.end]).rstrip(), start=t.start, end=t.end,
+             time=t.time, memory=t.memory)
+        for t in parse_transcript(text, str(path)).turns
+    ]
