@@ -222,6 +222,12 @@ def _value_problem(setting: Setting, value: Any) -> str | None:
                 re.compile(pattern)
             except re.error as exc:
                 return f"entry {pattern!r} is not a valid regex: {exc}"
+            # the topic schema's check, imported here only, as it loads the regex package
+            from memrepo.topics import regex_problem
+
+            why = regex_problem(pattern)
+            if why and "compile" not in why:
+                return f"entry {pattern!r} {why}"
     if setting.choices and value not in setting.choices:
         return f"must be one of {', '.join(map(str, setting.choices))}, got {value!r}"
     if isinstance(value, (int, float)) and not isinstance(value, bool):

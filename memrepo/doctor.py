@@ -2,8 +2,12 @@
 
 The checks are a plain list, :data:`CHECKS`: the foundation (config, layout, hooks,
 ``memory`` on PATH, git LFS), the sessions a crashed agent left open
-(:func:`memrepo.transcript.capture.health_checks`) and the index
-(:func:`memrepo.index.health.checks`). Each returns :class:`~memrepo.health.Check` lines.
+(:func:`memrepo.transcript.capture.health_checks`), the index
+(:func:`memrepo.index.health.checks`) and the agent hooks' failures
+(:func:`memrepo.agents.state.health_checks`: they fail open, so only their log says
+so) and the agents' settings (:func:`memrepo.agents.install.health_checks`: each installed
+integration runs a ``memory`` that runs, on a repo that exists, once). Each returns
+:class:`~memrepo.health.Check` lines.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import shutil
 import subprocess
 
 from memrepo import git, scaffold
+from memrepo.agents import install as agent_install
+from memrepo.agents import state as agent_state
 from memrepo.errors import MemrepoError
 from memrepo.health import Check, CheckFn
 from memrepo.hooks import install
@@ -131,7 +137,8 @@ def foundation_checks(repo: MemoryRepo) -> list[Check]:
 
 
 #: Every check, in report order (foundation first).
-CHECKS: list[CheckFn] = [foundation_checks, capture.health_checks, index_health.checks]
+CHECKS: list[CheckFn] = [foundation_checks, capture.health_checks, index_health.checks,
+                         agent_state.health_checks, agent_install.health_checks]
 
 
 def run_checks(repo: MemoryRepo) -> list[Check]:

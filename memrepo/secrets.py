@@ -14,6 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 #: A line containing this marker is never flagged (for documented example keys).
 ALLOW_MARKER = "memrepo: allow-secret"
@@ -185,9 +186,33 @@ def _plausible(rule: Rule, value: str) -> bool:
     return True
 
 
+#: How long one allowlist pattern may run on one value; past it the value is not allowed
+#: (a hanging pattern must never hang a commit or ``capture append``).
+ALLOW_TIMEOUT = 0.05
+
+
+@functools.lru_cache(maxsize=32)
+def _allow_patterns(patterns: tuple[str, ...]) -> list[Any]:
+    if not patterns:
+        return []
+    import regex  # with match timeouts; loaded only when an allowlist is set
+
+    return [regex.compile(p) for p in patterns]
+
+
+def _allowed(allow: list[Any], value: str) -> bool:
+    for pattern in allow:
+        try:
+            if pattern.search(value, timeout=ALLOW_TIMEOUT):
+                return True
+        except TimeoutError:
+            continue
+    return False
+
+
 def find_secrets(text: str, allowlist: Iterable[str] = ()) -> list[Finding]:
     """Every secret in ``text``, leftmost first, overlapping hits merged (first rule wins)."""
-    allow = [re.compile(p) for p in allowlist]
+    allow = _allow_patterns(tuple(allowlist))
     hits: list[Finding] = []
     lowered = text.lower()
     for rule in RULES:
@@ -195,7 +220,7 @@ def find_secrets(text: str, allowlist: Iterable[str] = ()) -> list[Finding]:
             continue
         for m in rule.pattern.finditer(text):
             value = m.group("s")
-            if not _plausible(rule, value) or any(a.search(value) for a in allow):
+            if not _plausible(rule, value) or _allowed(allow, value):
                 continue
             line_start = text.rfind("\n", 0, m.start("s")) + 1
             line_end = text.find("\n", m.start("s"))

@@ -56,8 +56,63 @@ def compile_pattern(pattern: str) -> regex.Pattern[str]:
     return regex.compile(pattern, regex.IGNORECASE | regex.V0)
 
 
+#: A bounded repeat this long around an unbounded one is polynomial of that degree:
+#: ``(\d+\.){3}`` is fine, ``(.*a){20}`` never finishes on a long line.
+MAX_BOUNDED_AROUND_UNBOUNDED = 8
+_ANY = "any"
+
+
+def _first_chars(items: Any) -> set[Any]:
+    """What the first character of a match of ``items`` may be (approximate, erring wide):
+    literal code points, ``_ANY``, or ``("notnl",)`` for ``.``."""
+    out: set[Any] = set()
+    for op, av in items:
+        if op == sre_parse.LITERAL:
+            out.add(av)
+            return out
+        if op == sre_parse.ANY:
+            out.add(("notnl",))
+            return out
+        if op == sre_parse.IN:
+            for kind, val in av:
+                if kind == sre_parse.LITERAL:
+                    out.add(val)
+                else:  # ranges, categories, negations: anything
+                    out.add(_ANY)
+            return out
+        if op == sre_parse.SUBPATTERN:
+            out |= _first_chars(av[-1])
+            return out
+        if op == sre_parse.BRANCH:
+            for branch in av[1]:
+                out |= _first_chars(branch)
+            return out
+        if op in (sre_parse.MAX_REPEAT, sre_parse.MIN_REPEAT):
+            out |= _first_chars(av[2])
+            if av[0] > 0:
+                return out
+            continue  # may match nothing: what follows may come first too
+        if op in (sre_parse.AT, sre_parse.ASSERT, sre_parse.ASSERT_NOT):
+            continue
+        out.add(_ANY)
+        return out
+    return out
+
+
+def _overlap(a: set[Any], b: set[Any]) -> bool:
+    if _ANY in a or _ANY in b or a & b:
+        return True
+    if ("notnl",) in a:
+        return bool(b - {ord("\n")})
+    if ("notnl",) in b:
+        return bool(a - {ord("\n")})
+    return False
+
+
 def _has_nested_repeat(pattern: str) -> bool:
-    """True when an unbounded repeat contains another unbounded repeat: (a+)+, (a*b?)*..."""
+    """True when a pattern can backtrack catastrophically: an unbounded repeat inside
+    another unbounded (or long bounded) repeat, as in ``(a+)+`` or ``(.*a){20}``, or
+    alternatives that can start alike under an unbounded repeat, as in ``(a|ab)*``."""
     try:
         tree = sre_parse.parse(pattern)
     except Exception:  # syntax only `regex` knows: rely on the runtime probe
@@ -66,14 +121,20 @@ def _has_nested_repeat(pattern: str) -> bool:
     repeats |= {getattr(sre_parse, "POSSESSIVE_REPEAT", sre_parse.MAX_REPEAT)}
     maxrep = sre_parse.MAXREPEAT
 
-    def walk(items: Any, inside_unbounded: bool) -> bool:
+    def walk(items: Any, inside: bool) -> bool:
         for op, av in items:
             if op in repeats:
                 _lo, hi, sub = av
                 unbounded = hi == maxrep or hi > 64
-                if (unbounded and inside_unbounded) or walk(sub, inside_unbounded or unbounded):
+                long_bounded = not unbounded and hi >= MAX_BOUNDED_AROUND_UNBOUNDED
+                if unbounded and inside:
                     return True
-            elif op == sre_parse.SUBPATTERN:
+                if walk(sub, inside or unbounded or long_bounded):
+                    return True
+                if unbounded and _ambiguous_branch(sub):
+                    return True
+                continue
+            if op == sre_parse.SUBPATTERN:
                 children = [av[-1]]
             elif op == sre_parse.BRANCH:
                 children = list(av[1])
@@ -81,17 +142,39 @@ def _has_nested_repeat(pattern: str) -> bool:
                 children = [av[1]]
             else:
                 continue
-            if op not in repeats and any(walk(c, inside_unbounded) for c in children):
+            if any(walk(c, inside) for c in children):
                 return True
         return False
 
     return walk(tree, False)
 
 
+def _ambiguous_branch(items: Any) -> bool:
+    """An alternation (inside ``items``, not under another repeat) two of whose branches
+    are the same or may start alike: each repetition can then be matched several ways."""
+    for op, av in items:
+        if op == sre_parse.SUBPATTERN and _ambiguous_branch(av[-1]):
+            return True
+        if op == sre_parse.BRANCH:
+            branches = [str(b) for b in av[1]]  # SubPattern compares by identity
+            if any(branches[i] == branches[j] for i in range(len(branches))
+                   for j in range(i + 1, len(branches))):
+                return True
+            firsts = [f for f in (_first_chars(b) for b in av[1]) if f]
+            if any(_overlap(firsts[i], firsts[j]) for i in range(len(firsts))
+                   for j in range(i + 1, len(firsts))):
+                return True
+    return False
+
+
 def _probes(pattern: str) -> list[str]:
+    """Long inputs that almost match: runs of the pattern's own characters, ended by a
+    character it does not expect, then its literals (so a required-literal shortcut in the
+    engine cannot answer "no match" before backtracking)."""
     chars = {c for c in pattern if c.isalnum()} or {"a"}
-    probes = [c * _PROBE_LEN + "!" for c in sorted(chars)[:8]]
-    probes += ["a" * _PROBE_LEN + "!", " " * _PROBE_LEN + "!", "ab" * (_PROBE_LEN // 2) + "!"]
+    tail = "!" + "".join(sorted(chars))
+    probes = [c * _PROBE_LEN + tail for c in sorted(chars)[:8]]
+    probes += ["a" * _PROBE_LEN + tail, " " * _PROBE_LEN + tail, "ab" * (_PROBE_LEN // 2) + tail]
     return probes
 
 
@@ -104,7 +187,8 @@ def regex_problem(pattern: Any) -> str | None:
     except regex.error as exc:
         return f"does not compile: {exc}"
     if _has_nested_repeat(pattern):
-        return "has a nested repeat such as (a+)+ that can backtrack catastrophically"
+        return ("can backtrack catastrophically: a nested repeat such as (a+)+ or (.*a){20},"
+                " or alternatives that match alike under a repeat such as (a|a)*")
     for probe in _probes(pattern):
         try:
             compiled.search(probe, timeout=REGEX_PROBE_TIMEOUT)

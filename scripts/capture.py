@@ -197,3 +197,49 @@ def import_(ctx: click.Context, file: Path, fmt: str, session_id: str | None,
         click.echo(f"{r.status:<9} {r.path}" + (f"  ({r.detail})" if r.detail else ""))
     return 0
 
+
+
+@capture.command()
+@click.option("--dir", "base", type=click.Path(file_okay=False, path_type=Path),
+              help="Claude Code's projects folder (default: $CLAUDE_CONFIG_DIR/projects or "
+                   "~/.claude/projects).")
+@click.option("--idle-hours", type=click.FloatRange(min=0), default=None,
+              help="Close sessions idle this long (default: 3).")
+@click.option("--scheduled", is_flag=True,
+              help="As the scheduled job: do nothing until an agent hook has run with "
+                   "this repo.")
+@click.pass_context
+def sweep(ctx: click.Context, base: Path | None, idle_hours: float | None,
+          scheduled: bool) -> int:
+    """Capture every agent session log not captured yet, or grown since.
+
+    Claude Code deletes its session logs after 30 days, and a session whose hooks did not
+    run (or that crashed) would be lost: each log's new turns go to its session's
+    transcript, and a session idle for --idle-hours is closed and committed. Sessions
+    captured from Codex or Gemini hooks that have been idle as long are closed too.
+    """
+    import datetime as dt
+
+    from memrepo.agents.events import close_idle
+    from memrepo.agents.state import LOG
+    from memrepo.transcript.follow import IDLE_CLOSE
+    from memrepo.transcript.follow import sweep as run_sweep
+
+    root = _root(ctx)
+    if scheduled and not (root / LOG).exists():
+        click.echo("no agent hook has run with this repo: nothing to sweep", err=True)
+        return 0
+    idle = dt.timedelta(hours=idle_hours) if idle_hours is not None else IDLE_CLOSE
+    failed = 0
+    for done, error in run_sweep(root, base, idle_close=idle):
+        if done is None:
+            failed += 1
+            click.echo(f"memory: {error}", err=True)
+            continue
+        what = "closed" if done.closed else "appended"
+        turns = f"{done.appended} turn(s)" if done.appended else ""
+        click.echo(f"{what:<9} {done.path or '-'}  {turns}  ({done.log})".rstrip()
+                   + (f"  {done.note}" if done.note else ""))
+    for path in close_idle(root, idle.total_seconds()):
+        click.echo(f"{'closed':<9} {path}")
+    return 1 if failed else 0

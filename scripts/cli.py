@@ -27,6 +27,10 @@ COMMANDS: dict[str, str] = {
     "remember": "memrepo.scripts.signals:remember",
     "reinforce": "memrepo.scripts.signals:reinforce",
     "demote": "memrepo.scripts.signals:demote",
+    "update": "memrepo.scripts.update:update",
+    "mcp": "memrepo.scripts.mcp:mcp",
+    "install": "memrepo.scripts.install:install",
+    "uninstall": "memrepo.scripts.install:uninstall",
     "capture": "memrepo.scripts.capture:capture",
     "commit": "memrepo.scripts.commit:commit",
     "sync": "memrepo.scripts.sync:sync",
@@ -45,6 +49,41 @@ COMMANDS: dict[str, str] = {
 }
 
 
+REPO_HELP = "The memory repo (default: $MEMORY_REPO, else the nearest one above the cwd)."
+
+
+def _take_repo(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """A ``--repo`` given after a subcommand: it becomes the repo every command reads
+    (``ctx.obj["repo"]``, one dict shared by all the contexts); the deepest one wins."""
+    if value is None:
+        return
+    root = ctx.find_root()
+    if root.obj is None:
+        root.obj = {}
+    root.obj["repo"] = value
+    if ctx.obj is None:
+        ctx.obj = root.obj
+
+
+def accepts_repo(hidden: bool = False) -> Any:
+    """Decorator: the command takes ``--repo PATH`` itself (shown in its help unless
+    ``hidden``), as well as before it (``memory --repo PATH COMMAND``)."""
+    return click.option("--repo", type=click.Path(file_okay=False), expose_value=False,
+                        is_eager=True, hidden=hidden, callback=_take_repo, help=REPO_HELP)
+
+
+def _accept_repo_everywhere(cmd: click.Command) -> click.Command:
+    """Give ``cmd`` and its subcommands a hidden ``--repo``: an agent's hook line (``memory
+    compile --format claude-code-hook --repo ~/mem``) must not be a usage error (exit 2,
+    which Claude Code reads as "block the prompt")."""
+    if not any(p.name == "repo" for p in cmd.params):
+        accepts_repo(hidden=True)(cmd)
+    if isinstance(cmd, click.Group):
+        for sub in cmd.commands.values():
+            _accept_repo_everywhere(sub)
+    return cmd
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [*super().list_commands(ctx), *COMMANDS]
@@ -52,7 +91,7 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in COMMANDS:
             module, attr = COMMANDS[name].split(":")
-            return getattr(importlib.import_module(module), attr)
+            return _accept_repo_everywhere(getattr(importlib.import_module(module), attr))
         return super().get_command(ctx, name)
 
 
@@ -62,7 +101,7 @@ class LazyGroup(click.Group):
     "repo",
     type=click.Path(file_okay=False),
     envvar="MEMORY_REPO",
-    help="The memory repo (default: $MEMORY_REPO, else the nearest one above the cwd).",
+    help=REPO_HELP + " Also accepted after any subcommand.",
 )
 @click.version_option(__version__, prog_name="memory")
 @click.pass_context

@@ -5,11 +5,12 @@ turn; importing Click and the command tree costs ~20 ms of each. Only plain form
 taken here:
 
     memory hook NAME [ARGS…]            (NAME a validator, a post-* event or pre-receive)
+    memory [--repo PATH] hook HARNESS EVENT   (an agent's hook: claude-code, codex, gemini)
     memory [--repo PATH] capture append --session ID --role user|agent|system [--memory] [TEXT]
 
-(``--opt value`` or ``--opt=value``; TEXT or stdin). Anything else (``--at``, ``--help``, a
-typo, a missing option) goes to the Click commands, which stay the one definition of the
-interface, its help and its usage errors.
+(``--opt value`` or ``--opt=value``, ``--repo`` anywhere; TEXT or stdin). Anything else
+(``--at``, ``--help``, a typo, a missing option) goes to the Click commands, which stay the
+one definition of the interface, its help and its usage errors.
 """
 
 from __future__ import annotations
@@ -21,14 +22,29 @@ from collections.abc import Sequence
 ROLES = ("user", "agent", "system")
 
 
+def split_repo(argv: Sequence[str]) -> tuple[str | None, list[str]]:
+    """(the repo, ``argv`` without it): ``--repo PATH`` / ``--repo=PATH`` anywhere before a
+    ``--`` (the last one wins), else $MEMORY_REPO; as the Click commands take it."""
+    repo, rest, i = os.environ.get("MEMORY_REPO") or None, [], 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            rest += argv[i:]
+            break
+        if arg == "--repo" and i + 1 < len(argv):
+            repo, i = argv[i + 1], i + 2
+            continue
+        if arg.startswith("--repo="):
+            repo = arg.split("=", 1)[1]
+        else:
+            rest.append(arg)
+        i += 1
+    return repo, rest
+
+
 def parse_append(argv: Sequence[str]) -> dict[str, object] | None:
     """The append call ``argv`` makes, or None when it is not the plain form."""
-    args = list(argv)
-    repo = os.environ.get("MEMORY_REPO")
-    if args[:1] == ["--repo"] and len(args) > 1:
-        repo, args = args[1], args[2:]
-    elif args and args[0].startswith("--repo="):
-        repo, args = args[0].split("=", 1)[1], args[1:]
+    repo, args = split_repo(argv)
     if args[:2] != ["capture", "append"]:
         return None
     opts: dict[str, str | None] = {"--session": os.environ.get("MEMORY_SESSION"), "--role": None}
@@ -59,6 +75,22 @@ def parse_append(argv: Sequence[str]) -> dict[str, object] | None:
             "memory": memory, "text": text}
 
 
+def parse_agent_hook(argv: Sequence[str]) -> tuple[str, str, str | None] | None:
+    """(harness, event, repo) of ``[--repo R] hook HARNESS EVENT [--repo R]``, else None.
+
+    Agents run it on every prompt with the payload on stdin (memrepo.agents.events): it
+    never reaches Click, whose import alone would cost the prompt ~20 ms.
+    """
+    repo, rest = split_repo(argv)
+    if len(rest) != 3 or rest[0] != "hook" or rest[2].startswith("-"):
+        return None
+    from memrepo.agents.harness import HARNESSES
+
+    if repo is not None and repo == os.environ.get("MEMORY_REPO"):
+        repo = None  # the hook finds $MEMORY_REPO itself (and names it when it is wrong)
+    return (rest[1], rest[2], repo) if rest[1] in HARNESSES else None
+
+
 def is_hook(argv: Sequence[str]) -> bool:
     """``hook NAME …`` with a known NAME and no request for help."""
     if len(argv) < 2 or argv[0] != "hook" or "--help" in argv:
@@ -70,6 +102,11 @@ def is_hook(argv: Sequence[str]) -> bool:
 
 def run(argv: Sequence[str]) -> int | None:
     """Exit status of the fast path, or None when Click must handle ``argv``."""
+    agent = parse_agent_hook(argv)
+    if agent is not None:
+        from memrepo.agents.events import run as agent_hook
+
+        return agent_hook(*agent)
     hook = is_hook(argv)
     call = None if hook else parse_append(argv)
     if not hook and call is None:
@@ -109,4 +146,10 @@ def main() -> None:
         from memrepo.scripts.cli import run as click_run
 
         click_run()
+    if code is not None and parse_agent_hook(sys.argv[1:]) is not None:
+        # an agent waits for this process on every prompt: its answer is written and
+        # flushed, its files closed; the interpreter's teardown would add ~6 ms
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     sys.exit(code)

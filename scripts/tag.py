@@ -33,7 +33,8 @@ def tag(ctx: click.Context, kind: str, name: str | None, day: dt.date | None,
     else:
         value = name
     made = tags.make(root, kind, value, force)
-    click.echo(made or f"no {kind} tag: nothing changed since {tags.previous(root, kind)}")
+    since = tags.previous(root, kind, before=tags.tag_name(kind, value))
+    click.echo(made or f"no {kind} tag: nothing changed since {since}")
 
 
 @click.command("log")

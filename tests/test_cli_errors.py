@@ -70,3 +70,102 @@ def test_a_real_os_error_through_the_cli(crepo: Path) -> None:
                           text=True)
     assert proc.returncode == 1
     assert proc.stderr == f"memory: {crepo / 'knowledge/journal'}: File exists\n"
+
+
+# --- `--repo` before or after any subcommand --------------------------------------------
+# An agent's hook line puts it where it likes (`memory compile --format claude-code-hook
+# --repo ~/mem`); a usage error there is exit 2, which Claude Code reads as "block".
+
+
+def test_repo_after_the_compile_hook_is_no_usage_error(
+    crepo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import io
+    import json
+
+    monkeypatch.chdir(tmp_path)  # no memory repo here: only --repo says where it is
+    payload = {"hook_event_name": "SessionStart", "session_id": "s", "cwd": str(tmp_path)}
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(payload)))
+    assert cli.main(["compile", "--format", "claude-code-hook", "--repo", str(crepo)]) in (0, None)
+    out = json.loads(capsys.readouterr().out)
+    assert out["hookSpecificOutput"]["additionalContext"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--repo", "{R}", "capture", "start", "--session", "s1", "--topic", "t"],
+        ["capture", "--repo", "{R}", "start", "--session", "s1", "--topic", "t"],
+        ["capture", "start", "--repo", "{R}", "--session", "s1", "--topic", "t"],
+        ["capture", "start", "--session", "s1", "--topic", "t", "--repo={R}"],
+        # the deepest one wins, over the group's --repo and over $MEMORY_REPO
+        ["--repo", "{X}", "capture", "--repo", "{X}", "start", "--repo", "{R}",
+         "--session", "s1", "--topic", "t"],
+    ],
+    ids=["before", "group", "after", "equals", "deepest-wins"],
+)
+def test_repo_before_or_after_any_subcommand(
+    argv: list[str], crepo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEMORY_REPO", str(tmp_path / "nope"))
+    args = [a.replace("{R}", str(crepo)).replace("{X}", str(tmp_path / "nope")) for a in argv]
+    assert cli.main(args) == 0, capsys.readouterr().err
+    assert [p.name for p in (crepo / "raw/conversations").rglob("*s1*")] == [
+        capsys.readouterr().out.strip().rsplit("/", 1)[-1]]
+
+
+def test_memory_repo_is_honoured_below_a_group(
+    crepo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEMORY_REPO", str(crepo))
+    assert cli.main(["capture", "start", "--session", "s2", "--topic", "t"]) == 0
+    assert list((crepo / "raw/conversations").rglob("*s2*"))
+
+
+def test_repo_is_hidden_in_subcommand_help_but_shown_where_declared(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cli.main(["search", "--help"]) in (0, None)
+    assert "--repo" not in capsys.readouterr().out
+    assert cli.main(["install", "--help"]) in (0, None)
+    assert "--repo" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "repo", "rest"),
+    [
+        (["capture", "append", "--repo", "/r", "x"], "/r", ["capture", "append", "x"]),
+        (["--repo=/a", "capture", "--repo", "/b"], "/b", ["capture"]),
+        (["capture", "--", "--repo", "/r"], "/env", ["capture", "--", "--repo", "/r"]),
+        (["capture", "--repo"], "/env", ["capture", "--repo"]),  # no value: Click says so
+    ],
+)
+def test_fast_path_takes_repo_anywhere(
+    argv: list[str], repo: str, rest: list[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from memrepo.scripts import fastpath
+
+    monkeypatch.setenv("MEMORY_REPO", "/env")
+    assert fastpath.split_repo(argv) == (repo, rest)
+
+
+def test_capture_append_with_repo_after_it_stays_on_the_fast_path(
+    crepo: Path, tmp_path: Path,
+) -> None:
+    import subprocess
+
+    from memrepo.scripts import fastpath
+    from memrepo.transcript import capture
+
+    argv = ["capture", "append", "--session", "s3", "--role", "user", "--repo", str(crepo), "hi"]
+    call = fastpath.parse_append(argv)
+    assert call is not None and call["repo"] == str(crepo) and call["text"] == "hi"
+    session = capture.start(crepo, session_id="s3", topic="fast")
+    proc = subprocess.run(["memory", *argv[:-1], "hello from elsewhere"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "hello from elsewhere" in (crepo / session.path).read_text()

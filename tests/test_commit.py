@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import fake_anthropic, run_git, run_memory
+from conftest import fake_anthropic, invoke_memory, run_git
 
 from memrepo.commit import batch
 from memrepo.config import defaults
@@ -35,7 +35,7 @@ def test_nothing_to_commit_is_exit_0_and_no_commit(crepo: Path) -> None:
     before = run_git(crepo, "rev-parse", "HEAD").stdout
     (crepo / "scratch").mkdir(exist_ok=True)
     (crepo / "scratch/notes.md").write_text("scratch")
-    proc = run_memory(crepo, "commit")
+    proc = invoke_memory(crepo, "commit")
     assert proc.returncode == 0 and "nothing to commit" in proc.stdout
     assert run_git(crepo, "rev-parse", "HEAD").stdout == before
 
@@ -45,7 +45,7 @@ def test_batch_commit_stages_knowledge_not_open_transcripts(crepo: Path, monkeyp
     edit_knowledge(crepo)
     s = capture.start(crepo, session_id="ses_open", topic="still talking")
     capture.append(crepo, "ses_open", "user", "hello")
-    proc = run_memory(crepo, "commit", "--json")
+    proc = invoke_memory(crepo, "commit", "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["committed"] and out["type"] == "memory" and not out["llm"]
@@ -59,7 +59,7 @@ def test_batch_commit_stages_knowledge_not_open_transcripts(crepo: Path, monkeyp
     assert "sections: Decisions" in msg and "+ Move memory from SQLite to files" in msg
     assert run_git(crepo, "status", "--porcelain", "--", s.path).stdout.startswith("??")
     # Again: nothing left (the open transcript stays out).
-    assert "nothing to commit" in run_memory(crepo, "commit").stdout
+    assert "nothing to commit" in invoke_memory(crepo, "commit").stdout
 
 
 def test_types(crepo: Path) -> None:
@@ -81,7 +81,7 @@ def test_types(crepo: Path) -> None:
 def test_dry_run_changes_nothing(crepo: Path) -> None:
     edit_knowledge(crepo)
     head = run_git(crepo, "rev-parse", "HEAD").stdout
-    proc = run_memory(crepo, "commit", "--dry-run", "--no-llm")
+    proc = invoke_memory(crepo, "commit", "--dry-run", "--no-llm")
     assert proc.returncode == 0
     assert proc.stdout.startswith("memory: ") and JOURNAL in proc.stdout
     assert run_git(crepo, "rev-parse", "HEAD").stdout == head

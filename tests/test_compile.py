@@ -8,7 +8,7 @@ import random
 from pathlib import Path
 
 import pytest
-from conftest import run_git, run_memory
+from conftest import invoke_memory, run_git
 
 from memrepo.context.compiler import CompileRequest, compile_context
 from memrepo.context.tokens import estimate_tokens
@@ -19,15 +19,26 @@ TODAY = dt.date(2026, 3, 10)
 WORDS = "alpha beta gamma delta deploy payment webhook stripe kubernetes tea green invoice".split()  # noqa: SIM905
 
 
-def write(root: Path, rel: str, text: str) -> None:
-    """Write and commit a file, and index it as the post-commit hook would: P3 searches
-    the index, which holds what is committed."""
+def put(root: Path, rel: str, text: str) -> None:
+    """Write a file in the work tree (``commit`` makes P3 see it)."""
     p = root / rel
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(text, encoding="utf-8")
-    run_git(root, "add", "--", rel)
-    run_git(root, "commit", "-q", "--no-verify", "-m", f"memory: {rel}")
+
+
+def commit(root: Path, message: str, *paths: str) -> None:
+    """Commit ``paths`` (default: the work tree) and index them as the post-commit hook
+    would: P3 searches the index, which holds what is committed. The hook itself is skipped
+    (``sync`` is what it runs; tests/test_hooks_e2e.py covers the hook)."""
+    run_git(root, "add", "-A", "--", *paths)
+    run_git(root, "-c", "core.hooksPath=/dev/null", "commit", "-q", "--no-verify", "-m", message)
     sync(root)
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    """Write, commit and index one file."""
+    put(root, rel, text)
+    commit(root, f"memory: {rel}", rel)
 
 
 def sections_text(rng: random.Random, n: int, width: int) -> str:
@@ -48,24 +59,24 @@ def random_repo(root: Path, rng: random.Random) -> None:
         ("TOOLS.md", "tools"),
     ):
         body = sections_text(rng, rng.randint(1, 6), rng.randint(1, 12))
-        write(
+        put(
             root,
             f"knowledge/identity/{name}",
             f"---\ntype: identity\nrole: {role}\n---\n# {name}\n\n{body}",
         )
-    write(
+    put(
         root,
         "knowledge/memory/MEMORY.md",
         f"---\ntype: memory\n---\n# Core\n\n{sections_text(rng, 3, 10)}",
     )
     for d in (TODAY, TODAY - dt.timedelta(days=1)):
-        write(
+        put(
             root,
             f"knowledge/journal/{d}.md",
             f"---\ntype: journal\ndate: {d}\n---\n\n## {d}\n\n{sections_text(rng, 4, 8)}",
         )
     for i in range(rng.randint(0, 6)):
-        write(
+        put(
             root,
             f"knowledge/reference/r{i}.md",
             f"---\ntype: reference\n---\n# R{i}\n\n{sections_text(rng, 3, 6)}",
@@ -75,7 +86,8 @@ def random_repo(root: Path, rng: random.Random) -> None:
         who = "user" if i % 2 == 0 else "agent"
         text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 40)))
         turns.append(f"## 09:{i:02d} — {who}\n{text}\n")
-    write(root, SESSION, TRANSCRIPT_HEAD + "\n".join(turns))
+    put(root, SESSION, TRANSCRIPT_HEAD + "\n".join(turns))
+    commit(root, "memory: a random repo")  # one commit, one index sync
 
 
 #: An indexed transcript in the repo that is also the ``--session``: P3 and P4 both see it.
@@ -208,7 +220,7 @@ def test_p3_knowledge_and_p4_history(crepo: Path, tmp_path: Path) -> None:
 
 
 def test_cli_json_explain_and_markers(crepo: Path) -> None:
-    proc = run_memory(
+    proc = invoke_memory(
         crepo, "compile", "remember my tea", "--budget", "2000", "--json", "--explain"
     )
     assert proc.returncode == 0, proc.stderr
@@ -217,9 +229,9 @@ def test_cli_json_explain_and_markers(crepo: Path) -> None:
     for s in data["sections"]:
         assert {"path", "start_line", "end_line", "tokens", "why"} <= set(s)
     assert "omitted" in data
-    text = run_memory(crepo, "compile", "remember my tea").stdout
+    text = invoke_memory(crepo, "compile", "remember my tea").stdout
     assert "<!-- P0 identity: knowledge/identity/SOUL.md:" in text
-    assert run_memory(crepo, "compile", "remember", "my", "tea").stdout == text
+    assert invoke_memory(crepo, "compile", "remember", "my", "tea").stdout == text
 
 
 def test_event_activates_cron_topic(crepo: Path) -> None:
@@ -228,7 +240,7 @@ def test_event_activates_cron_topic(crepo: Path) -> None:
         "topics/standup.md",
         "---\ntype: topic\ntriggers:\n  - type: cron\n    schedule: '0 9 * * 1-5'\n    name: standup\n---\n\n# Standup\n\nSummarise yesterday's journal.\n",
     )
-    proc = run_memory(crepo, "compile", "--event", "cron:standup", "--json")
+    proc = invoke_memory(crepo, "compile", "--event", "cron:standup", "--json")
     data = json.loads(proc.stdout)
     assert any(s["path"] == "topics/standup.md" for s in data["sections"])
 
@@ -239,7 +251,7 @@ def test_claude_code_hook_format(crepo: Path) -> None:
         "knowledge/identity/SOUL.md",
         "---\ntype: identity\nrole: soul\n---\n# Soul\n\n" + "I am careful.\n" * 3000,
     )
-    start = run_memory(
+    start = invoke_memory(
         crepo,
         "compile",
         "--format",
@@ -252,7 +264,7 @@ def test_claude_code_hook_format(crepo: Path) -> None:
     out = json.loads(start.stdout)["hookSpecificOutput"]
     assert out["hookEventName"] == "SessionStart"
     assert 0 < len(out["additionalContext"]) <= 10_000
-    prompt = run_memory(
+    prompt = invoke_memory(
         crepo,
         "compile",
         "--format",
@@ -261,7 +273,7 @@ def test_claude_code_hook_format(crepo: Path) -> None:
     )
     ctx = json.loads(prompt.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "topics/remembering.md" in ctx and "P0 identity" not in ctx
-    bad = run_memory(crepo, "compile", "--format", "claude-code-hook", input="not json")
+    bad = invoke_memory(crepo, "compile", "--format", "claude-code-hook", input="not json")
     assert bad.returncode == 0 and bad.stdout == ""
 
 
@@ -328,7 +340,7 @@ def test_bad_session_files_are_one_line_errors(crepo: Path, tmp_path: Path) -> N
     (tmp_path / "s.json").write_text('[{"role": "user", "content": "hi"}, 5]')
     (tmp_path / "b.json").write_text('[\n {"role": "user", "content": "hi"},\n {"role": }\n]')
     for path, want in cases:
-        proc = run_memory(crepo, "compile", "hi", "--session", str(path))
+        proc = invoke_memory(crepo, "compile", "hi", "--session", str(path))
         assert proc.returncode == 1, (path, proc.stdout)
         assert "Traceback" not in proc.stderr
         assert proc.stderr.strip() == f"memory: {want}"
@@ -346,7 +358,7 @@ def test_bad_session_files_are_one_line_errors(crepo: Path, tmp_path: Path) -> N
 def test_hook_with_a_bad_payload_prints_nothing_and_says_why(
     crepo: Path, payload: str, reason: str
 ) -> None:
-    proc = run_memory(crepo, "compile", "--format", "claude-code-hook", input=payload)
+    proc = invoke_memory(crepo, "compile", "--format", "claude-code-hook", input=payload)
     assert proc.returncode == 0 and proc.stdout == ""
     assert "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()

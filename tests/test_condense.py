@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from conftest import run_git, run_memory
+from conftest import invoke_memory, run_git
 
 from memrepo.layout import MEMORY_ARCHIVE, MEMORY_FILE
 from memrepo.lifecycle import cap
@@ -26,15 +26,15 @@ def fill_memory(root: Path, n: int) -> str:
 
 
 def test_daily_and_weekly_offline(lrepo: Path):
-    proc = run_memory(lrepo, "condense", "daily", "--date", "2026-03-05", "--offline")
+    proc = invoke_memory(lrepo, "condense", "daily", "--date", "2026-03-05", "--offline")
     assert proc.returncode == 0, proc.stderr
     journal = (lrepo / "knowledge/journal/2026-03-05.md").read_text()
     assert "### ledger" in journal and "Decided: We decided to use PostgreSQL" in journal
-    dry = run_memory(lrepo, "condense", "weekly", "--date", "2026-03-05", "--offline",
+    dry = invoke_memory(lrepo, "condense", "weekly", "--date", "2026-03-05", "--offline",
                      "--dry-run")
     assert "+- 2026-03-05: We decided to use PostgreSQL" in dry.stdout
     assert run_git(lrepo, "status", "--porcelain", MEMORY_FILE).stdout == ""  # dry run wrote nothing
-    proc = run_memory(lrepo, "condense", "weekly", "--date", "2026-03-05", "--offline")
+    proc = invoke_memory(lrepo, "condense", "weekly", "--date", "2026-03-05", "--offline")
     assert proc.returncode == 0 and "maintenance: weekly" in run_git(
         lrepo, "log", "-1", "--format=%s").stdout
 
@@ -47,7 +47,7 @@ def test_offline_cap_moves_oldest_to_archive(crepo: Path):
     archive = (crepo / MEMORY_ARCHIVE).read_text()
     moved = archive.count("Fact number")
     assert moved + text.count("Fact number") == 260  # nothing lost
-    assert run_memory(crepo, "hook", "pre-commit", MEMORY_FILE, MEMORY_ARCHIVE).returncode == 0
+    assert invoke_memory(crepo, "hook", "pre-commit", MEMORY_FILE, MEMORY_ARCHIVE).returncode == 0
 
 
 def test_model_rewrite_over_cap_or_silent_drop_is_rejected(crepo: Path, lrepo_client, capsys):
@@ -78,7 +78,7 @@ def test_model_rewrite_over_cap_or_silent_drop_is_rejected(crepo: Path, lrepo_cl
 
 def test_weekly_never_leaves_memory_over_cap(lrepo: Path):
     fill_memory(lrepo, 199)
-    run_memory(lrepo, "extract", "--offline")  # extraction itself enforces the cap
+    invoke_memory(lrepo, "extract", "--offline")  # extraction itself enforces the cap
     text = (lrepo / MEMORY_FILE).read_text()
     assert cap.line_count(text) <= 200
     plan = C.weekly(lrepo, dt.date(2026, 3, 5), None)
@@ -151,7 +151,7 @@ def test_daily_skips_a_bad_transcript_and_exits_non_zero(lrepo: Path):
     bad.write_bytes(b"---\nsession_id: ses_bad\nstarted: 2026-03-05T18:00:00+00:00\n"
                     b"ended: 2026-03-05T18:10:00+00:00\n---\n\n# x\n\n## 18:00 \xe2\x80\x94 user\n"
                     b"We decided \xff to go.\n")
-    proc = run_memory(lrepo, "condense", "daily", "--date", "2026-03-05", "--offline")
+    proc = invoke_memory(lrepo, "condense", "daily", "--date", "2026-03-05", "--offline")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "1800-ses_bad-broken.md:10: not UTF-8 text (byte 0xff) (skipped)" in proc.stderr
     journal = (lrepo / "knowledge/journal/2026-03-05.md").read_text()
@@ -161,6 +161,6 @@ def test_daily_skips_a_bad_transcript_and_exits_non_zero(lrepo: Path):
 def test_bad_date_is_a_usage_error(lrepo: Path):
     for argv in (["condense", "daily", "--date", "2026-02-30"], ["tag", "daily", "--date", "x"],
                  ["prune", "--date", "yesterday"]):
-        proc = run_memory(lrepo, *argv)
+        proc = invoke_memory(lrepo, *argv)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, argv
         assert "Invalid value for '--date'" in proc.stderr and "is not a date" in proc.stderr

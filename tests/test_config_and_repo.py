@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_memory
+from conftest import invoke_memory
 
 from memrepo.config import EMBEDDERS, SCHEMA, defaults, load_config, render_default_config
 from memrepo.errors import ConfigError, MemrepoError
@@ -42,6 +42,8 @@ def test_the_config_names_every_embedder_the_index_builds() -> None:
         ("context_compiler:\n  token_budget: true\n", "'context_compiler.token_budget' must be", 2),
         ("lifecycle:\n  extraction_trigger: weekly\n", "must be one of on_session_end", 2),
         ("validation:\n  secrets_allowlist: [1]\n", "list of strings", 2),
+        ("validation:\n  secrets_allowlist: ['(a+)+b']\n",
+         "'validation.secrets_allowlist' entry '(a+)+b' can backtrack catastrophically", 2),
         ("search:\n  bm25_weight: 1\nsearch: {}\n", "duplicate key 'search'", 3),
         ("search: [\n", "invalid YAML", 2),
         ("lifecycle:\n  condensation_schedule: foo\n",
@@ -90,11 +92,11 @@ def test_partial_config_is_merged_over_defaults(tmp_path: Path) -> None:
 
 
 def test_config_show_and_errors_through_the_cli(memrepo_root: Path) -> None:
-    proc = run_memory(memrepo_root, "config", "show", "--json")
+    proc = invoke_memory(memrepo_root, "config", "show", "--json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == defaults()
     (memrepo_root / "memory-config.yaml").write_text("watchers:\n  gate_modle: haiku\n")
-    proc = run_memory(memrepo_root, "config", "show")
+    proc = invoke_memory(memrepo_root, "config", "show")
     assert proc.returncode == 1
     assert "memory-config.yaml:2: unknown key 'watchers.gate_modle'" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -119,10 +121,10 @@ def test_discover_prefers_flag_then_env_then_walks_up(
 
 
 def test_repo_flag_on_the_cli(memrepo_root: Path, tmp_path: Path) -> None:
-    proc = run_memory(
+    proc = invoke_memory(
         tmp_path, "--repo", str(memrepo_root), "config", "get", "lifecycle.memory_line_cap"
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "200"
-    proc = run_memory(tmp_path, "config", "get", "lifecycle.memory_line_cap")
+    proc = invoke_memory(tmp_path, "config", "get", "lifecycle.memory_line_cap")
     assert proc.returncode == 1 and "no memory repo found" in proc.stderr

@@ -11,7 +11,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import IRepo, run_memory
+from conftest import IRepo, invoke_memory
 
 np = pytest.importorskip("numpy")
 pytest.importorskip("onnxruntime")
@@ -79,16 +79,16 @@ def test_search_finds_a_note_that_shares_no_word_with_the_query(irepo: IRepo) ->
     irepo.commit("sam")
     query = "who has a new dog"
 
-    run_memory(irepo.root, "index")
-    plain = run_memory(irepo.root, "search", "--json", query)
+    invoke_memory(irepo.root, "index")
+    plain = invoke_memory(irepo.root, "search", "--json", query)
     assert plain.returncode == 0, plain.stderr
     assert "knowledge/people/sam.md" not in [h["path"] for h in json.loads(plain.stdout)]
 
     irepo.write("memory-config.yaml", "search:\n  embedder: minilm\n")
     irepo.commit("use minilm")
-    built = run_memory(irepo.root, "index", "--rebuild")
+    built = invoke_memory(irepo.root, "index", "--rebuild")
     assert built.returncode == 0, built.stderr
-    found = run_memory(irepo.root, "search", "--json", query)
+    found = invoke_memory(irepo.root, "search", "--json", query)
     assert found.returncode == 0, found.stderr
     assert json.loads(found.stdout)[0]["path"] == "knowledge/people/sam.md"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import run_git, run_memory
+from conftest import invoke_memory, run_git
 
 from memrepo.documents import parse_document
 from memrepo.lifecycle.extract.entries import SUPERSEDED_LINE
@@ -22,7 +22,7 @@ def read(root: Path, rel: str) -> str:
 
 def test_offline_week_makes_the_expected_edits(lrepo: Path):
     before = {p: read(lrepo, p) for p in select(lrepo)}
-    proc = run_memory(lrepo, "extract", "--offline")
+    proc = invoke_memory(lrepo, "extract", "--offline")
     assert proc.returncode == 0, proc.stderr
     assert "7 transcripts" in proc.stdout and "1 superseded" in proc.stdout
     ledger = read(lrepo, LEDGER)
@@ -64,8 +64,8 @@ def test_offline_week_makes_the_expected_edits(lrepo: Path):
     assert log.startswith("extract: ") and log.count("Session: raw/conversations/") == 7
     assert run_git(lrepo, "status", "--porcelain", "knowledge").stdout == ""
     # nothing pending: a second run has nothing to do; --all replays to zero edits
-    assert "nothing to extract" in run_memory(lrepo, "extract", "--offline").stdout
-    again = run_memory(lrepo, "extract", "--offline", "--all")
+    assert "nothing to extract" in invoke_memory(lrepo, "extract", "--offline").stdout
+    again = invoke_memory(lrepo, "extract", "--offline", "--all")
     assert "0 added, 0 updated, 0 superseded" in again.stdout
 
 
@@ -173,7 +173,7 @@ def test_a_sentence_stating_a_password_is_never_extracted(crepo: Path, lrepo_cli
     line = f"The staging admin password is {secret} and it is stored in the team vault."
     path = add_transcript(crepo, "1000-ses_pw-staging.md", transcript(
         "ses_pw", line + "\nThe staging API is hosted on fly.io in the ams region."))
-    proc = run_memory(crepo, "extract", "--offline", path)
+    proc = invoke_memory(crepo, "extract", "--offline", path)
     assert proc.returncode == 0, proc.stderr
     everything = knowledge_text(crepo)
     assert "fly.io" in everything  # the harmless fact next to it is extracted
@@ -208,7 +208,7 @@ def test_bad_transcripts_are_reported_and_skipped_the_rest_extracted(lrepo: Path
         "ses_bu", "We decided to use cafe names.").encode().replace(b"cafe", b"caf\xe9"))
     run_git(lrepo, "add", "-A", "raw")
     run_git(lrepo, "commit", "-q", "--no-verify", "-m", "conversation: bad ones")
-    proc = run_memory(lrepo, "extract", "--offline")
+    proc = invoke_memory(lrepo, "extract", "--offline")
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
     assert "7 transcripts" in proc.stdout  # the good week was extracted
@@ -217,7 +217,7 @@ def test_bad_transcripts_are_reported_and_skipped_the_rest_extracted(lrepo: Path
     assert "1 superseded" in proc.stdout and (lrepo / LEDGER).exists()
     # bad ones are not marked done: fixed, they are extracted next time
     (lrepo / bad_utf8).write_text(transcript("ses_bu", "We decided to use cafe names."))
-    again = run_memory(lrepo, "extract", "--offline")
+    again = invoke_memory(lrepo, "extract", "--offline")
     assert again.returncode == 1 and "1 transcripts" in again.stdout
     assert bad_utf8 not in again.stderr and bad_yaml in again.stderr
 
@@ -225,14 +225,14 @@ def test_bad_transcripts_are_reported_and_skipped_the_rest_extracted(lrepo: Path
 def test_open_transcript_named_is_reported_as_skipped(crepo: Path):
     path = add_transcript(crepo, "1200-ses_op-open.md",
                           transcript("ses_op", "We decided to use Rust.", ended=None))
-    proc = run_memory(crepo, "extract", "--offline", path)
+    proc = invoke_memory(crepo, "extract", "--offline", path)
     assert proc.returncode == 0, proc.stderr
     assert "0 transcripts" in proc.stdout
     assert f"skipped (open): {path}" in proc.stderr
 
 
 def test_bad_since_date_is_a_usage_error(crepo: Path):
-    proc = run_memory(crepo, "extract", "--since", "last tuesday")
+    proc = invoke_memory(crepo, "extract", "--since", "last tuesday")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "'last tuesday' is not a date" in proc.stderr
 

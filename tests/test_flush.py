@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import fake_anthropic, run_git, run_memory
+from conftest import fake_anthropic, invoke_memory, run_git
 
 from memrepo.config import load_config
 from memrepo.lifecycle.flush import FLUSH_OK, flush, summary
@@ -104,7 +104,7 @@ def _assert_valid(root: Path) -> None:
         line[3:] for line in run_git(root, "status", "--porcelain", "-uall").stdout.splitlines()
     ]
     assert changed
-    proc = run_memory(root, "hook", "pre-commit", *changed)
+    proc = invoke_memory(root, "hook", "pre-commit", *changed)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -117,7 +117,7 @@ def _session(tmp_path: Path, data: object = SESSION) -> Path:
 def test_offline_flush_of_a_realistic_session(memrepo_root: Path, tmp_path: Path) -> None:
     root = memrepo_root
     sess = _session(tmp_path)
-    proc = run_memory(root, "flush", "--session", str(sess), "--offline")
+    proc = invoke_memory(root, "flush", "--session", str(sess), "--offline")
     assert proc.returncode == 0, proc.stderr
     assert "wrote" in proc.stdout and FLUSH_OK not in proc.stdout
 
@@ -160,7 +160,7 @@ def test_offline_flush_of_a_realistic_session(memrepo_root: Path, tmp_path: Path
 def test_small_talk_gives_flush_ok_and_writes_nothing(memrepo_root: Path, tmp_path: Path) -> None:
     root = memrepo_root
     before = _files(root)
-    proc = run_memory(root, "flush", "--offline", input=SMALL_TALK)
+    proc = invoke_memory(root, "flush", "--offline", input=SMALL_TALK)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == FLUSH_OK
     assert _files(root) == before
@@ -170,9 +170,9 @@ def test_small_talk_gives_flush_ok_and_writes_nothing(memrepo_root: Path, tmp_pa
 def test_a_second_flush_writes_nothing_new(memrepo_root: Path, tmp_path: Path) -> None:
     root = memrepo_root
     sess = _session(tmp_path)
-    assert run_memory(root, "flush", "--session", str(sess), "--offline").returncode == 0
+    assert invoke_memory(root, "flush", "--session", str(sess), "--offline").returncode == 0
     after_first = _files(root)
-    proc = run_memory(root, "flush", "--session", str(sess), "--offline", "--json")
+    proc = invoke_memory(root, "flush", "--session", str(sess), "--offline", "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["status"] == FLUSH_OK and out["written"] == []
@@ -187,10 +187,10 @@ def test_transcript_in_the_repo_cites_its_session(memrepo_root: Path) -> None:
     (root / rel).write_text(TRANSCRIPT, encoding="utf-8")
     run_git(root, "add", rel)
     run_git(root, "commit", "-q", "--no-verify", "-m", "transcript")
-    proc = run_memory(root, "flush", "--session", rel, "--offline", "--dry-run")
+    proc = invoke_memory(root, "flush", "--session", rel, "--offline", "--dry-run")
     assert proc.returncode == 0 and "would write" in proc.stdout
     assert run_git(root, "status", "--porcelain").stdout == ""  # a dry run writes nothing
-    proc = run_memory(root, "flush", "--session", rel, "--offline")
+    proc = invoke_memory(root, "flush", "--session", rel, "--offline")
     assert proc.returncode == 0, proc.stderr
     journal = (root / f"knowledge/journal/{TODAY}.md").read_text(encoding="utf-8")
     assert "### Flush: Cache layer" in journal
@@ -298,7 +298,7 @@ def test_a_changed_fact_supersedes_the_old_line_instead_of_replacing_it(
     for name, text in (("sess1.json", first), ("sess2.json", second)):
         p = tmp_path / name
         p.write_text(json.dumps([{"role": "user", "content": text}]), encoding="utf-8")
-        proc = run_memory(root, "flush", "--session", str(p), "--offline")
+        proc = invoke_memory(root, "flush", "--session", str(p), "--offline")
         assert proc.returncode == 0, proc.stderr
     memory = (root / "knowledge/memory/MEMORY.md").read_text(encoding="utf-8")
     decisions = memory.split("## Key Decisions")[1].split("\n## ")[0]
@@ -311,7 +311,7 @@ def test_a_changed_fact_supersedes_the_old_line_instead_of_replacing_it(
     more = "We decided to keep the session cache TTL at 30 minutes in Redis for now, per Ana."
     p = tmp_path / "sess3.json"
     p.write_text(json.dumps([{"role": "user", "content": more}]), encoding="utf-8")
-    assert run_memory(root, "flush", "--session", str(p), "--offline").returncode == 0
+    assert invoke_memory(root, "flush", "--session", str(p), "--offline").returncode == 0
     decisions = (root / "knowledge/memory/MEMORY.md").read_text(encoding="utf-8")
     assert f"{more} [src: sess2.json; sess3.json]" in decisions
     _assert_valid(root)
@@ -320,7 +320,7 @@ def test_a_changed_fact_supersedes_the_old_line_instead_of_replacing_it(
 def test_a_session_that_is_not_utf8_is_a_one_line_error(memrepo_root: Path, tmp_path: Path) -> None:
     bad = tmp_path / "y.md"
     bad.write_bytes(b"## 09:00 \xe2\x80\x94 user\nWe decided on caf\xe9 au lait.\n")
-    proc = run_memory(memrepo_root, "flush", "--session", str(bad), "--offline")
+    proc = invoke_memory(memrepo_root, "flush", "--session", str(bad), "--offline")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert proc.stderr == f"memory: {bad}:2: not UTF-8 text (byte 0xe9)\n"
     piped = subprocess.run(

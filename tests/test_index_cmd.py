@@ -4,24 +4,24 @@ from __future__ import annotations
 
 import json
 
-from conftest import IRepo, run_memory
+from conftest import IRepo, invoke_memory
 
 from memrepo.index.health import checks
 from memrepo.repo import MemoryRepo
 
 
 def test_index_builds_then_updates_then_noop(irepo: IRepo) -> None:
-    proc = run_memory(irepo.root, "index", "--json")
+    proc = invoke_memory(irepo.root, "index", "--json")
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout)
     assert res["mode"] == "rebuild" and res["files"] == 3
     irepo.write("knowledge/people/a.md", "---\ntype: person\nname: A\n---\nA.\n")
     irepo.commit("a")
-    res = json.loads(run_memory(irepo.root, "index", "--json").stdout)
+    res = json.loads(invoke_memory(irepo.root, "index", "--json").stdout)
     assert (res["mode"], res["added"]) == ("incremental", 1)
-    proc = run_memory(irepo.root, "index")
+    proc = invoke_memory(irepo.root, "index")
     assert "up to date" in proc.stdout
-    proc = run_memory(irepo.root, "index", "--rebuild")
+    proc = invoke_memory(irepo.root, "index", "--rebuild")
     assert proc.returncode == 0 and "rebuilt" in proc.stdout
 
 
@@ -29,23 +29,23 @@ def test_doctor_checks_report_drift_and_repair(irepo: IRepo) -> None:
     repo = MemoryRepo(irepo.root)
     by_name = {c.name: c for c in checks(repo)}
     assert not by_name["index"].ok and by_name["index"].fix == "memory index"
-    run_memory(irepo.root, "index")
+    invoke_memory(irepo.root, "index")
     irepo.write("knowledge/people/b.md", "---\ntype: person\nname: B\n---\nB.\n")
     irepo.commit("b")  # --no-verify: no hook ran, the index is behind
     by_name = {c.name: c for c in checks(repo)}
     assert not by_name["index commit"].ok and "1 commit(s) behind" in by_name["index commit"].detail
     assert by_name["vector mode"].ok
-    run_memory(irepo.root, "index")
+    invoke_memory(irepo.root, "index")
     by_name = {c.name: c for c in checks(repo)}
     assert all(c.ok for c in by_name.values()), by_name
 
 
 def test_config_embedder_change_is_reported(irepo: IRepo) -> None:
-    run_memory(irepo.root, "index")
+    invoke_memory(irepo.root, "index")
     irepo.write("memory-config.yaml", "search:\n  embedder: hash\n")
     by_name = {c.name: c for c in checks(MemoryRepo(irepo.root))}
     assert not by_name["index embedder"].ok
-    proc = run_memory(irepo.root, "index", "--json")
+    proc = invoke_memory(irepo.root, "index", "--json")
     assert json.loads(proc.stdout)["mode"] == "rebuild"
     by_name = {c.name: c for c in checks(MemoryRepo(irepo.root))}
     assert by_name["index embedder"].ok
@@ -54,16 +54,16 @@ def test_config_embedder_change_is_reported(irepo: IRepo) -> None:
 def test_memory_doctor_shows_the_index_and_fix_repairs_it(memrepo_root) -> None:
     from conftest import run_git
 
-    proc = run_memory(memrepo_root, "doctor", "--json")
+    proc = invoke_memory(memrepo_root, "doctor", "--json")
     names = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
     assert names["index commit"]["ok"] and names["vector mode"]["ok"], names  # init built it
     (memrepo_root / "knowledge/reference/x.md").write_text("---\ntype: reference\n---\nx\n")
     run_git(memrepo_root, "add", "-A")
     run_git(memrepo_root, "commit", "-q", "--no-verify", "-m", "memory: x")
     (memrepo_root / "memory.db").unlink()
-    proc = run_memory(memrepo_root, "doctor")
+    proc = invoke_memory(memrepo_root, "doctor")
     assert proc.returncode == 1 and "memory.db is missing" in proc.stdout
-    proc = run_memory(memrepo_root, "doctor", "--fix")
+    proc = invoke_memory(memrepo_root, "doctor", "--fix")
     assert proc.returncode == 0, proc.stdout
     assert "fixed: index rebuild at" in proc.stdout
 

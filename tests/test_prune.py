@@ -5,20 +5,20 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from conftest import run_git, run_memory
+from conftest import invoke_memory, run_git
 
 from memrepo.lifecycle import prune as P
 
 
 def test_prune_archives_old_journals_and_stale_files(lrepo: Path):
-    assert run_memory(lrepo, "extract", "--offline").returncode == 0
+    assert invoke_memory(lrepo, "extract", "--offline").returncode == 0
     future = (dt.date.today() + dt.timedelta(days=200)).isoformat()
-    dry = run_memory(lrepo, "prune", "--dry-run", "--offline", "--date", future)
+    dry = invoke_memory(lrepo, "prune", "--dry-run", "--offline", "--date", future)
     assert "move knowledge/journal/2026-03-02.md -> archive/journal/2026-03-02.md" in dry.stdout
     assert run_git(lrepo, "status", "--porcelain").stdout == ""
     run_git(lrepo, "checkout", "-q", "-b", "explore/idea")
     run_git(lrepo, "checkout", "-q", "main")
-    proc = run_memory(lrepo, "prune", "--offline", "--date", future)
+    proc = invoke_memory(lrepo, "prune", "--offline", "--date", future)
     assert proc.returncode == 0, proc.stderr
     assert (lrepo / "archive/journal/2026-03-02.md").exists()
     assert not (lrepo / "knowledge/journal/2026-03-02.md").exists()
@@ -36,3 +36,27 @@ def test_explore_branches_deleted_only_with_apply(lrepo: Path):
     assert [b.name for b in branches] == ["explore/old"] and branches[0].merged
     P.delete_branches(lrepo, branches)
     assert run_git(lrepo, "branch", "--list", "explore/*").stdout == ""
+
+
+def test_files_a_topic_subscribes_to_are_never_archived(lrepo: Path):
+    """Archiving one would make every later commit of that topic fail its subscription
+    check: prune keeps them in place, and a commit of the topic still passes after."""
+    assert invoke_memory(lrepo, "extract", "--offline").returncode == 0
+    ref = lrepo / "knowledge/reference/runbook.md"
+    ref.parent.mkdir(parents=True, exist_ok=True)
+    ref.write_text("---\ntype: reference\n---\n# Runbook\n\n- restart the worker\n")
+    topic = lrepo / "topics/ops.md"
+    topic.write_text(
+        "---\ntype: topic\nname: ops\ntriggers:\n  - type: keyword\n    keywords: [deploy]\n"
+        "subscriptions:\n  - knowledge/reference/runbook.md\n"
+        "  - knowledge/journal/2026-03-02.md\n---\n# Ops\n"
+    )
+    run_git(lrepo, "add", "-A")
+    run_git(lrepo, "commit", "-q", "-m", "memory: ops topic")
+    future = (dt.date.today() + dt.timedelta(days=400)).isoformat()
+    proc = invoke_memory(lrepo, "prune", "--offline", "--date", future)
+    assert proc.returncode == 0, proc.stderr
+    assert ref.exists() and (lrepo / "knowledge/journal/2026-03-02.md").exists()
+    assert not (lrepo / "knowledge/journal/2026-03-03.md").exists()  # not subscribed: moved
+    topic.write_text(topic.read_text() + "\nKeep the runbook at hand.\n")
+    run_git(lrepo, "commit", "-q", "-am", "memory: ops topic grows")  # hooks pass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from conftest import run_git, run_memory
+from conftest import invoke_memory, run_git
 from test_extract import canned
 
 from memrepo.lifecycle import reconstruct as R
@@ -14,7 +14,7 @@ from memrepo.llm import for_repo
 
 def test_offline_reconstruct_leaves_main_alone(lrepo: Path):
     main_head = run_git(lrepo, "rev-parse", "main").stdout
-    proc = run_memory(lrepo, "reconstruct", "--branch", "v2", "--offline")
+    proc = invoke_memory(lrepo, "reconstruct", "--branch", "v2", "--offline")
     assert proc.returncode == 0, proc.stderr
     assert "extract/v2: 7 transcripts replayed" in proc.stdout
     assert "knowledge/projects/ledger/context.md" in proc.stdout  # the diff --stat
@@ -88,19 +88,19 @@ def test_staged_transcript_is_left_out_not_a_crash(lrepo: Path):
     _add(lrepo, staged, NEXT_WEEK.replace("ses_w2a", "ses_st"))
     run_git(lrepo, "add", staged)  # staged on main, not committed: not in the worktree
     assert staged not in R.committed_transcripts(lrepo)
-    proc = run_memory(lrepo, "reconstruct", "--branch", "st", "--offline")
+    proc = invoke_memory(lrepo, "reconstruct", "--branch", "st", "--offline")
     assert proc.returncode == 0, proc.stderr
     assert "7 transcripts replayed" in proc.stdout
 
 
 def test_batch_zero_is_a_usage_error(lrepo: Path):
-    proc = run_memory(lrepo, "reconstruct", "--branch", "b", "--batch", "0", "--offline")
+    proc = invoke_memory(lrepo, "reconstruct", "--branch", "b", "--batch", "0", "--offline")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "Invalid value for '--batch'" in proc.stderr
 
 
 def test_offline_dry_run_costs_nothing(lrepo: Path):
-    proc = run_memory(lrepo, "reconstruct", "--branch", "d", "--offline", "--dry-run")
+    proc = invoke_memory(lrepo, "reconstruct", "--branch", "d", "--offline", "--dry-run")
     assert proc.returncode == 0
     assert "no LLM calls, $0" in proc.stdout and "$0.1" not in proc.stdout
     assert R.plan(lrepo, for_repo(lrepo, offline=True), None).estimated_cost == 0
@@ -121,7 +121,7 @@ def test_dry_run_counts_reconcile_and_weekly_condensation(lrepo: Path, lrepo_cli
     assert only_extraction.condense_calls == 0  # no journal extractor: nothing to roll up
     assert everything.estimated_cost > only_extraction.estimated_cost * 3
     monkeypatch.setenv("MEMREPO_OFFLINE", "1")
-    proc = run_memory(lrepo, "reconstruct", "--branch", "d", "--dry-run")
+    proc = invoke_memory(lrepo, "reconstruct", "--branch", "d", "--dry-run")
     assert proc.returncode == 0 and "no LLM calls, $0" in proc.stdout
 
 
@@ -145,7 +145,7 @@ def test_a_bad_transcript_is_reported_and_the_rest_replayed(lrepo: Path):
     _add(lrepo, bad, "---\nsession_id: ses_bad\nstarted: [oops\n---\n\n# x\n")
     run_git(lrepo, "add", "-A", "raw")
     run_git(lrepo, "commit", "-q", "--no-verify", "-m", "conversation: broken")
-    proc = run_memory(lrepo, "reconstruct", "--branch", "bad", "--offline")
+    proc = invoke_memory(lrepo, "reconstruct", "--branch", "bad", "--offline")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert f"{bad}:3: " in proc.stderr and "(skipped)" in proc.stderr
     assert "7 transcripts replayed" in proc.stdout  # the good ones, not the broken one

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_memory
+from conftest import invoke_memory
 
 from memrepo.config import set_setting
 from memrepo.errors import ConfigError
@@ -33,19 +33,19 @@ def by_name(root: Path) -> dict[str, S.Job]:
 def test_jobs_crontab_and_status(crepo: Path):
     jobs = by_name(crepo)
     assert list(jobs) == ["commit", "condense-daily", "weekly", "condense-monthly", "prune",
-                          "tag-daily"]
+                          "tag-daily", "capture-sweep"]
     # on_session_end (the default): the commit job goes on to extract what just ended
     assert jobs["commit"].steps == (("commit",), ("extract",))
     # rollup and tag share a schedule: one job, rollup first, so they never collide
     assert jobs["weekly"].steps == (("condense", "weekly"), ("tag", "weekly"))
     assert jobs["condense-monthly"].steps == (("condense", "monthly"),)
-    out = run_memory(crepo, "schedule", "install", "--print").stdout
+    out = invoke_memory(crepo, "schedule", "install", "--print").stdout
     assert "*/30 * * * *" in out and "0 23 * * *" in out and "flock" not in out
     lines = out.splitlines()
-    assert len(lines) == 6 and all(" schedule run --job " in line for line in lines)
+    assert len(lines) == 7 and all(" schedule run --job " in line for line in lines)
     assert f"--repo {crepo} schedule run --job weekly" in out
-    assert run_memory(crepo, "schedule", "run", "--job", "commit").returncode == 0
-    status = run_memory(crepo, "schedule", "status").stdout
+    assert invoke_memory(crepo, "schedule", "run", "--job", "commit").returncode == 0
+    status = invoke_memory(crepo, "schedule", "status").stdout
     assert "commit" in status and "(ok)" in status and "next" in status
     assert "commit → extract" in status
 
@@ -84,7 +84,7 @@ def test_bad_cron_is_a_config_error_naming_the_key(crepo: Path, expr: str):
         S.jobs(crepo)
     assert "'lifecycle.weekly_schedule'" in str(err.value)
     assert str(err.value).startswith("memory-config.yaml:")
-    proc = run_memory(crepo, "schedule", "status")
+    proc = invoke_memory(crepo, "schedule", "status")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "lifecycle.weekly_schedule" in proc.stderr
 
@@ -129,8 +129,8 @@ def test_foreground_loop_runs_jobs_when_due(crepo: Path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         S.run_forever(crepo, clock=lambda: clock[0], sleep=fake_sleep)
     # weekly was due at 23:30 too: it runs right after commit, never beside it
-    assert ran == [("commit", "23:30"), ("weekly", "23:33"), ("tag-daily", "23:55"),
-                   ("commit", "00:00")]
+    assert ran == [("commit", "23:30"), ("weekly", "23:33"), ("capture-sweep", "23:40"),
+                   ("tag-daily", "23:55"), ("commit", "00:00")]
 
 
 def test_a_heavy_embedder_gets_its_vectors_on_the_schedule(crepo: Path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import IRepo, run_memory
+from conftest import IRepo, invoke_memory
 
 from memrepo.index.query import fts_match, terms
 from memrepo.index.search import Searcher
@@ -70,7 +70,7 @@ def test_any_text_is_a_valid_query(irepo_indexed: IRepo, query: str) -> None:
 
 
 def test_json_shape_and_line_spans(irepo_indexed: IRepo) -> None:
-    proc = run_memory(irepo_indexed.root, "search", "--json", "rotate HMAC key")
+    proc = invoke_memory(irepo_indexed.root, "search", "--json", "rotate HMAC key")
     assert proc.returncode == 0, proc.stderr
     hits = json.loads(proc.stdout)
     top = hits[0]
@@ -81,18 +81,18 @@ def test_json_shape_and_line_spans(irepo_indexed: IRepo) -> None:
 
 
 def test_unquoted_words_are_one_query(irepo_indexed: IRepo) -> None:
-    quoted = run_memory(irepo_indexed.root, "search", "--json", "rotate HMAC key")
-    words = run_memory(irepo_indexed.root, "search", "--json", "rotate", "HMAC", "key")
+    quoted = invoke_memory(irepo_indexed.root, "search", "--json", "rotate HMAC key")
+    words = invoke_memory(irepo_indexed.root, "search", "--json", "rotate", "HMAC", "key")
     assert words.returncode == 0, words.stderr
     assert json.loads(words.stdout) == json.loads(quoted.stdout) != []
-    dashed = run_memory(irepo_indexed.root, "search", "--json", "--", "-HMAC", "rotate")
+    dashed = invoke_memory(irepo_indexed.root, "search", "--json", "--", "-HMAC", "rotate")
     assert dashed.returncode == 0, dashed.stderr
     assert json.loads(dashed.stdout)[0]["path"] == json.loads(quoted.stdout)[0]["path"]
 
 
 def test_filters(irepo_indexed: IRepo) -> None:
     def paths(*args: str) -> list[str]:
-        proc = run_memory(irepo_indexed.root, "search", "--json", *args)
+        proc = invoke_memory(irepo_indexed.root, "search", "--json", *args)
         assert proc.returncode == 0, proc.stderr
         return list(dict.fromkeys(h["path"] for h in json.loads(proc.stdout)))
 
@@ -106,7 +106,7 @@ def test_filters(irepo_indexed: IRepo) -> None:
         "raw/conversations/2024/03/02/1000-s1-rotating-keys.md"
     ]
     assert paths("HMAC payment", "--until", "2024-03-01") == ["knowledge/journal/2024-03-01.md"]
-    bad = run_memory(irepo_indexed.root, "search", "x", "--since", "yesterday-ish")
+    bad = invoke_memory(irepo_indexed.root, "search", "x", "--since", "yesterday-ish")
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
 
 
@@ -118,9 +118,9 @@ def test_archive_is_filtered_unless_asked(irepo_indexed: IRepo) -> None:
     )
     r.commit("archive")
     r.event()
-    proc = run_memory(r.root, "search", "--json", "zebra")
+    proc = invoke_memory(r.root, "search", "--json", "zebra")
     assert json.loads(proc.stdout) == []
-    proc = run_memory(r.root, "search", "--json", "zebra", "--include-archive")
+    proc = invoke_memory(r.root, "search", "--json", "zebra", "--include-archive")
     assert [h["path"] for h in json.loads(proc.stdout)] == ["archive/journal/2020-01-01.md"]
 
 
@@ -131,7 +131,7 @@ def test_superseded_is_down_ranked(irepo_indexed: IRepo) -> None:
     r.write("knowledge/reference/new.md", "---\ntype: reference\n---" + body)
     r.commit("two versions")
     r.event()
-    proc = run_memory(r.root, "search", "--json", "deploy window", "--explain")
+    proc = invoke_memory(r.root, "search", "--json", "deploy window", "--explain")
     hits = json.loads(proc.stdout)
     assert [h["path"] for h in hits][:2] == [
         "knowledge/reference/new.md",
@@ -149,25 +149,25 @@ def test_batch_and_explain(irepo_indexed: IRepo) -> None:
             {"id": 3, "query": "tea"},
         ]
     )
-    proc = run_memory(irepo_indexed.root, "search", "--batch", input=stdin + "\nnot json\n")
+    proc = invoke_memory(irepo_indexed.root, "search", "--batch", input=stdin + "\nnot json\n")
     assert proc.returncode == 0, proc.stderr
     lines = [json.loads(x) for x in proc.stdout.splitlines()]
     assert [x["id"] for x in lines] == ["a", "b", 3, None]
     assert lines[0]["results"][0]["path"] == "knowledge/reference/kubernetes.md"
-    proc = run_memory(irepo_indexed.root, "search", "tea", "--explain")
+    proc = invoke_memory(irepo_indexed.root, "search", "tea", "--explain")
     assert "recency_factor=" in proc.stdout and "bm25=" in proc.stdout
 
 
 @pytest.mark.parametrize("damage", ["delete", "corrupt"])
 def test_without_a_usable_index_search_still_answers(irepo_indexed: IRepo, damage: str) -> None:
     root = irepo_indexed.root
-    before = json.loads(run_memory(root, "search", "--json", "rotate HMAC key").stdout)
+    before = json.loads(invoke_memory(root, "search", "--json", "rotate HMAC key").stdout)
     db = root / "memory.db"
     if damage == "delete":
         db.unlink()
     else:
         db.write_bytes(b"garbage" * 1000)
-    proc = run_memory(root, "search", "--json", "rotate HMAC key")
+    proc = invoke_memory(root, "search", "--json", "rotate HMAC key")
     assert proc.returncode == 0, proc.stderr
     assert "index unavailable" in proc.stderr or "index failed" in proc.stderr
     after = json.loads(proc.stdout)
@@ -192,14 +192,14 @@ def test_without_a_usable_index_search_still_answers(irepo_indexed: IRepo, damag
     ],
 )
 def test_bad_options_are_clean_errors(irepo_indexed: IRepo, args: list[str], message: str) -> None:
-    proc = run_memory(irepo_indexed.root, "search", "HMAC", *args)
+    proc = invoke_memory(irepo_indexed.root, "search", "HMAC", *args)
     assert proc.returncode == 2 and proc.stdout == "", proc.stdout
     assert message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
 def test_since_takes_a_full_iso_datetime(irepo_indexed: IRepo) -> None:
     def paths(*args: str) -> list[str]:
-        proc = run_memory(irepo_indexed.root, "search", "--json", "HMAC payment", *args)
+        proc = invoke_memory(irepo_indexed.root, "search", "--json", "HMAC payment", *args)
         assert proc.returncode == 0, proc.stderr
         return [h["path"] for h in json.loads(proc.stdout)]
 
@@ -222,7 +222,7 @@ def test_a_bad_batch_line_answers_with_its_id_and_the_batch_goes_on(irepo_indexe
             '{"id": "last", "query": "kubernetes secrets", "k": 1.0}',
         ]
     )
-    proc = run_memory(irepo_indexed.root, "search", "--batch", input=stdin + "\n")
+    proc = invoke_memory(irepo_indexed.root, "search", "--batch", input=stdin + "\n")
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     lines = [json.loads(x) for x in proc.stdout.splitlines()]
     assert [x["id"] for x in lines] == [5, 2, 6, 7, 3, 4, 8, None, None, "last"]

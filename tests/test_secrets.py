@@ -56,6 +56,18 @@ def test_allowlist_and_inline_marker() -> None:
     assert find_secrets(text, allowlist=[r"EXAMPLE$"]) == []
 
 
+def test_a_catastrophic_allowlist_pattern_cannot_hang_and_allows_nothing() -> None:
+    """Config validation refuses such a pattern; one that gets here anyway (an old config,
+    a direct caller) times out per value, and the value stays a secret."""
+    import time
+
+    key = "AKIA" + "A" * 16  # a run the pattern below backtracks on
+    start = time.perf_counter()
+    found = find_secrets(f"key = {key}\n", allowlist=[r"(.*.*)*$B"])
+    assert time.perf_counter() - start < 2
+    assert [f.kind for f in found] and redact(f"key = {key}")[1] == 1
+
+
 # Built at run time so this file does not itself look like it leaks anything.
 PW = "hunter" + "2"
 STRONG = "Sup3r" + "S3cret!"

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 
-from conftest import IRepo, run_memory
+from conftest import IRepo, invoke_memory
 
 from memrepo import documents
 from memrepo.index.indexer import sync
 
 
 def _paths(root, query: str) -> list[str]:
-    proc = run_memory(root, "search", "--json", query)
+    proc = invoke_memory(root, "search", "--json", query)
     assert proc.returncode == 0, proc.stderr
     return [h["path"] for h in json.loads(proc.stdout)]
 
@@ -29,7 +29,7 @@ def _two_equal_files(r: IRepo) -> tuple[str, str]:
 def test_reinforce_moves_a_result_up(irepo_indexed: IRepo) -> None:
     r = irepo_indexed
     _first, second = _two_equal_files(r)
-    proc = run_memory(r.root, "reinforce", f"{second}:5-5")
+    proc = invoke_memory(r.root, "reinforce", f"{second}:5-5")
     assert proc.returncode == 0, proc.stderr
     assert "score now +3" in proc.stdout
     assert _paths(r.root, "backup midnight")[0] == second
@@ -46,7 +46,7 @@ def test_reinforce_moves_a_result_up(irepo_indexed: IRepo) -> None:
 def test_demote_moves_a_result_down(irepo_indexed: IRepo) -> None:
     r = irepo_indexed
     first, second = _two_equal_files(r)
-    assert run_memory(r.root, "demote", first).returncode == 0
+    assert invoke_memory(r.root, "demote", first).returncode == 0
     assert _paths(r.root, "backup midnight") == [second, first]
 
 
@@ -64,19 +64,19 @@ def test_signals_committed_elsewhere_arrive_through_the_hook(irepo_indexed: IRep
 
 
 def test_unknown_ref_is_a_clean_error(irepo_indexed: IRepo) -> None:
-    proc = run_memory(irepo_indexed.root, "reinforce", "knowledge/nope.md")
+    proc = invoke_memory(irepo_indexed.root, "reinforce", "knowledge/nope.md")
     assert proc.returncode == 1 and "no such file" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_chunk_anchor_resolves_to_its_line(irepo_indexed: IRepo) -> None:
     path = "raw/conversations/2024/03/02/1000-s1-rotating-keys.md"
-    proc = run_memory(irepo_indexed.root, "reinforce", f"{path}#1")
+    proc = invoke_memory(irepo_indexed.root, "reinforce", f"{path}#1")
     assert proc.returncode == 0, proc.stderr
     assert f"{path}:12" in proc.stdout
 
 
 def test_remember_appends_to_todays_journal(irepo: IRepo) -> None:
-    proc = run_memory(irepo.root, "remember", "Payments use HMAC-SHA256", "--tags", "payments,hmac")
+    proc = invoke_memory(irepo.root, "remember", "Payments use HMAC-SHA256", "--tags", "payments,hmac")
     assert proc.returncode == 0, proc.stderr
     rel, line = proc.stdout.strip().rsplit(":", 1)
     assert rel.startswith("knowledge/journal/") and rel.endswith(".md")
@@ -85,20 +85,20 @@ def test_remember_appends_to_todays_journal(irepo: IRepo) -> None:
     assert doc.meta["tags"] == ["payments", "hmac"]
     text = (irepo.root / rel).read_text().split("\n")
     assert "Payments use HMAC-SHA256" in text[int(line) - 1]
-    proc = run_memory(irepo.root, "remember", "Second fact")
+    proc = invoke_memory(irepo.root, "remember", "Second fact")
     assert proc.returncode == 0
     again = (irepo.root / rel).read_text()
     assert "Payments use HMAC-SHA256" in again and "Second fact" in again
 
 
 def test_remember_takes_unquoted_words(irepo: IRepo) -> None:
-    proc = run_memory(irepo.root, "remember", "buy", "oat", "milk", "--tags", "home")
+    proc = invoke_memory(irepo.root, "remember", "buy", "oat", "milk", "--tags", "home")
     assert proc.returncode == 0, proc.stderr
     rel, line = proc.stdout.strip().rsplit(":", 1)
     bullet = (irepo.root / rel).read_text().split("\n")[int(line) - 1]
     assert bullet.endswith(" buy oat milk  #home"), bullet
     assert "search finds it after `memory commit`" in proc.stderr
-    empty = run_memory(irepo.root, "remember", "  ")
+    empty = invoke_memory(irepo.root, "remember", "  ")
     assert empty.returncode != 0 and "nothing to remember" in empty.stderr
 
 
@@ -132,14 +132,14 @@ def test_a_ref_past_the_file_is_an_error_that_writes_nothing(irepo_indexed: IRep
         ("memory-config.yaml", "not a file search indexes"),
         ("../outside.md", "outside the memory repo"),
     ]:
-        proc = run_memory(r.root, "reinforce", ref)
+        proc = invoke_memory(r.root, "reinforce", ref)
         assert proc.returncode == 1, (ref, proc.stdout)
         assert message in proc.stderr and "Traceback" not in proc.stderr, (ref, proc.stderr)
         assert proc.stderr.count("\n") == 1
     assert not (r.root / "raw/signals").exists()
-    proc = run_memory(r.root, "reinforce", f"{KUBE}#{chunks - 1}")
+    proc = invoke_memory(r.root, "reinforce", f"{KUBE}#{chunks - 1}")
     assert proc.returncode == 0, proc.stderr
-    assert run_memory(r.root, "demote", f"{KUBE}:{lines}").returncode == 0
+    assert invoke_memory(r.root, "demote", f"{KUBE}:{lines}").returncode == 0
 
 
 def _logged(r: IRepo) -> list[dict]:
@@ -150,13 +150,13 @@ def _logged(r: IRepo) -> list[dict]:
 def test_a_ref_is_resolved_from_the_current_directory_then_the_root(irepo_indexed: IRepo) -> None:
     r = irepo_indexed
     here = r.root / "knowledge"
-    assert run_memory(here, "reinforce", "reference/kubernetes.md:6").returncode == 0
-    assert run_memory(here, "reinforce", f"{KUBE}:8").returncode == 0  # as search prints it
+    assert invoke_memory(here, "reinforce", "reference/kubernetes.md:6").returncode == 0
+    assert invoke_memory(here, "reinforce", f"{KUBE}:8").returncode == 0  # as search prints it
     up = f"../{r.root.name}/{KUBE}"
-    proc = run_memory(r.root, "demote", up)
+    proc = invoke_memory(r.root, "demote", up)
     assert proc.returncode == 0, proc.stderr
     assert f"demoted {KUBE} " in proc.stdout
-    proc = run_memory(r.root, "reinforce", str(r.root / KUBE))
+    proc = invoke_memory(r.root, "reinforce", str(r.root / KUBE))
     assert proc.returncode == 0, proc.stderr
     assert [(e["path"], e.get("line")) for e in _logged(r)] == [
         (KUBE, 6),
@@ -168,10 +168,10 @@ def test_a_ref_is_resolved_from_the_current_directory_then_the_root(irepo_indexe
 
 def test_a_chunk_anchor_works_without_an_index(irepo: IRepo) -> None:
     path = "raw/conversations/2024/03/02/1000-s1-rotating-keys.md"
-    proc = run_memory(irepo.root, "reinforce", f"{path}#1")
+    proc = invoke_memory(irepo.root, "reinforce", f"{path}#1")
     assert proc.returncode == 0, proc.stderr
     assert f"{path}:12" in proc.stdout
-    proc = run_memory(irepo.root, "reinforce", f"{path}#7")
+    proc = invoke_memory(irepo.root, "reinforce", f"{path}#7")
     assert proc.returncode == 1 and "has 2 chunk(s) (#0 to #1), no #7" in proc.stderr, proc.stderr
 
 
@@ -184,7 +184,7 @@ def test_remember_into_a_journal_without_frontmatter_makes_it_valid(
 
     rel = f"knowledge/journal/{dt.date.today():%Y-%m-%d}.md"
     irepo.write(rel, "## Notes\n\n- Written by hand.\n")
-    proc = run_memory(irepo.root, "remember", "The staging DB moved to eu-west-1")
+    proc = invoke_memory(irepo.root, "remember", "The staging DB moved to eu-west-1")
     assert proc.returncode == 0, proc.stderr
     doc = documents.read_document(irepo.root / rel, rel)
     assert doc.meta["type"] == "journal" and str(doc.meta["date"]) in rel

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_git, run_memory
+from conftest import invoke_memory, run_git, run_memory
 
 from memrepo import documents
 from memrepo.commit import batch
@@ -89,9 +89,9 @@ def test_two_clones_capture_and_sync_concurrently(crepo_remote) -> None:
             assert text.count(f" fact {r} from {name}\n") == 1
     for j in journals:
         assert documents.read_document(a / j, j).meta["type"] == "journal"
-    assert run_memory(a, "hook", "pre-commit", *journals).returncode == 0
+    assert invoke_memory(a, "hook", "pre-commit", *journals).returncode == 0
     assert run_git(a, "status", "--porcelain").stdout == ""
-    assert run_memory(a, "verify").returncode == 0
+    assert invoke_memory(a, "verify").returncode == 0
 
 
 def test_both_clones_creating_the_days_journal_merge_without_conflict(crepo_remote) -> None:
@@ -109,7 +109,7 @@ def test_both_clones_creating_the_days_journal_merge_without_conflict(crepo_remo
     assert doc.meta["tags"] == ["shared"]
     assert doc.body.count("## ") == 1  # the day's heading once
     assert "alpha fact" in doc.body and "beta fact" in doc.body
-    assert run_memory(b, "hook", "pre-commit", journal).returncode == 0
+    assert invoke_memory(b, "hook", "pre-commit", journal).returncode == 0
 
 
 def test_a_union_merge_that_breaks_frontmatter_is_a_conflict(crepo_remote) -> None:
@@ -164,7 +164,7 @@ def test_a_fetch_that_cannot_succeed_fails_at_once(crepo_remote, tmp_path: Path)
     _, a, _ = crepo_remote
     run_git(a, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
     start = time.monotonic()
-    proc = run_memory(a, "sync")
+    proc = invoke_memory(a, "sync")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "could not fetch from origin;" in proc.stderr
     assert "does not appear to be a git repository" in proc.stderr
@@ -187,7 +187,7 @@ def test_real_conflict_is_left_for_the_person(crepo_remote) -> None:
     assert run_git(b, "rev-parse", "HEAD").stdout == mine  # nothing dropped
     assert "prefers coffee" in (b / "knowledge/memory/MEMORY.md").read_text()
     assert not (b / ".git/rebase-merge").exists()
-    proc = run_memory(b, "sync")
+    proc = invoke_memory(b, "sync")
     assert proc.returncode == 1 and "MEMORY.md" in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -217,7 +217,7 @@ def test_pre_receive_refuses_a_rewritten_closed_transcript(crepo_remote) -> None
 
 
 def test_sync_without_remote_is_a_clear_error(crepo: Path) -> None:
-    proc = run_memory(crepo, "sync")
+    proc = invoke_memory(crepo, "sync")
     assert proc.returncode == 1 and "no git remote named 'origin'" in proc.stderr
 
 

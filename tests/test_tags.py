@@ -4,25 +4,64 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import run_git, run_memory
+import pytest
+from conftest import invoke_memory, run_git
 
 
-def test_daily_only_when_changed_and_log_at(lrepo: Path):
-    first = run_memory(lrepo, "tag", "daily", "--date", "2026-03-01")
+def _dated(monkeypatch: pytest.MonkeyPatch, day: str) -> None:
+    """Commits made from now on carry ``day`` as their date (what git records then)."""
+    for var in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"):
+        monkeypatch.setenv(var, f"{day}T12:00:00+00:00")
+
+
+def _note(root: Path, text: str) -> None:
+    mem = root / "knowledge/memory/MEMORY.md"
+    mem.write_text(mem.read_text() + f"\n- {text}\n")
+    run_git(root, "commit", "-qam", f"memory: {text}", "--no-verify")
+
+
+def test_daily_only_when_changed_and_log_at(lrepo: Path, monkeypatch: pytest.MonkeyPatch):
+    _dated(monkeypatch, "2026-03-01")
+    _note(lrepo, "a fact of March 1")
+    first = invoke_memory(lrepo, "tag", "daily", "--date", "2026-03-01")
     assert first.stdout.strip() == "memory/daily/2026-03-01"
-    same = run_memory(lrepo, "tag", "daily", "--date", "2026-03-02")
+    same = invoke_memory(lrepo, "tag", "daily", "--date", "2026-03-02")
     assert "nothing changed" in same.stdout
-    run_memory(lrepo, "extract", "--offline")
-    assert run_memory(lrepo, "tag", "daily", "--date", "2026-03-08").stdout.strip() == \
+    _dated(monkeypatch, "2026-03-08")
+    invoke_memory(lrepo, "extract", "--offline")
+    assert invoke_memory(lrepo, "tag", "daily", "--date", "2026-03-08").stdout.strip() == \
         "memory/daily/2026-03-08"
     note = run_git(lrepo, "tag", "-l", "-n9", "memory/daily/2026-03-08").stdout
     assert "commits touching knowledge" in note
-    assert run_memory(lrepo, "tag", "weekly", "--date", "2026-03-08").stdout.strip() == \
+    assert invoke_memory(lrepo, "tag", "weekly", "--date", "2026-03-08").stdout.strip() == \
         "memory/weekly/2026-W10"
-    assert run_memory(lrepo, "tag", "milestone", "v1").stdout.strip() == "memory/milestone/v1"
-    assert run_memory(lrepo, "tag", "milestone", "v1").returncode == 1
-    at = run_memory(lrepo, "log", "--at", "daily/2026-03-01", "knowledge/memory/MEMORY.md")
-    assert "## Lessons Learned" in at.stdout and "User prefers" not in at.stdout
-    now = run_memory(lrepo, "log", "--at", "memory/daily/2026-03-08",
+    assert invoke_memory(lrepo, "tag", "milestone", "v1").stdout.strip() == "memory/milestone/v1"
+    assert invoke_memory(lrepo, "tag", "milestone", "v1").returncode == 1
+    at = invoke_memory(lrepo, "log", "--at", "daily/2026-03-01", "knowledge/memory/MEMORY.md")
+    assert "a fact of March 1" in at.stdout and "User prefers" not in at.stdout
+    now = invoke_memory(lrepo, "log", "--at", "memory/daily/2026-03-08",
                      "knowledge/memory/MEMORY.md")
     assert "User prefers" in now.stdout
+
+
+def test_a_tag_for_a_past_date_names_the_state_of_that_date(
+    lrepo: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Backfilling: the tag points at the last commit of that day, not at today's HEAD."""
+    _dated(monkeypatch, "2026-03-01")
+    _note(lrepo, "the state of March 1")
+    march_1 = run_git(lrepo, "rev-parse", "HEAD").stdout.strip()
+    _dated(monkeypatch, "2026-03-09")
+    _note(lrepo, "written later")
+    assert invoke_memory(lrepo, "tag", "daily", "--date", "2026-03-03").returncode == 0
+    assert run_git(lrepo, "rev-parse", "memory/daily/2026-03-03^{commit}").stdout.strip() == \
+        march_1
+    week = invoke_memory(lrepo, "tag", "weekly", "--date", "2026-03-04")  # week ends Mar 8
+    assert week.stdout.strip() == "memory/weekly/2026-W10"
+    assert run_git(lrepo, "rev-parse", "memory/weekly/2026-W10^{commit}").stdout.strip() == \
+        march_1
+    old = invoke_memory(lrepo, "tag", "daily", "--date", "2001-01-01")
+    assert old.returncode == 1 and "no commit on or before 2001-01-01" in old.stderr
+    assert not run_git(lrepo, "tag", "--list", "memory/daily/2001-01-01").stdout.strip()
+
+

@@ -12,6 +12,12 @@ def test_regexes_that_could_hang_are_refused() -> None:
     assert regex_problem(r"\b(email|inbox|mail)\b") is None
     assert "nested repeat" in regex_problem(r"(a+)+$")
     assert "nested repeat" in regex_problem(r"(\w+\s?)*$")
+    # alternatives alike under a repeat, and a long bounded repeat around an unbounded one
+    for bad in (r"(a|a)*b", r"(a|a)*$", r"(.*a){20}", r"(a|ab)*c", r"(\w|\d)+x"):
+        assert "catastrophic" in regex_problem(bad), bad
+    for fine in (r"(\d+\.){3}\d+", r"(foo|bar)+", r"(x|y|z)*end", r"(ERROR|WARN|INFO)+",
+                 r"(cat|car)s*", r"https?://\S+"):
+        assert regex_problem(fine) is None, fine
     assert "does not compile" in regex_problem("[unclosed")
     assert regex_problem("") == "must be a non-empty string"
 

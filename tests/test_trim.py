@@ -6,7 +6,7 @@ import json
 import random
 from pathlib import Path
 
-from conftest import run_memory
+from conftest import invoke_memory
 
 from memrepo.context.tokens import estimate_tokens
 from memrepo.context.trim import is_recall, smart_trim, tokens
@@ -106,7 +106,7 @@ def test_nothing_to_trim_is_untouched() -> None:
 def test_cli(tmp_path: Path) -> None:
     path = tmp_path / "msgs.json"
     path.write_text(json.dumps({"model": "x", "messages": anthropic_session(random.Random(3))}))
-    proc = run_memory(tmp_path, "trim", "--messages", str(path), "--context-window", "3000")
+    proc = invoke_memory(tmp_path, "trim", "--messages", str(path), "--context-window", "3000")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["model"] == "x"
@@ -206,7 +206,7 @@ def test_cli_reads_jsonl_and_warns_when_over(tmp_path: Path) -> None:
     msgs = [{"role": "system", "content": filler(rng, 1500)}, *anthropic_session(rng, 20)]
     path = tmp_path / "s.jsonl"
     path.write_text("\n".join(json.dumps({"type": x["role"], "message": x}) for x in msgs))
-    proc = run_memory(tmp_path, "trim", "--messages", str(path), "--context-window", "1000")
+    proc = invoke_memory(tmp_path, "trim", "--messages", str(path), "--context-window", "1000")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert isinstance(out, list) and out[0] == msgs[0] and out[-1] == msgs[-1]
@@ -227,6 +227,6 @@ def test_cli_bad_messages_are_one_line_errors(tmp_path: Path) -> None:
     cases["latin.json"] = ("", ":1: not UTF-8 text (byte 0xe9)")
     for name, (_, want) in cases.items():
         path = tmp_path / name
-        proc = run_memory(tmp_path, "trim", "--messages", str(path), "--context-window", "1000")
+        proc = invoke_memory(tmp_path, "trim", "--messages", str(path), "--context-window", "1000")
         assert proc.returncode == 1 and proc.stdout == "", name
         assert proc.stderr == f"memory: {path}{want}\n", name

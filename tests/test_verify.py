@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import run_git, run_memory
+from conftest import invoke_memory, run_git
 
 from memrepo.transcript import capture
 
 
 def test_verify_reports_each_offending_commit(crepo: Path) -> None:
-    assert run_memory(crepo, "verify").returncode == 0
+    assert invoke_memory(crepo, "verify").returncode == 0
     capture.start(crepo, session_id="ses_v", topic="verify me")
     capture.append(crepo, "ses_v", "user", "original")
     done = capture.end(crepo, "ses_v")
@@ -27,7 +27,7 @@ def test_verify_reports_each_offending_commit(crepo: Path) -> None:
     bad2 = run_git(crepo, "rev-parse", "HEAD").stdout.strip()
     run_git(crepo, "rm", "-q", done.path)
     run_git(crepo, "commit", "-q", "--no-verify", "-m", "memory: delete evidence")
-    proc = run_memory(crepo, "verify")
+    proc = invoke_memory(crepo, "verify")
     assert proc.returncode == 1
     out = proc.stdout
     assert f"{bad1[:10]} memory: rewrite history" in out and "closed" in out
@@ -35,10 +35,10 @@ def test_verify_reports_each_offending_commit(crepo: Path) -> None:
     assert "memory: delete evidence" in out and "may not be deleted" in out
     assert "AKIAIOSFODNN7EXAMPLE" not in out
     assert "3 offending" in out
-    proc = run_memory(crepo, "verify", "--since", bad1, "--json")
+    proc = invoke_memory(crepo, "verify", "--since", bad1, "--json")
     data = json.loads(proc.stdout)
     assert proc.returncode == 1 and data["checked"] == 2 and len(data["offending"]) == 2
-    assert run_memory(crepo, "verify", "--rev", good).returncode == 0
+    assert invoke_memory(crepo, "verify", "--rev", good).returncode == 0
 
 
 def test_a_key_added_to_an_open_transcript_is_caught_by_verify_and_pre_receive(
@@ -60,10 +60,10 @@ def test_a_key_added_to_an_open_transcript_is_caught_by_verify_and_pre_receive(
     run_git(crepo, "remote", "add", "origin", str(bare))
     t = crepo / s.path
     t.write_text(t.read_text().replace("topic: keys\n", "topic: keys\nmodel: other\n"))
-    local = run_memory(crepo, "hook", "pre-commit", s.path)
+    local = invoke_memory(crepo, "hook", "pre-commit", s.path)
     assert local.returncode == 1 and "frontmatter 'model' was added" in local.stdout
     run_git(crepo, "commit", "-q", "--no-verify", "-am", "conversation: new key")
-    proc = run_memory(crepo, "verify")
+    proc = invoke_memory(crepo, "verify")
     assert proc.returncode == 1 and "frontmatter 'model' was added" in proc.stdout
     push = run_git(crepo, "push", "origin", "HEAD:main", check=False)
     assert push.returncode != 0 and "frontmatter 'model' was added" in push.stderr

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import fake_anthropic, run_memory
+from conftest import fake_anthropic, invoke_memory
 
 from memrepo.context.watchers import gate as gatemod
 from memrepo.context.watchers.loader import load_topics
@@ -133,7 +133,7 @@ def test_output_watcher_fires_on_the_agents_own_text(crepo6_topics: Path) -> Non
     out = match_topics(crepo6_topics, reply, scope="output")
     assert out.corrections() == [("python-style", "Use Python 3 print() calls.")]
     assert "python-style" not in names(match_topics(crepo6_topics, reply))  # input scope: no
-    proc = run_memory(crepo6_topics, "topics", "match", "--output", reply, "--json")
+    proc = invoke_memory(crepo6_topics, "topics", "match", "--output", reply, "--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["corrections"] == [{"topic": "python-style", "hint": "Use Python 3 print() calls."}]
@@ -182,9 +182,9 @@ def test_offline_the_tier2_threshold_decides_and_says_so(crepo6_topics: Path) ->
     assert res.gate_mode == "offline"
     drop = next(a for a in res.dropped if a.topic.name == "security")
     assert "offline" in drop.reason and "threshold" in drop.reason
-    proc = run_memory(crepo6_topics, "topics", "match", "where is the key?", "--explain")
+    proc = invoke_memory(crepo6_topics, "topics", "match", "where is the key?", "--explain")
     assert "offline" in proc.stdout
-    words = run_memory(crepo6_topics, "topics", "match", "where", "is", "the", "key?", "--explain")
+    words = invoke_memory(crepo6_topics, "topics", "match", "where", "is", "the", "key?", "--explain")
     assert words.stdout == proc.stdout
 
 
@@ -231,7 +231,7 @@ subscriptions:
     leaky = ts.by_name()["leaky"]
     assert leaky.subscriptions == ["knowledge/reference/ok.md"]
     assert sum(p.path == "topics/leaky.md" and not p.skipped for p in ts.problems) == 2
-    proc = run_memory(root, "compile", "leak", "--json", "--explain")
+    proc = invoke_memory(root, "compile", "leak", "--json", "--explain")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert "TOP SECRET" not in data["prompt"]
@@ -245,7 +245,7 @@ def test_broken_topic_is_skipped_and_reported(crepo6_topics: Path) -> None:
     ts = load_topics(crepo6_topics)
     assert "broken" not in ts.by_name()
     assert any(p.path == "topics/broken.md" and p.skipped for p in ts.problems)
-    proc = run_memory(crepo6_topics, "topics", "list")
+    proc = invoke_memory(crepo6_topics, "topics", "list")
     assert "topics/broken.md" in proc.stdout and "skipped" in proc.stdout
 
 

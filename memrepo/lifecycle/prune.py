@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from memrepo.config import load_config
+from memrepo.documents import read_document
+from memrepo.errors import FormatError
 from memrepo.git import git
 from memrepo.index.signals import aggregate
 from memrepo.layout import (
@@ -35,16 +37,32 @@ NEVER_ARCHIVE = (f"{IDENTITY_DIR}/", "knowledge/memory/", f"{JOURNAL_DIR}/", PRO
 DECAY_PER_DAY = 0.05  # half-life ~14 days (seed 000 §8.5)
 
 
+def subscribed(root: Path) -> set[str]:
+    """Files some topic subscribes to: never archived, since moving one would make every
+    later commit touching that topic fail its subscription check."""
+    out: set[str] = set()
+    base = root / "topics"
+    for p in sorted(base.rglob("*.md")) if base.is_dir() else []:
+        try:
+            subs = read_document(p, p.relative_to(root).as_posix()).meta.get("subscriptions")
+        except FormatError:
+            continue
+        if isinstance(subs, list):
+            out.update(s.strip().removeprefix("./") for s in subs if isinstance(s, str))
+    return out
+
+
 def journal_moves(root: Path, today: dt.date) -> list[tuple[str, str]]:
-    """(journal, archive path) for journals older than the retention."""
+    """(journal, archive path) for journals older than the retention (and no topic's)."""
     days = int(load_config(root)["lifecycle"]["journal_retention_days"])
     cutoff = today - dt.timedelta(days=days)
     base = root / JOURNAL_DIR
+    keep = subscribed(root)
     out = []
     for p in sorted(base.glob("*.md")) if base.is_dir() else []:
         rel = p.relative_to(root).as_posix()
         m = JOURNAL_PATH.match(rel)
-        if m and dt.date.fromisoformat(m["date"]) < cutoff:
+        if m and dt.date.fromisoformat(m["date"]) < cutoff and rel not in keep:
             out.append((rel, f"archive/journal/{p.name}"))
     return out
 
@@ -98,10 +116,11 @@ def score_files(root: Path, today: dt.date) -> list[Scored]:
     """Every archivable knowledge file with its recency × use score, lowest first."""
     changed = last_changed(root)
     uses = usage_counts(root)
+    keep = subscribed(root)
     out = []
     for p in sorted((root / "knowledge").rglob("*.md")) if (root / "knowledge").is_dir() else []:
         rel = p.relative_to(root).as_posix()
-        if rel.startswith(NEVER_ARCHIVE):
+        if rel.startswith(NEVER_ARCHIVE) or rel in keep:
             continue
         when = changed.get(rel) or dt.date.fromtimestamp(p.stat().st_mtime)
         days = max((today - when).days, 0)

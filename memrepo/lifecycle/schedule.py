@@ -13,7 +13,9 @@ The jobs come from memory-config.yaml (seed 000 §8, §10.3):
 - ``weekly`` at ``lifecycle.weekly_schedule``: the weekly rollup, then the weekly tag —
   one job, because the two share a schedule and would otherwise collide;
 - ``condense-monthly`` (archive old journals, review, cap) on the 1st of the month;
-- ``prune`` at ``lifecycle.pruning_schedule``; ``tag-daily`` (``git.auto_tag_daily``).
+- ``prune`` at ``lifecycle.pruning_schedule``; ``tag-daily`` (``git.auto_tag_daily``);
+- ``capture-sweep`` hourly: ``memory capture sweep --scheduled``, the agent session logs
+  not captured yet, once an agent hook has run with the repo.
 
 Cron expressions are read by ``croniter`` (ranges, lists, steps, day of month, month,
 names); an expression system cron would not run the same way is a config error naming
@@ -59,6 +61,9 @@ LOCK_WAIT = 900.0
 MONTHLY_SCHEDULE = "30 0 1 * *"
 HOURLY_EXTRACT = "15 * * * *"
 DAILY_TAG = "55 23 * * *"
+#: Hourly: a session idle for 3 hours is closed within the hour after (memrepo.transcript
+#: .follow.IDLE_CLOSE).
+SWEEP_SCHEDULE = "40 * * * *"
 #: Exit status of a job that could not get the lock (EX_TEMPFAIL).
 BUSY = 75
 
@@ -124,6 +129,10 @@ def jobs(root: Path) -> list[Job]:
     out.append(Job("prune", cron("pruning_schedule"), (("prune",),)))
     if g["auto_tag_daily"]:
         out.append(Job("tag-daily", DAILY_TAG, (("tag", "daily"),)))
+    # agent session logs not captured yet (Claude Code deletes them after 30 days) and
+    # sessions left open (Codex sends no SessionEnd); a no-op until an agent hook has run
+    # with this repo (--scheduled), so installing the schedule imports nobody's sessions
+    out.append(Job("capture-sweep", SWEEP_SCHEDULE, (("capture", "sweep", "--scheduled"),)))
     return out
 
 

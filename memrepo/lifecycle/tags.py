@@ -32,16 +32,37 @@ def tag_name(kind: str, value: str | dt.date) -> str:
     raise MemrepoError(f"unknown tag kind {kind!r}")
 
 
-def previous(root: Path, kind: str) -> str | None:
-    """The newest existing tag of ``kind`` (by tagger date)."""
-    out = git(["tag", "--list", f"memory/{kind}/*", "--sort=-creatordate"], root).split()
-    return out[0] if out else None
+def previous(root: Path, kind: str, before: str | None = None) -> str | None:
+    """The newest tag of ``kind``, or the newest one named before ``before`` (daily and
+    weekly names sort by date, so a tag made for a past date compares with its own past)."""
+    names = sorted(git(["tag", "--list", f"memory/{kind}/*"], root).split())
+    if before is not None:
+        names = [n for n in names if n < before]
+    return names[-1] if names else None
 
 
-def summary(root: Path, since: str | None) -> str:
-    rng = [f"{since}..HEAD"] if since else ["HEAD"]
+def target(root: Path, kind: str, value: str | dt.date) -> str:
+    """The commit a tag names: HEAD, or for a daily / weekly tag of a past date the last
+    commit made by the end of that day / ISO week (what the memory said then)."""
+    head = git(["rev-parse", "HEAD"], root).strip()
+    if kind not in ("daily", "weekly"):
+        return head
+    day = value if isinstance(value, dt.date) else dt.date.fromisoformat(str(value))
+    if kind == "weekly":
+        day += dt.timedelta(days=6 - day.weekday())  # the week's Sunday
+    if day >= dt.date.today():
+        return head
+    end = f"{day + dt.timedelta(days=1)} 00:00:00"
+    found = git(["rev-list", "-1", f"--before={end}", "HEAD"], root).strip()
+    if not found:
+        raise MemrepoError(f"no commit on or before {day}: nothing to tag")
+    return found
+
+
+def summary(root: Path, since: str | None, commit: str = "HEAD") -> str:
+    rng = [f"{since}..{commit}"] if since else [commit]
     commits = git(["rev-list", "--count", *rng, "--", *SCOPE], root).strip()
-    stat = git(["diff", "--shortstat", since, "HEAD", "--", *SCOPE], root).strip() if since \
+    stat = git(["diff", "--shortstat", since, commit, "--", *SCOPE], root).strip() if since \
         else "first snapshot"
     return f"{commits} commits touching knowledge/ and topics/; {stat or 'no diff'}"
 
@@ -53,15 +74,16 @@ def make(root: Path, kind: str, value: str | dt.date, force: bool = False) -> st
         if kind in ("daily", "weekly"):
             return None
         raise MemrepoError(f"tag {name} already exists")
-    prev = previous(root, kind) if kind in ("daily", "weekly") else None
+    commit = target(root, kind, value)
+    prev = previous(root, kind, before=name) if kind in ("daily", "weekly") else None
     if prev:
         try:
-            git(["diff", "--quiet", prev, "HEAD", "--", *SCOPE], root)
+            git(["diff", "--quiet", prev, commit, "--", *SCOPE], root)
             return None  # nothing changed since the previous one
         except GitError:
             pass
-    message = f"{name}\n\n{summary(root, prev)}\n"
-    git(["tag", "-a", *(["-f"] if force else []), name, "-F", "-"], root, input=message)
+    message = f"{name}\n\n{summary(root, prev, commit)}\n"
+    git(["tag", "-a", *(["-f"] if force else []), name, commit, "-F", "-"], root, input=message)
     return name
 
 

@@ -4,8 +4,10 @@ One JSON record per line: ``user`` and ``assistant`` records carry an Anthropic
 ``message``; an assistant reply is streamed as several records sharing ``message.id``,
 each with one content block (text, thinking, tool_use). Tool results come back as
 ``tool_result`` blocks in the next user record. ``summary`` records title the session.
-Sidechain (sub-agent) and meta records are not part of the conversation; thinking is
-dropped; each tool call becomes one line with its result.
+Sidechain (sub-agent) and meta records are not part of the conversation, nor is the
+summary Claude Code writes as a user record after a compaction (``isCompactSummary``: the
+turns it retells are above it in the same file); thinking is dropped; each tool call
+becomes one line with its result.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ def parse(data: bytes, ictx: Any) -> list[Conversation]:
             continue
         if kind not in ("user", "assistant") or rec.get("isSidechain") or rec.get("isMeta"):
             continue
+        if rec.get("isCompactSummary"):
+            continue  # Claude Code's summary of the turns above it, written after a compaction
         sid_source = sid_source or rec.get("sessionId")
         when = timestamp(rec.get("timestamp"))
         if when:

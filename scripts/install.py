@@ -1,0 +1,99 @@
+"""``memory install|uninstall AGENT``: memrepo's hooks and MCP server in an agent's settings
+(the merge itself is :mod:`memrepo.agents.install`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from memrepo.agents.harness import HARNESSES
+from memrepo.scripts.cli import accepts_repo
+
+_agent = click.argument("agent", type=click.Choice(list(HARNESSES)))
+_scope = click.option(
+    "--scope", type=click.Choice(["user", "project", "local"]), default="user",
+    show_default=True,
+    help="user: every project on this machine; project: this project, shared (commit the "
+         "files); local: this project, this machine (Claude Code only).")
+_print = click.option("--print", "dry_run", is_flag=True,
+                      help="Show the change as a diff; write nothing.")
+_home = click.option("--home", type=click.Path(file_okay=False, path_type=Path),
+                     help="The home directory whose settings to edit (default: ~).")
+_project = click.option("--project", type=click.Path(file_okay=False, path_type=Path),
+                        help="The project of the project and local scopes (default: the cwd).")
+
+
+def _report(changes: list, dry_run: bool, verb: str) -> bool:
+    """Print the diff (dry run) or what changed per file; True when anything changes."""
+    changed = [c for c in changes if c.changed]
+    if dry_run:
+        for c in changed:
+            click.echo(c.diff(), nl=False)
+        if not changed:
+            click.echo(f"nothing to {verb}: every file is as it would be", err=True)
+        return bool(changed)
+    for c in changed:
+        what = "removed the file" if c.after is None else "; ".join(c.what)
+        click.echo(f"{c.path}: {what}")
+    if not changed:
+        click.echo(f"nothing to {verb}: every file already is as it should be")
+    return bool(changed)
+
+
+@click.command(short_help="Wire memrepo into Claude Code, Codex or Gemini CLI.")
+@_agent
+@_scope
+@accepts_repo()
+@click.option("--memory", "memory_exe", type=click.Path(dir_okay=False),
+              help="The `memory` executable the agent runs (default: the one running now).")
+@_print
+@_home
+@_project
+@click.pass_context
+def install(ctx: click.Context, agent: str, scope: str, memory_exe: str | None, dry_run: bool,
+            home: Path | None, project: Path | None) -> int:
+    """Wire memrepo into AGENT (claude-code, codex, gemini): its hooks brief each session,
+    recall per prompt, flush before compaction and capture every turn; its MCP server
+    `memrepo` gives the model search and writes.
+
+    The absolute paths of this `memory` and of the memory repo are written into the
+    agent's settings, so nothing depends on the agent's PATH or cwd. Only memrepo's own
+    entries change (recognised by what they run); running it again changes nothing.
+    """
+    from memrepo.agents import install as agents
+    from memrepo.repo import discover
+
+    agents.check_scope(agent, scope)
+    repo = discover((ctx.obj or {}).get("repo")).root
+    exe = str(Path(memory_exe).absolute()) if memory_exe else agents.running_memory()
+    agents.memory_version(exe)
+    changes = agents.plan(agent, scope, memory=exe, repo=str(repo), home=home,
+                          project=project)
+    if _report(changes, dry_run, "install") and not dry_run:
+        agents.apply(changes, home)
+        click.echo(f"installed: {exe} --repo {repo}")
+        click.echo(agents.AGENTS[agent].next_step)
+        click.echo(f"Undo: memory uninstall {agent} --scope {scope}")
+    return 0
+
+
+@click.command(short_help="Take memrepo's hooks and MCP server out of an agent.")
+@_agent
+@_scope
+@_print
+@_home
+@_project
+def uninstall(agent: str, scope: str, dry_run: bool, home: Path | None,
+              project: Path | None) -> int:
+    """Take memrepo's hooks and MCP server out of AGENT's settings at SCOPE.
+
+    Nothing else changes: a file that held only memrepo's entries is removed, any other
+    file gets back the bytes it had before `memory install`.
+    """
+    from memrepo.agents import install as agents
+
+    changes = agents.plan(agent, scope, home=home, project=project)
+    if _report(changes, dry_run, "uninstall") and not dry_run:
+        agents.apply(changes, home)
+    return 0
