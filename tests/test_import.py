@@ -36,6 +36,20 @@ def test_detect(name: str, fmt: str) -> None:
     assert detect(FIX / name, (FIX / name).read_bytes()) == fmt
 
 
+def test_a_claude_code_log_may_open_with_any_of_its_record_types(tmp_path: Path) -> None:
+    """Real logs often start with a file-history snapshot or a queue operation."""
+    body = (FIX / "claude_code_session.jsonl").read_bytes()
+    for first in ({"type": "file-history-snapshot", "messageId": "m1", "snapshot": {}},
+                  {"type": "queue-operation", "operation": "enqueue"},
+                  {"type": "some-future-record", "sessionId": "s1"}):
+        log = tmp_path / "session.jsonl"
+        log.write_bytes(json.dumps(first).encode() + b"\n" + body)
+        assert detect(log, log.read_bytes()) == "claude-code"
+    log.write_bytes(b'{"type": "not-claude"}\n{"x": 1}\n')
+    with pytest.raises(Exception, match="not valid JSON"):
+        detect(log, log.read_bytes())
+
+
 def test_claude_code_session(crepo: Path) -> None:
     [doc] = imported(crepo, "claude_code_session.jsonl")
     body, meta = doc.body, doc.meta

@@ -69,6 +69,27 @@ def decode_text(path: Path, data: bytes) -> str:
         ) from None
 
 
+#: Record types of a Claude Code session log; a log may open with any of them (a
+#: ``file-history-snapshot`` or ``queue-operation`` before the first message).
+CLAUDE_CODE_TYPES = frozenset({"user", "assistant", "summary", "system", "file-history-snapshot",
+                               "queue-operation", "attachment", "last-prompt", "progress"})
+
+
+def _claude_code_records(data: bytes, lines: int = 20) -> bool:
+    """JSON Lines, one of whose first records (each line parsed alone) is Claude Code's:
+    a record type of its own, or a ``sessionId`` (record types come and go by version)."""
+    for raw in data.lstrip().split(b"\n", lines)[:lines]:
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            return False
+        if isinstance(rec, dict) and ("sessionId" in rec or rec.get("type") in CLAUDE_CODE_TYPES):
+            return True
+    return False
+
+
 def detect(path: Path, data: bytes) -> str:
     """Guess the format from the content (JSONL of Claude Code records, JSON shapes, text).
 
@@ -82,13 +103,7 @@ def detect(path: Path, data: bytes) -> str:
     try:
         doc = json.loads(data)
     except json.JSONDecodeError as whole:
-        first = data.lstrip().split(b"\n", 1)[0]
-        try:
-            rec = json.loads(first)
-        except ValueError:
-            raise _json_error(path, whole) from None
-        if isinstance(rec, dict) and ("sessionId" in rec or rec.get("type") in (
-                "user", "assistant", "summary", "system")):
+        if _claude_code_records(data):
             return "claude-code"
         raise _json_error(path, whole) from None
     items = doc if isinstance(doc, list) else [doc]
