@@ -1,8 +1,13 @@
 """memrepo inside AI agents: Claude Code, Codex and Gemini hooks, their installation, and
 the MCP server.
 
-``harness`` is the adapter table (which event of which agent does what, and which output
-keys each one accepts); ``events`` answers a hook call (briefing, recall, flush, capture),
-failing open; ``install`` merges memrepo's hooks and MCP server into each agent's settings;
-``mcp_server`` is the resident process a model calls for search, context and writes.
+- ``harness``: the adapter table (which event of which agent does what, which output keys
+  each accepts, whether an injection stays in the conversation)
+- ``events``: answers ``memory hook <agent> <Event>`` (briefing, recall), hands the slow
+  work (flush, capture, end) to ``worker``, a detached process; fails open
+- ``state``: the hooks' log, the passages a session has been shown, the doctor check
+- ``install`` / ``settings_edit``: merging memrepo's entries into each agent's settings
+  files and taking them out again, byte for byte
+- ``mcp_server``: ``memory mcp``, the resident process a model calls for search, context,
+  reads and writes
 """
