@@ -117,12 +117,14 @@ def _hook(ctx: click.Context, budget: int | None, shared: bool) -> None:
 
     try:
         event, message, cwd = _hook_request(sys.stdin.read())
+        if event not in HOOK_SLOTS:  # PreCompact, SessionEnd, PostCompact… take no context
+            return
         repo = discover((ctx.obj or {}).get("repo"), cwd=cwd)
         req = CompileRequest(
             message=message,
             budget=budget,
             shared=shared,
-            slots=HOOK_SLOTS.get(event, frozenset({0, 1, 2, 3})),
+            slots=HOOK_SLOTS[event],
             max_chars=HOOK_CHAR_CAP,
         )
         prompt = compile_context(repo, req).prompt()

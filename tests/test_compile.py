@@ -275,6 +275,11 @@ def test_claude_code_hook_format(crepo: Path) -> None:
     assert "topics/remembering.md" in ctx and "P0 identity" not in ctx
     bad = invoke_memory(crepo, "compile", "--format", "claude-code-hook", input="not json")
     assert bad.returncode == 0 and bad.stdout == ""
+    # events that take no context get no output (PostCompact and Codex reject the key)
+    for event in ("PreCompact", "PostCompact", "SessionEnd", "Stop"):
+        quiet = invoke_memory(crepo, "compile", "--format", "claude-code-hook",
+                              input=json.dumps({"hook_event_name": event, "trigger": "auto"}))
+        assert quiet.returncode == 0 and quiet.stdout == "", event
 
 
 def test_session_transcript_in_the_repo_is_not_repeated_by_p3(crepo: Path) -> None:
