@@ -94,7 +94,9 @@ SCHEMA: dict[str, dict[str, Setting]] = {
             1.0, "files dated on a day (or month) the query names: score x (1 + this)"
         ),
         "superseded_factor": _num(0.5, "score multiplier for superseded (and archived) files"),
-        "record_hits": Setting(True, bool, "log search hits to raw/signals/ (not used in ranking)"),
+        "record_hits": Setting(
+            True, bool, "log search hits to .memrepo/signals/ (per clone; not ranking)"
+        ),
     },
     "watchers": {
         "similarity_threshold": _num(0.15, "tier-2 similarity needed to consider a topic",

@@ -89,8 +89,11 @@ EXCLUDED_ROOTS = ("scratch/", "attachments/", ".")
 SIGNALS_DIR = "raw/signals/"
 #: Search and compile hits go to files of their own (``hits-YYYY-MM.jsonl``): they are
 #: logged on every search and do not move ranking, so they must not make every commit
-#: re-fold the signals into the index.
+#: re-fold the signals into the index. They live in the per-clone state, not in
+#: ``raw/signals/``: a read must never dirty the work tree (a tracked file appended on
+#: every search was swept into unrelated commits and blocked merges and stash pops).
 HITS_PREFIX = "hits-"
+HITS_DIR = f"{STATE_DIR}/signals/"
 #: A ``---`` line opens and closes the frontmatter.
 FRONTMATTER_DELIM = re.compile(r"^-{3,}\s*$")
 

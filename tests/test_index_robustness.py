@@ -234,7 +234,7 @@ def test_uncommitted_events_reach_the_index_without_a_rebuild(
     # searches log hits on every call: they go to hits files, which never move ranking
     # and never make a commit re-read the signals
     assert run_memory(r.root, "search", "kubernetes secrets").returncode == 0
-    assert list((r.root / "raw/signals").glob("hits-*.jsonl"))
+    assert list((r.root / ".memrepo/signals").glob("hits-*.jsonl"))
     commit_only("knowledge/people/r.md")
     assert folds == []
     signals.append(r.root, [{"event": "demote", "path": "knowledge/people/q.md"}])

@@ -158,7 +158,7 @@ async def test_search_answers_refs_snippets_and_logs_hits(
     first = text.splitlines()[1]
     assert re.match(r"^knowledge/reference/ledger\.md:\d+-\d+ \[reference\] [0-9.]+$", first)
     assert "speaks gRPC" in text.splitlines()[2]
-    hits = "".join(p.read_text() for p in (repo / "raw/signals").glob("hits-*.jsonl"))
+    hits = "".join(p.read_text() for p in (repo / ".memrepo/signals").glob("hits-*.jsonl"))
     assert '"path": "knowledge/reference/ledger.md"' in hits
 
 

@@ -231,3 +231,24 @@ def test_a_bad_batch_line_answers_with_its_id_and_the_batch_goes_on(irepo_indexe
     assert "query must be a string" in lines[4]["error"]
     assert len(lines[-1]["results"]) == 1
     assert lines[-1]["results"][0]["path"] == "knowledge/reference/kubernetes.md"
+
+
+def test_searching_never_dirties_the_work_tree(crepo) -> None:
+    """Hits are logged per clone under .memrepo/ (ignored): a search or a compile leaves
+    `git status` clean, so `memory commit`, merges and stash pops never meet them, and
+    prune still counts them as uses."""
+    from conftest import run_git
+
+    from memrepo.lifecycle.prune import usage_counts
+
+    note = crepo / "knowledge/reference/ledger.md"
+    note.write_text("---\ntype: reference\n---\n# Ledger\n\n- the ledger speaks gRPC\n")
+    run_git(crepo, "add", "-A")
+    run_git(crepo, "commit", "-q", "-m", "memory: ledger")
+    assert invoke_memory(crepo, "index").returncode == 0
+    found = invoke_memory(crepo, "search", "ledger", "grpc")
+    assert "knowledge/reference/ledger.md" in found.stdout
+    assert invoke_memory(crepo, "compile", "ledger", "grpc").returncode == 0
+    assert run_git(crepo, "status", "--porcelain", "--untracked-files=all").stdout == ""
+    assert list((crepo / ".memrepo/signals").glob("hits-*.jsonl"))
+    assert usage_counts(crepo).get("knowledge/reference/ledger.md", 0) >= 1

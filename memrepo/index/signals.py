@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memrepo.index.paths import is_utf8, printable
-from memrepo.layout import HITS_PREFIX, SIGNALS_DIR
+from memrepo.layout import HITS_DIR, HITS_PREFIX, SIGNALS_DIR
 
 WEIGHTS = {"reinforce": 3.0, "demote": -1.0, "hit": 0.0}
 #: The largest line (or chunk) number SQLite's INTEGER holds: beyond it, inserting the
@@ -70,7 +70,11 @@ def parse_ref(ref: str) -> Ref:
 
 
 def signal_file(root: Path, when: dt.datetime, hits: bool = False) -> Path:
-    return Path(root) / SIGNALS_DIR / f"{HITS_PREFIX if hits else ''}{when:%Y-%m}.jsonl"
+    """This month's file: ``raw/signals/YYYY-MM.jsonl`` (committed), or for hits
+    ``.memrepo/signals/hits-YYYY-MM.jsonl`` (this clone's, never in the work tree's status)."""
+    if hits:
+        return Path(root) / HITS_DIR / f"{HITS_PREFIX}{when:%Y-%m}.jsonl"
+    return Path(root) / SIGNALS_DIR / f"{when:%Y-%m}.jsonl"
 
 
 def append(root: Path, events: list[dict]) -> Path:
@@ -136,19 +140,21 @@ def _event(line: str) -> tuple[Key, str, str] | None:
 
 
 def _files(root: Path, hits: bool = True) -> list[os.DirEntry[str]]:
-    """The signal files, without the hits files unless ``hits``."""
-    try:
-        with os.scandir(Path(root) / SIGNALS_DIR) as it:
-            return sorted(
-                (
+    """The signal files, without the hits files unless ``hits`` (those of this clone, and
+    any an older memrepo committed under ``raw/signals/``)."""
+    found: list[os.DirEntry[str]] = []
+    for folder in (SIGNALS_DIR, HITS_DIR) if hits else (SIGNALS_DIR,):
+        try:
+            with os.scandir(Path(root) / folder) as it:
+                found += [
                     e for e in it
                     if e.name.endswith(".jsonl") and e.is_file()
                     and (hits or not e.name.startswith(HITS_PREFIX))
-                ),
-                key=lambda e: e.name,
-            )
-    except OSError:
-        return []
+                    and (folder == SIGNALS_DIR or e.name.startswith(HITS_PREFIX))
+                ]
+        except OSError:
+            continue
+    return sorted(found, key=lambda e: (e.name, e.path))
 
 
 def aggregate(root: Path, hits: bool = True) -> dict[Key, Aggregate]:
