@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import resource
 import shutil
 import statistics
@@ -43,27 +42,12 @@ from memrepo.resources import memory_command
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_compile import TEMPLATES, ensure_index, pct  # noqa: E402
-from corpus import CACHE, REPOS, ensure_memory_repo, label  # noqa: E402
+from bench_compile import ensure_index  # noqa: E402
+from corpus import REPOS, ensure_memory_repo, label, messages, pct  # noqa: E402
 
 FIXTURE = HERE.parent / "tests" / "fixtures" / "agents" / "claude-code"
 GOALS = {"UserPromptSubmit": {10_000: 150, 100_000: 250}, "SessionStart": 200,
          "Stop": 100, "SessionEnd": 100}
-
-
-def queries(n: int, size: int, seed: int = 13) -> list[str]:
-    """Prompts made of the topic words of random files of the ``size`` corpus."""
-    tsv = CACHE / f"{label(size)}.files.tsv"
-    if not tsv.exists():
-        tsv = CACHE / f"{label(10_000)}.files.tsv"
-    rows = tsv.read_text(encoding="utf-8").splitlines()
-    rng = random.Random(seed)
-    out = []
-    for row in rng.sample(rows, n):
-        words = row.split("\t")[3].split()
-        a, b = (words + words)[:2] if len(words) < 2 else rng.sample(words, 2)
-        out.append(rng.choice(TEMPLATES).format(a=a, b=b))
-    return out
 
 
 def call(repo: Path, event: str, payload: dict, env: dict[str, str]) -> tuple[float, float, str]:
@@ -132,7 +116,7 @@ def bench_repo(repo: Path, size: int, prompts: int, runs: int, rounds: int,
     stamp = f"{os.getpid()}-{int(time.time())}"
     res: dict[str, dict[str, float]] = {}
     with Cleanup(repo):
-        qs = queries(prompts, size)
+        qs = messages(prompts, size)
         call(repo, "UserPromptSubmit", {"session_id": f"warm-{stamp}", "prompt": qs[0]}, env)
         call(repo, "SessionStart", {"session_id": f"warm-{stamp}", "source": "startup"}, env)
         walls, cpus, chars = [], [], []

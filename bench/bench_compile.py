@@ -34,33 +34,7 @@ from memrepo.resources import memory_command
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from corpus import CACHE, ensure_memory_repo, label  # noqa: E402
-
-TEMPLATES = (
-    "what did we decide about {a} and {b}?",
-    "remind me how {a} works with {b}",
-    "any notes on {a} {b} from last week",
-    "let's continue the {a} work, {b} is still open",
-    "summarise what we know about {a}",
-    "the {a} deploy failed again, check {b}",
-)
-
-
-def pct(xs: list[float], p: float) -> float:
-    s = sorted(xs)
-    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
-
-
-def queries(n: int, seed: int = 6) -> list[str]:
-    """Realistic messages made of the topic words of random corpus files."""
-    rows = (CACHE / f"{label(10_000)}.files.tsv").read_text(encoding="utf-8").splitlines()
-    rng = random.Random(seed)
-    out = []
-    for row in rng.sample(rows, n):
-        words = row.split("\t")[3].split()
-        a, b = (words + words)[:2] if len(words) < 2 else rng.sample(words, 2)
-        out.append(rng.choice(TEMPLATES).format(a=a, b=b))
-    return out
+from corpus import CACHE, ensure_memory_repo, label, messages, pct  # noqa: E402
 
 
 def ensure_index(repo: Path) -> None:
@@ -174,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     repo = ensure_memory_repo(10_000)
     ensure_index(repo)
-    qs = queries(args.queries)
+    qs = messages(args.queries, seed=6)
     signals = repo / "raw" / "signals"
     had_signals = signals.exists()
     try:

@@ -28,7 +28,6 @@ back as it found them.
 from __future__ import annotations
 
 import argparse
-import random
 import statistics
 import sys
 import time
@@ -39,37 +38,11 @@ import anyio
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from corpus import CACHE, REPOS, ensure_memory_repo, label  # noqa: E402
-
-TEMPLATES = (
-    "{a} {b}",
-    "what did we decide about {a} and {b}",
-    "{a} {b} notes from last week",
-    "how does {a} work with {b}",
-)
-
-
-def pct(xs: list[float], p: float) -> float:
-    s = sorted(xs)
-    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
+from corpus import REPOS, ensure_memory_repo, label, messages, pct  # noqa: E402
 
 
 def summary(xs: list[float]) -> dict[str, float]:
     return {"p50": statistics.median(xs), "p95": pct(xs, 95), "n": len(xs)}
-
-
-def queries(n_files: int, n: int, seed: int = 13) -> list[str]:
-    tsv = CACHE / f"{label(n_files)}.files.tsv"
-    if not tsv.exists():
-        tsv = CACHE / f"{label(10_000)}.files.tsv"
-    rows = tsv.read_text(encoding="utf-8").splitlines()
-    rng = random.Random(seed)
-    out = []
-    for row in rng.sample(rows, n):
-        words = row.split("\t")[3].split()
-        a, b = (words + words)[:2] if len(words) < 2 else rng.sample(words, 2)
-        out.append(rng.choice(TEMPLATES).format(a=a, b=b))
-    return out
 
 
 def repo_for(n: int) -> Path | None:
@@ -187,7 +160,7 @@ def main() -> None:
             continue
         if not (repo / "memory.db").exists():
             sys.exit(f"{repo}: no memory.db; run 'memory index' there first")
-        qs = queries(n, args.queries)
+        qs = messages(args.queries, n)
         hits = HitsFiles(repo)
         try:
             res = anyio.run(bench_warm, repo, qs, args.rounds)

@@ -73,3 +73,38 @@ def _build_memory_repo(n: int, repo: Path) -> None:
     git(repo, "commit", "-q", "--no-verify", "-m", f"maintenance: import {n} generated files")
     subprocess.run(["git", "gc", "-q"], cwd=repo, capture_output=True)  # best effort
     (repo / ".git" / "bench-ready").write_text("")
+
+
+#: Realistic agent messages, filled with the topic words of corpus files.
+TEMPLATES = (
+    "what did we decide about {a} and {b}?",
+    "remind me how {a} works with {b}",
+    "any notes on {a} {b} from last week",
+    "let's continue the {a} work, {b} is still open",
+    "summarise what we know about {a}",
+    "the {a} deploy failed again, check {b}",
+)
+
+
+def messages(n: int, size: int = 10_000, seed: int = 13) -> list[str]:
+    """``n`` messages made of the topic words of random files of the ``size`` corpus (the
+    10K corpus's list when that size has none)."""
+    import random
+
+    tsv = CACHE / f"{label(size)}.files.tsv"
+    if not tsv.exists():
+        tsv = CACHE / f"{label(10_000)}.files.tsv"
+    rows = tsv.read_text(encoding="utf-8").splitlines()
+    rng = random.Random(seed)
+    out = []
+    for row in rng.sample(rows, n):
+        words = row.split("\t")[3].split()
+        a, b = (words + words)[:2] if len(words) < 2 else rng.sample(words, 2)
+        out.append(rng.choice(TEMPLATES).format(a=a, b=b))
+    return out
+
+
+def pct(xs: list[float], p: float) -> float:
+    """The ``p``-th percentile (nearest rank)."""
+    s = sorted(xs)
+    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]

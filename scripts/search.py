@@ -6,44 +6,25 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-import re
 import sys
 from typing import Any
 
 import click
 
+from memrepo.index.dates import BadBound, parse_bound
 from memrepo.index.ranking import Filters, Hit, settings_from_config
 from memrepo.index.search import QUERY_ERRORS, Search, record_hits
 from memrepo.repo import discover
 
-_AGO = re.compile(r"^(\d+)([dwmy])$")
-
 
 def _date(value: str | None, option: str) -> str | None:
-    """YYYY-MM-DD, an ISO datetime, or N{d,w,m,y} ago: the whole string is checked (a
-    typo in the time must not pass because only the date part is used)."""
     if not value:
         return None
-    text = value.strip()
-    m = _AGO.match(text)
     try:
-        if m:
-            days = int(m.group(1)) * {"d": 1, "w": 7, "m": 30, "y": 365}[m.group(2)]
-            return (dt.date.today() - dt.timedelta(days=days)).isoformat()
-        if len(text) == 10:
-            return dt.date.fromisoformat(text).isoformat()
-        return dt.datetime.fromisoformat(text).date().isoformat()
-    except OverflowError:  # N ago before year 1, or past what a timedelta holds
-        raise click.BadParameter(
-            f"{value!r} reaches back before year 1", param_hint=option
-        ) from None
-    except ValueError:
-        raise click.BadParameter(
-            f"wants a date like 2026-01-31, 2026-01-31T14:00 or 7d, got {value!r}",
-            param_hint=option,
-        ) from None
+        return parse_bound(value)
+    except BadBound as exc:
+        raise click.BadParameter(str(exc), param_hint=option) from None
 
 
 def _print_text(hits: list[Hit], explain: bool) -> None:

@@ -19,10 +19,8 @@ logs go to stderr. The SDK (~2 s to import) is imported only by ``memory mcp``.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import logging
 import os
-import re
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -36,6 +34,7 @@ from mcp.types import ToolAnnotations
 from memrepo import __version__
 from memrepo.errors import MemrepoError
 from memrepo.git import git
+from memrepo.index.dates import BadBound, parse_bound
 from memrepo.index.ranking import Filters, Hit, settings_from_config
 from memrepo.index.search import QUERY_ERRORS, Search, record_hits
 from memrepo.layout import CONFIG_FILE, DB_NAME
@@ -70,7 +69,6 @@ MAX_LIMIT = 50
 READ_LINES = 400
 READ_CHARS = 40_000
 BUDGET_RANGE = (100, 100_000)
-_AGO = re.compile(r"^(\d+)([dwmy])$")
 
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 
@@ -413,22 +411,13 @@ def _categories(value: str | None) -> list[str] | None:
 
 
 def _date(value: str | None, name: str) -> str | None:
-    """YYYY-MM-DD, an ISO datetime, or N{d,w,m,y} ago, as a YYYY-MM-DD bound."""
+    """A ``since`` / ``until`` argument as a ``YYYY-MM-DD`` bound."""
     if value is None or not value.strip():
         return None
-    text = value.strip()
-    m = _AGO.match(text)
     try:
-        if m:
-            days = int(m.group(1)) * {"d": 1, "w": 7, "m": 30, "y": 365}[m.group(2)]
-            return (dt.date.today() - dt.timedelta(days=days)).isoformat()
-        if len(text) == 10:
-            return dt.date.fromisoformat(text).isoformat()
-        return dt.datetime.fromisoformat(text).date().isoformat()
-    except (ValueError, OverflowError):
-        raise ToolError(
-            f"{name} wants a date like 2026-01-31 or 7d, 2w, 3m, 1y; got {value!r}"
-        ) from None
+        return parse_bound(value)
+    except BadBound as exc:
+        raise ToolError(f"{name} {exc}") from None
 
 
 def _format_hits(query: str, hits: list[Hit], why: str | None) -> str:

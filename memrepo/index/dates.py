@@ -84,3 +84,32 @@ def in_ranges(date: str | None, ranges: list[DateRange]) -> bool:
     except ValueError:
         return False
     return any(a <= day <= b for a, b in ranges)
+
+
+#: ``7d``, ``2w``, ``3m``, ``1y``: that long ago.
+_AGO = re.compile(r"^(\d+)([dwmy])$")
+
+
+class BadBound(ValueError):
+    """A ``--since`` / ``--until`` value that is not a date; the message says what is."""
+
+
+def parse_bound(value: str) -> str:
+    """A ``since`` / ``until`` filter as ``YYYY-MM-DD``: a date, an ISO datetime, or N days,
+    weeks, months or years ago. The whole string is checked (a typo in the time must not
+    pass because only the date part is used)."""
+    text = value.strip()
+    m = _AGO.match(text)
+    try:
+        if m:
+            days = int(m.group(1)) * {"d": 1, "w": 7, "m": 30, "y": 365}[m.group(2)]
+            return (dt.date.today() - dt.timedelta(days=days)).isoformat()
+        if len(text) == 10:
+            return dt.date.fromisoformat(text).isoformat()
+        return dt.datetime.fromisoformat(text).date().isoformat()
+    except OverflowError:  # N ago before year 1, or past what a timedelta holds
+        raise BadBound(f"{value!r} reaches back before year 1") from None
+    except ValueError:
+        raise BadBound(
+            f"wants a date like 2026-01-31, 2026-01-31T14:00 or 7d, 2w, 3m, 1y; got {value!r}"
+        ) from None
