@@ -1,6 +1,7 @@
 """Two installs of memrepo side by side in one run: did a change make the hot paths slower?
 
-For each repo size, rounds alternate A and B (each an installed ``memory``, e.g. the wheel
+For each repo size, rounds alternate A and B (which goes first alternates too: the second
+of a pair meets warmer caches), each an installed ``memory`` (e.g. the wheel
 of the last release and the wheel of this checkout) on the same generated memory repo:
   pre-commit stage   git commit of 10 files with the direct hooks, minus --no-verify
   post-commit stage  git commit --no-verify, minus a commit with no hooks at all
@@ -60,7 +61,8 @@ def measure(n: int, rounds: int, installs: dict[str, Path]) -> dict[str, dict[st
     times: dict[str, dict[str, list[float]]] = {k: {} for k in installs}
     with tempfile.TemporaryDirectory() as empty:
         for r in range(rounds + 1):  # round 0 warms caches and the index up
-            for name, venv in installs.items():
+            order = list(installs.items())
+            for name, venv in order if r % 2 else order[::-1]:  # neither always goes first
                 env = {**os.environ, "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"}
                 tag = f"{r}-{name}-{time.time_ns()}"
                 got = {}

@@ -40,7 +40,7 @@ def retrieve(
         settings = settings_from_config(search_cfg)
         settings.per_file = max(settings.per_file, PER_FILE)
         with Search(root, settings, search_cfg.get("embedder")) as search:
-            hits = search.search(query, limit)
+            hits = search.search(query, limit, snippets=False)
             why = search.why
     except Exception as exc:  # the compile must not fail because search did
         return [], f"search failed: {type(exc).__name__}: {exc}"

@@ -74,7 +74,9 @@ class Scanner:
                 self._signals.setdefault(path, []).append((line, a.score, a.reinforced))
         return self._signals
 
-    def search(self, query: str, limit: int = 10, filters: Filters | None = None) -> list[Hit]:
+    def search(
+        self, query: str, limit: int = 10, filters: Filters | None = None, snippets: bool = True
+    ) -> list[Hit]:
         f = filters or Filters()
         words = q.terms(query)
         if not words:
@@ -124,7 +126,8 @@ class Scanner:
         def span(path: str, start: int, end: int) -> list[str]:
             return texts[path][start - 1 : end]
 
-        return to_hits(ranked, limit, words, span, {"engine": self.mode}, chunk_explain=False)
+        return to_hits(ranked, limit, words, span if snippets else None, {"engine": self.mode},
+                       chunk_explain=False)
 
     def close(self) -> None:
         pass

@@ -269,13 +269,14 @@ def to_hits(
     ranked: list[Ranked],
     limit: int,
     words: list[str],
-    span: Callable[[str, int, int], list[str]],
+    span: Callable[[str, int, int], list[str]] | None,
     tag: dict[str, Any],
     chunk_explain: bool = True,
 ) -> list[Hit]:
     """The result lines (:func:`flatten`) as hits, each with the best snippet of its span.
 
-    ``span(path, start, end)`` reads the lines (the engine knows where the text is). A
+    ``span(path, start, end)`` reads the lines (the engine knows where the text is); with
+    no ``span`` the snippets are left empty (a caller that reads the spans itself). A
     file's first line explains the whole ranking plus ``tag`` (which engine, vectors on or
     off); its extra lines give their own fused score when ``chunk_explain``, else nothing.
     """
@@ -288,7 +289,7 @@ def to_hits(
             explain = {"chunk_fused": round(c.fused, 4), "file_score": round(r.score, 6)}
         else:
             explain = None
-        snippet = best_snippet(span(r.path, c.start_line, c.end_line), words)
+        snippet = best_snippet(span(r.path, c.start_line, c.end_line), words) if span else ""
         out.append(
             Hit(r.path, r.category, score, c.start_line, c.end_line, snippet, c.ord, explain)
         )

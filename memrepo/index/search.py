@@ -44,8 +44,11 @@ COMMON_MIN = 2000
 class Engine(Protocol):
     mode: str
 
-    def search(self, query: str, limit: int = 10, filters: Filters | None = None) -> list[Hit]:
-        """Ranked hits for ``query``."""
+    def search(
+        self, query: str, limit: int = 10, filters: Filters | None = None, snippets: bool = True
+    ) -> list[Hit]:
+        """Ranked hits for ``query``; without ``snippets`` each hit's snippet is empty (the
+        compiler reads whole spans itself: a snippet per passage costs ~20 ms a compile)."""
 
     def close(self) -> None:
         """Release files and connections."""
@@ -208,7 +211,9 @@ class Searcher:
         return out
 
     # -- the query ------------------------------------------------------------
-    def search(self, query: str, limit: int = 10, filters: Filters | None = None) -> list[Hit]:
+    def search(
+        self, query: str, limit: int = 10, filters: Filters | None = None, snippets: bool = True
+    ) -> list[Hit]:
         f = filters or Filters()
         words = q.terms(query)
         ranked_words, dropped = self._prune_common(words)
@@ -222,7 +227,7 @@ class Searcher:
             chunk_hits, files, self._signals(paths), self.settings, limit, dates=date_ranges(query)
         )
         tag = {"vectors": "on" if have_vectors else "off"}
-        out = to_hits(ranked, limit, words, self._reader(files), tag)
+        out = to_hits(ranked, limit, words, self._reader(files) if snippets else None, tag)
         if out and dropped and out[0].explain is not None:
             out[0].explain["common_words_skipped"] = " ".join(dropped)
         return out
@@ -302,16 +307,18 @@ class Search:
         """What the index searcher has to say (an embedder mismatch or failure)."""
         return list(getattr(self.engine, "notes", []))
 
-    def search(self, query: str, limit: int = 10, filters: Filters | None = None) -> list[Hit]:
+    def search(
+        self, query: str, limit: int = 10, filters: Filters | None = None, snippets: bool = True
+    ) -> list[Hit]:
         try:
-            return self.engine.search(query, limit, filters)
+            return self.engine.search(query, limit, filters, snippets)
         except sqlite3.DatabaseError as exc:
             self.engine.close()
             self.engine = self._scanner()
             self.why = f"index failed ({exc})"
             if self.on_fallback is not None:
                 self.on_fallback(self.why)
-            return self.engine.search(query, limit, filters)
+            return self.engine.search(query, limit, filters, snippets)
 
     def _scanner(self) -> Engine:
         # imported when needed: the scanner parses files like the indexer, whose import
