@@ -128,3 +128,12 @@ def test_repo_flag_on_the_cli(memrepo_root: Path, tmp_path: Path) -> None:
     assert proc.stdout.strip() == "200"
     proc = invoke_memory(tmp_path, "config", "get", "lifecycle.memory_line_cap")
     assert proc.returncode == 1 and "no memory repo found" in proc.stderr
+
+
+def test_ranking_defaults_are_the_config_defaults() -> None:
+    """The index reads settings without loading YAML, so ranking keeps its own defaults:
+    they must equal the schema's, or a repo without a key would rank differently."""
+    from memrepo.config import defaults
+    from memrepo.index.ranking import Settings, settings_from_config
+
+    assert settings_from_config({}) == settings_from_config(defaults()["search"]) == Settings()
