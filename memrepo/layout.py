@@ -119,6 +119,37 @@ def category_of(path: str) -> str | None:
     return None
 
 
+#: Every category :func:`category_of` can give (what ``--category`` filters on).
+CATEGORIES = frozenset({
+    "conversation", "identity", "memory", "journal", "project", "person", "procedure",
+    "reference", "knowledge", "topic", "archive", "raw",
+})  # fmt: skip
+_CATEGORY_ALIASES = {
+    "transcript": "conversation", "transcripts": "conversation", "people": "person",
+    "memories": "memory",
+}  # fmt: skip
+
+
+def category_names(values: list[str] | tuple[str, ...]) -> list[str]:
+    """Categories as a person or a model names them (``projects``, ``People``, ``a,b``),
+    checked: an unknown one is a ValueError that lists the known ones (a typo must not
+    filter everything away in silence)."""
+    out = []
+    for part in (p for value in values for p in value.split(",")):
+        name = part.strip().lower()
+        if not name:
+            continue
+        name = _CATEGORY_ALIASES.get(name, name)
+        if name not in CATEGORIES and name.endswith("s"):  # references, topics, ...
+            name = name[:-1]
+        if name not in CATEGORIES:
+            raise ValueError(
+                f"unknown category {part.strip()!r}; use one of {', '.join(sorted(CATEGORIES))}"
+            )
+        out.append(name)
+    return out
+
+
 def expected_types(path: str) -> frozenset[str]:
     """The ``type`` values allowed for the file at ``path``.
 

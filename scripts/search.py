@@ -15,6 +15,7 @@ import click
 from memrepo.index.dates import BadBound, parse_bound
 from memrepo.index.ranking import Filters, Hit, settings_from_config
 from memrepo.index.search import QUERY_ERRORS, Search, record_hits
+from memrepo.layout import category_names
 from memrepo.repo import discover
 
 
@@ -76,7 +77,10 @@ def search(
     """Search the memory repo: BM25 (and vectors when configured), ranked per file."""
     repo = discover((ctx.obj or {}).get("repo"))
     cfg = repo.config["search"]
-    cats = [c.strip() for part in category for c in part.split(",") if c.strip()] or None
+    try:
+        cats = category_names(category) or None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--category") from None
     filters = Filters(
         cats, path_glob, _date(since, "--since"), _date(until, "--until"), include_archive
     )

@@ -18,9 +18,10 @@ from memrepo.scripts._params import DATE
 @click.option("--date", "day", type=DATE,
               help="Date for daily/weekly tags, YYYY-MM-DD (default: today).")
 @click.option("--force", is_flag=True, help="Move an existing tag.")
+@click.option("-m", "--message", "note", help="What the tag marks (kept in the tag's message).")
 @click.pass_context
 def tag(ctx: click.Context, kind: str, name: str | None, day: dt.date | None,
-        force: bool) -> None:
+        force: bool, note: str | None) -> None:
     """Tag the memory (annotated, with a summary of what changed).
 
     daily and weekly tags are made only when knowledge changed since the previous one.
@@ -32,16 +33,18 @@ def tag(ctx: click.Context, kind: str, name: str | None, day: dt.date | None,
         raise MemrepoError(f"memory tag {kind} needs a NAME")
     else:
         value = name
-    made = tags.make(root, kind, value, force)
+    made = tags.make(root, kind, value, force, note)
     since = tags.previous(root, kind, before=tags.tag_name(kind, value))
     click.echo(made or f"no {kind} tag: nothing changed since {since}")
 
 
 @click.command("log")
-@click.option("--at", "at", required=True, help="A tag (memory/daily/2026-02-01 or daily/…).")
+@click.option("--at", "at", required=True,
+              help="A tag (memory/daily/2026-02-01 or daily/…) or a date (YYYY-MM-DD).")
 @click.argument("path")
 @click.pass_context
 def log_at(ctx: click.Context, at: str, path: str) -> None:
-    """Show what PATH said at a memory tag (same as git show TAG:PATH)."""
+    """Show what PATH said at a memory tag, or on a date (the newest daily tag on or
+    before it, else the last commit of that day)."""
     root = discover((ctx.obj or {}).get("repo")).root
     click.echo(tags.show_at(root, at, path), nl=False)

@@ -90,6 +90,14 @@ def test_unquoted_words_are_one_query(irepo_indexed: IRepo) -> None:
     assert json.loads(dashed.stdout)[0]["path"] == json.loads(quoted.stdout)[0]["path"]
 
 
+def test_categories_are_read_as_people_write_them() -> None:
+    from memrepo.layout import category_names
+
+    assert category_names(["Projects,people", "transcripts", "journal"]) == [
+        "project", "person", "conversation", "journal"
+    ]
+
+
 def test_filters(irepo_indexed: IRepo) -> None:
     def paths(*args: str) -> list[str]:
         proc = invoke_memory(irepo_indexed.root, "search", "--json", *args)
@@ -189,6 +197,7 @@ def test_without_a_usable_index_search_still_answers(irepo_indexed: IRepo, damag
         (["--since", "2024-03-02junk"], "2024-03-02junk"),
         (["--limit", "0"], "--limit"),
         (["--limit", "-1"], "--limit"),
+        (["-c", "journals,bogus"], "unknown category 'bogus'; use one of archive, conversation"),
     ],
 )
 def test_bad_options_are_clean_errors(irepo_indexed: IRepo, args: list[str], message: str) -> None:

@@ -65,3 +65,24 @@ def test_a_tag_for_a_past_date_names_the_state_of_that_date(
     assert not run_git(lrepo, "tag", "--list", "memory/daily/2001-01-01").stdout.strip()
 
 
+
+
+def test_log_at_a_date_and_a_milestone_message(lrepo: Path, monkeypatch: pytest.MonkeyPatch):
+    _dated(monkeypatch, "2026-03-01")
+    _note(lrepo, "tagged on March 1")
+    assert invoke_memory(lrepo, "tag", "daily", "--date", "2026-03-01").returncode == 0
+    _dated(monkeypatch, "2026-03-04")
+    _note(lrepo, "written March 4, never tagged")
+    _dated(monkeypatch, "2026-03-09")
+    _note(lrepo, "written March 9")
+    mem = "knowledge/memory/MEMORY.md"
+    on_3rd = invoke_memory(lrepo, "log", "--at", "2026-03-03", mem).stdout  # the 1st's tag
+    assert "tagged on March 1" in on_3rd and "March 4" not in on_3rd
+    on_5th = invoke_memory(lrepo, "log", "--at", "2026-03-05", mem).stdout  # no tag since
+    assert "tagged on March 1" in on_5th and "March 4" not in on_5th
+    before = invoke_memory(lrepo, "log", "--at", "2026-02-28", mem)  # before any tag: commit
+    assert before.returncode == 1 and "no commit on or before 2026-02-28" in before.stderr
+    made = invoke_memory(lrepo, "tag", "milestone", "launch", "-m", "Ledger v2 shipped")
+    assert made.stdout.strip() == "memory/milestone/launch"
+    body = run_git(lrepo, "tag", "-l", "-n9", "memory/milestone/launch").stdout
+    assert "Ledger v2 shipped" in body and "commits touching knowledge" in body

@@ -67,8 +67,10 @@ def summary(root: Path, since: str | None, commit: str = "HEAD") -> str:
     return f"{commits} commits touching knowledge/ and topics/; {stat or 'no diff'}"
 
 
-def make(root: Path, kind: str, value: str | dt.date, force: bool = False) -> str | None:
-    """Create the tag; None when a daily/weekly tag is skipped because nothing changed."""
+def make(root: Path, kind: str, value: str | dt.date, force: bool = False,
+         note: str | None = None) -> str | None:
+    """Create the tag (``note``: a message of the person's own, above the summary); None
+    when a daily/weekly tag is skipped because nothing changed."""
     name = tag_name(kind, value)
     if git(["tag", "--list", name], root).strip() and not force:
         if kind in ("daily", "weekly"):
@@ -82,16 +84,34 @@ def make(root: Path, kind: str, value: str | dt.date, force: bool = False) -> st
             return None  # nothing changed since the previous one
         except GitError:
             pass
-    message = f"{name}\n\n{summary(root, prev, commit)}\n"
+    body = f"{note.strip()}\n\n" if note and note.strip() else ""
+    message = f"{name}\n\n{body}{summary(root, prev, commit)}\n"
     git(["tag", "-a", *(["-f"] if force else []), name, commit, "-F", "-"], root, input=message)
     return name
 
 
-def show_at(root: Path, tag: str, path: str) -> str:
-    """What ``path`` said at ``tag`` (``git show TAG:PATH``)."""
-    if not tag.startswith("memory/") and not git(["tag", "--list", tag], root).strip():
-        tag = f"memory/{tag}"
+def resolve_at(root: Path, at: str) -> str:
+    """What ``memory log --at`` names: a tag (``memory/daily/2026-02-01`` or
+    ``daily/2026-02-01``), or a date ``YYYY-MM-DD``: the newest daily tag on or before it,
+    else the last commit made by the end of that day."""
     try:
-        return git(["show", f"{tag}:{path}"], root)
+        day = dt.date.fromisoformat(at.strip())
+    except ValueError:
+        day = None
+    if day is not None:
+        name = tag_name("daily", day)
+        prev = name if git(["tag", "--list", name], root).strip() else previous(
+            root, "daily", before=name)
+        return prev or target(root, "daily", day)
+    if not at.startswith("memory/") and not git(["tag", "--list", at], root).strip():
+        return f"memory/{at}"
+    return at
+
+
+def show_at(root: Path, at: str, path: str) -> str:
+    """What ``path`` said at ``at`` (``git show REV:PATH``; see :func:`resolve_at`)."""
+    rev = resolve_at(root, at)
+    try:
+        return git(["show", f"{rev}:{path}"], root)
     except GitError as exc:
-        raise MemrepoError(f"{path} at {tag}: {exc}") from None
+        raise MemrepoError(f"{path} at {at}: {exc}") from None
