@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sys
 from typing import Any
@@ -17,6 +18,7 @@ from memrepo.index.ranking import Filters, Hit, settings_from_config
 from memrepo.index.search import QUERY_ERRORS, Search, record_hits
 from memrepo.layout import category_names
 from memrepo.repo import discover
+from memrepo.scripts._params import DATE
 
 
 def _date(value: str | None, option: str) -> str | None:
@@ -57,6 +59,8 @@ def _print_text(hits: list[Hit], explain: bool) -> None:
 @click.option("--since", help="Only files dated on or after (YYYY-MM-DD or 7d, 2w, 3m, 1y).")
 @click.option("--until", help="Only files dated on or before.")
 @click.option("--include-archive", is_flag=True, help="Search archive/ too (down-ranked).")
+@click.option("--now", type=DATE,
+              help="The day 'yesterday', 'last week', 'in March' are read against (default today).")
 @click.option("--json", "as_json", is_flag=True, help="A JSON list of results.")
 @click.option("--explain", is_flag=True, help="Show every score component.")
 @click.option("--batch", is_flag=True, help='JSONL {"id","query","k"} on stdin, JSONL out.')
@@ -70,6 +74,7 @@ def search(
     since: str | None,
     until: str | None,
     include_archive: bool,
+    now: dt.date | None,
     as_json: bool,
     explain: bool,
     batch: bool,
@@ -82,7 +87,7 @@ def search(
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--category") from None
     filters = Filters(
-        cats, path_glob, _date(since, "--since"), _date(until, "--until"), include_archive
+        cats, path_glob, _date(since, "--since"), _date(until, "--until"), include_archive, now
     )
 
     def failed(why: str) -> None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 
-from conftest import IRepo
+from conftest import IRepo, invoke_memory
 
 from memrepo.index.dates import date_ranges, in_ranges
 from memrepo.index.indexer import sync
@@ -13,19 +14,33 @@ from memrepo.index.search import Searcher
 from memrepo.layout import superseded_share
 
 
-def test_date_ranges_reads_explicit_calendar_dates_only() -> None:
+def test_date_ranges_reads_calendar_dates_and_relative_phrases() -> None:
     day = (dt.date(2023, 6, 3), dt.date(2023, 6, 3))
-    assert date_ranges("What did Maria do on 3 June, 2023?") == [day]
-    assert date_ranges("as of June 3rd 2023") == [day]
-    assert date_ranges("the 3rd of June 2023") == [day]
-    assert date_ranges("see 2023-06-03") == [day]
-    assert date_ranges("in Sept. 2023") == [(dt.date(2023, 9, 1), dt.date(2023, 9, 30))]
+    today = dt.date(2026, 11, 25)  # a Wednesday
+    assert date_ranges("What did Maria do on 3 June, 2023?", today) == [day]
+    assert date_ranges("as of June 3rd 2023", today) == [day]
+    assert date_ranges("the 3rd of June 2023", today) == [day]
+    assert date_ranges("see 2023-06-03", today) == [day]
+    assert date_ranges("in Sept. 2023", today) == [(dt.date(2023, 9, 1), dt.date(2023, 9, 30))]
     assert date_ranges("in December 2023") == [(dt.date(2023, 12, 1), dt.date(2023, 12, 31))]
     assert date_ranges("in February 2024") == [(dt.date(2024, 2, 1), dt.date(2024, 2, 29))]
-    for text in ["May I ask", "last week", "on 3 June", "31 February 2023", "2023-13-01", ""]:
-        assert all(a <= b for a, b in date_ranges(text))
-    assert date_ranges("May I ask what happened last week?") == []
-    assert date_ranges("on 3 June") == []  # no year: no guess
+    for text in ["May I ask", "last week", "on 3 June", "31 February 2023", "2023-13-01", "",
+                 "9999 years ago", "1000 months ago"]:
+        assert all(a <= b for a, b in date_ranges(text, today))
+    assert date_ranges("on 3 June", today) == []  # a day with no year: no guess
+    assert date_ranges("May I ask? this may be it", today) == []  # "may" is not a month here
+    # relative phrases are read against the day asked (today, or --now)
+    last_week = (dt.date(2026, 11, 16), dt.date(2026, 11, 22))
+    assert date_ranges("May I ask what happened last week?", today) == [last_week]
+    assert date_ranges("yesterday's deploy", today) == [(dt.date(2026, 11, 24),) * 2]
+    assert date_ranges("two days ago", today) == [(dt.date(2026, 11, 23),) * 2]
+    assert date_ranges("3 weeks ago", today) == [(dt.date(2026, 11, 2), dt.date(2026, 11, 8))]
+    assert date_ranges("this week", today) == [(dt.date(2026, 11, 23), today)]
+    assert date_ranges("last month", today) == [(dt.date(2026, 10, 1), dt.date(2026, 10, 31))]
+    assert date_ranges("in March", today) == [(dt.date(2026, 3, 1), dt.date(2026, 3, 31))]
+    assert date_ranges("in may", dt.date(2026, 2, 1)) == [(dt.date(2025, 5, 1),
+                                                          dt.date(2025, 5, 31))]
+    assert date_ranges("the past week", today) == [(dt.date(2026, 11, 19), today)]
     assert in_ranges("2023-06-03T10:00:00+00:00", [day])
     assert not in_ranges("2023-06-04", [day]) and not in_ranges(None, [day])
 
@@ -56,6 +71,29 @@ def test_a_file_dated_on_the_day_the_query_names_ranks_first(irepo: IRepo) -> No
     assert plain[0].endswith("2024-05-02.md")  # more matches wins without a date
     assert dated[0].path.endswith("2024-05-09.md")
     assert dated[0].explain is not None and dated[0].explain["date_factor"] == 2.0
+
+
+def test_last_week_means_the_week_before_now(irepo: IRepo) -> None:
+    """A relative phrase becomes a date window against --now (or today), which up-ranks
+    what the memory recorded then; --explain shows the window."""
+    irepo.write(
+        "knowledge/journal/2024-05-02.md",
+        _journal("2024-05-02", "Deployed the billing worker twice, billing worker restarted."),
+    )
+    irepo.write(
+        "knowledge/journal/2024-05-09.md", _journal("2024-05-09", "Deployed the billing worker.")
+    )
+    irepo.commit("journals")
+    sync(irepo.root)
+    query = ["search", "--json", "--explain", "--now", "2024-05-15", "billing worker deployed"]
+    out = json.loads(invoke_memory(irepo.root, *query, "last", "week").stdout)
+    assert out[0]["path"].endswith("2024-05-09.md")  # the week of May 6-12
+    assert out[0]["explain"]["date_window"] == "2024-05-06..2024-05-12"
+    plain = json.loads(invoke_memory(irepo.root, *query).stdout)
+    assert plain[0]["path"].endswith("2024-05-02.md") and "date_window" not in plain[0]["explain"]
+    earlier = json.loads(invoke_memory(irepo.root, *query[:4], "2024-05-08", *query[5:],
+                                       "last", "week").stdout)
+    assert earlier[0]["path"].endswith("2024-05-02.md")  # now the week of Apr 29 - May 5
 
 
 SUPERSEDED = (

@@ -355,7 +355,7 @@ class _Compiler:
                 self.left * float(self.cfg["context_compiler"].get("history_share", 0.25))
             )
         floor = reserve
-        passages, why = retr.retrieve(self.root, query, self.cfg["search"])
+        passages, why = retr.retrieve(self.root, query, self.cfg["search"], now=self.req.today)
         if why:
             self.notes.append(why)
         for rank, p in enumerate(passages, 1):

@@ -7,11 +7,12 @@ reported, the prompt is still compiled.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memrepo.index.ranking import settings_from_config
+from memrepo.index.ranking import Filters, settings_from_config
 from memrepo.index.search import Search
 
 #: Passages asked of search per compile, and how many of them may come from one file:
@@ -31,7 +32,8 @@ class Passage:
 
 
 def retrieve(
-    root: Path, query: str, search_cfg: dict[str, Any], limit: int = LIMIT
+    root: Path, query: str, search_cfg: dict[str, Any], limit: int = LIMIT,
+    now: dt.date | None = None,
 ) -> tuple[list[Passage], str | None]:
     """Ranked passages for ``query`` and, when the index was not used, why."""
     if not query.strip():
@@ -40,7 +42,7 @@ def retrieve(
         settings = settings_from_config(search_cfg)
         settings.per_file = max(settings.per_file, PER_FILE)
         with Search(root, settings, search_cfg.get("embedder")) as search:
-            hits = search.search(query, limit, snippets=False)
+            hits = search.search(query, limit, Filters(now=now), snippets=False)
             why = search.why
     except Exception as exc:  # the compile must not fail because search did
         return [], f"search failed: {type(exc).__name__}: {exc}"

@@ -2,8 +2,9 @@
 
 "What did we decide on 3 June 2023?" is answered by the journal and the transcripts of
 that day; BM25 alone sees only the words "june" and "2023", which every file of that
-month shares. Only explicit calendar dates count (with a year): relative phrases
-("last week") depend on when the question was asked, which search does not know.
+month shares. Relative phrases ("yesterday", "last week", "two days ago", "in March")
+are read against the day the question is asked: today, or what the caller passes as
+``now`` (``memory search --now``), so the same words mean the same window in any repo.
 
 Measured on LoCoMo dev (bench/eval_locomo.py): session R@5 +0.5, turn R@10 +0.3.
 """
@@ -62,8 +63,76 @@ def _month(y: str, m: int) -> DateRange | None:
     return first, nxt - dt.timedelta(days=1)
 
 
-def date_ranges(query: str) -> list[DateRange]:
-    """The calendar days or months ``query`` names explicitly (empty for most queries)."""
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+            "seven": 7, "eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "a few": 3}
+_NUM = r"(\d{1,3}|a couple of|a few|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
+_AGO_PHRASE = re.compile(r"\b" + _NUM + r"\s+(day|week|month|year)s?\s+ago\b")
+_LAST_UNIT = re.compile(r"\b(last|this|past|previous)\s+(week|weekend|month|year)\b")
+_DAY_WORD = re.compile(r"\b(today|yesterday|tonight|this morning|last night)\b")
+#: "in March" (no year): the last March up to today. "may" counts only after in/during,
+#: since "this may be" is not a month.
+_IN_MONTH = re.compile(
+    r"\b(in|during|last|this|early|late)\s+" + _MON + r"(?![a-z.]|\s*,?\s*(?:19|20)\d\d)"
+)
+
+
+def _week(day: dt.date) -> DateRange:
+    monday = day - dt.timedelta(days=day.weekday())
+    return monday, monday + dt.timedelta(days=6)
+
+
+def _months_back(today: dt.date, n: int) -> DateRange | None:
+    y, m = divmod(today.year * 12 + today.month - 1 - n, 12)
+    return _month(str(y), m + 1) if y >= 1 else None
+
+
+def relative_ranges(query: str, today: dt.date) -> list[DateRange]:
+    """The windows relative phrases of ``query`` name, read against ``today``."""
+    text = query.lower()
+    out: list[DateRange | None] = []
+    for word in _DAY_WORD.findall(text):
+        day = today if word in ("today", "tonight", "this morning") else today - dt.timedelta(1)
+        out.append((day, day))
+    for num, unit in _AGO_PHRASE.findall(text):
+        n = int(num) if num.isdigit() else _NUMBERS[num]
+        try:
+            if unit == "day":
+                day = today - dt.timedelta(days=n)
+                out.append((day, day))
+            elif unit == "week":
+                out.append(_week(today - dt.timedelta(weeks=n)))
+            elif unit == "month":
+                out.append(_months_back(today, n))
+            else:
+                out.append((dt.date(today.year - n, 1, 1), dt.date(today.year - n, 12, 31)))
+        except (ValueError, OverflowError):
+            continue
+    for which, unit in _LAST_UNIT.findall(text):
+        back = 0 if which == "this" else 1
+        if which == "past" and unit in ("week", "month"):  # the last 7 / 30 days
+            out.append((today - dt.timedelta(days=6 if unit == "week" else 29), today))
+        elif unit == "week":
+            monday, sunday = _week(today - dt.timedelta(weeks=back))
+            out.append((monday, min(sunday, today)))
+        elif unit == "weekend":
+            monday, _ = _week(today - dt.timedelta(weeks=back))
+            out.append((monday + dt.timedelta(5), monday + dt.timedelta(6)))
+        elif unit == "month":
+            out.append(_months_back(today, back))
+        elif today.year - back >= 1:
+            out.append((dt.date(today.year - back, 1, 1), dt.date(today.year - back, 12, 31)))
+    for lead, name in _IN_MONTH.findall(text):
+        if name == "may" and lead not in ("in", "during"):
+            continue
+        month = _MONTHS[name]
+        back = (today.month - month) % 12 or (12 if lead == "last" else 0)
+        out.append(_months_back(today, back))
+    return [r for r in out if r is not None]
+
+
+def date_ranges(query: str, today: dt.date | None = None) -> list[DateRange]:
+    """The calendar days or months ``query`` names: explicitly (with a year), or relative
+    to ``today`` (default: the real today). Empty for most queries."""
     text = query.lower()
     out: list[DateRange | None] = []
     out += [_day(y, int(m), d) for y, m, d in _ISO_DAY.findall(text)]
@@ -72,7 +141,15 @@ def date_ranges(query: str) -> list[DateRange]:
     if not any(out):  # "June 2023" inside "3 June 2023" is not a second, wider range
         out += [_month(y, _MONTHS[m]) for m, y in _MONTH_YEAR.findall(text)]
         out += [_month(y, int(m)) for y, m in _ISO_MONTH.findall(text)]
-    return [r for r in out if r is not None]
+    found = [r for r in out if r is not None]
+    return found + relative_ranges(query, today or dt.date.today())
+
+
+def window(ranges: list[DateRange]) -> dict[str, str]:
+    """What ``--explain`` says about the dates a query named (nothing when none)."""
+    if not ranges:
+        return {}
+    return {"date_window": ", ".join(f"{a}..{b}" if a != b else f"{a}" for a, b in ranges)}
 
 
 def in_ranges(date: str | None, ranges: list[DateRange]) -> bool:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from memrepo.index import query as q
 from memrepo.index import signals as sig
-from memrepo.index.dates import date_ranges
+from memrepo.index.dates import date_ranges, window
 from memrepo.index.indexer import parse
 from memrepo.index.paths import is_indexed
 from memrepo.index.ranking import ChunkHit, FileInfo, Filters, Hit, Settings, fuse, rank, to_hits
@@ -119,15 +119,14 @@ class Scanner:
                 hit.bm25 = s
                 scored.append(hit)
         fuse(scored, self.settings, False)
-        ranked = rank(
-            scored, files, self._signal_map(), self.settings, limit, dates=date_ranges(query)
-        )
+        dates = date_ranges(query, f.now)
+        ranked = rank(scored, files, self._signal_map(), self.settings, limit, dates=dates)
 
         def span(path: str, start: int, end: int) -> list[str]:
             return texts[path][start - 1 : end]
 
-        return to_hits(ranked, limit, words, span if snippets else None, {"engine": self.mode},
-                       chunk_explain=False)
+        tag = {"engine": self.mode, **window(dates)}
+        return to_hits(ranked, limit, words, span if snippets else None, tag, chunk_explain=False)
 
     def close(self) -> None:
         pass

@@ -37,6 +37,8 @@ class Filters:
     since: str | None = None  # ISO date, inclusive
     until: str | None = None
     include_archive: bool = False
+    #: The day relative phrases ("last week") are read against; None: today.
+    now: dt.date | None = None
 
 
 @dataclass

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from memrepo.index import db as dbmod
 from memrepo.index import query as q
 from memrepo.index import schema, signals
-from memrepo.index.dates import date_ranges
+from memrepo.index.dates import date_ranges, window
 from memrepo.index.embedders import get_embedder
 from memrepo.index.paths import db_path
 from memrepo.index.ranking import (
@@ -223,10 +223,9 @@ class Searcher:
         fuse(chunk_hits, self.settings, have_vectors)
         paths = list({h.path for h in chunk_hits})
         files = self._files(paths)
-        ranked = rank(
-            chunk_hits, files, self._signals(paths), self.settings, limit, dates=date_ranges(query)
-        )
-        tag = {"vectors": "on" if have_vectors else "off"}
+        dates = date_ranges(query, f.now)
+        ranked = rank(chunk_hits, files, self._signals(paths), self.settings, limit, dates=dates)
+        tag = {"vectors": "on" if have_vectors else "off", **window(dates)}
         out = to_hits(ranked, limit, words, self._reader(files) if snippets else None, tag)
         if out and dropped and out[0].explain is not None:
             out[0].explain["common_words_skipped"] = " ".join(dropped)
