@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 import pytest
 
@@ -98,3 +99,24 @@ def test_dump_never_writes_aliases_the_loader_refuses() -> None:
     text = yamlsafe.dump({"started": when, "ended": when, "tags": tags, "more": tags})
     assert "&" not in text and "*" not in text
     assert yamlsafe.load(text) == {"started": when, "ended": when, "tags": tags, "more": tags}
+
+
+def test_the_readme_lists_every_type_with_its_required_fields() -> None:
+    """Docs that match the code: the README's type table is checked against the schema."""
+    import re
+
+    from memrepo.documents import REQUIRED_FIELDS
+    from memrepo.layout import SPECIAL_TYPES, TYPES_BY_CATEGORY
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    if "| folder | `type` | required fields |" not in readme:  # pragma: no cover - sdist
+        return
+    table = readme.split("| folder | `type` | required fields |", 1)[1].split("\n\n", 1)[0]
+    rows = [r.split("|")[1:4] for r in table.strip().split("\n")[1:]]
+    listed_types = {t for _, types, _ in rows for t in re.findall(r"`([a-z_]+)`", types)}
+    every = set().union(*TYPES_BY_CATEGORY.values(), SPECIAL_TYPES.values())
+    assert every <= listed_types
+    for _, types, fields in rows:
+        first = re.findall(r"`([a-z_]+)`", types)[0]
+        named = re.findall(r"`([a-z_]+)`", fields.split(":")[0])
+        assert named == list(REQUIRED_FIELDS.get(first, ())), (first, named)
