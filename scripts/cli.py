@@ -44,6 +44,7 @@ COMMANDS: dict[str, str] = {
     "prune": "memrepo.scripts.prune:prune",
     "tag": "memrepo.scripts.tag:tag",
     "log": "memrepo.scripts.tag:log_at",
+    "export": "memrepo.scripts.export:export_cmd",
     "reconstruct": "memrepo.scripts.reconstruct:reconstruct",
     "schedule": "memrepo.scripts.schedule:schedule",
 }
