@@ -274,3 +274,27 @@ activation: auto
     per = (time.perf_counter() - t0) / 50
     assert "t042" in names(res)
     assert per < 0.05  # the budget is 5 ms; leave room for a loaded CI machine
+
+
+def test_compile_steers_on_the_agents_last_reply(crepo6_topics: Path) -> None:
+    """seed 000 §4.3: `memory compile --session` reads the agent's last turn with the output
+    watchers; the corrective topic goes into P2 and its hint into the JSON."""
+    session = crepo6_topics / "scratch/session.md"
+    session.parent.mkdir(parents=True, exist_ok=True)
+    head = "---\nsession_id: s9\nstarted: 2026-03-10T09:00:00+00:00\n---\n\n"
+    turns = ("## 09:00 — user\nAdd a greeting.\n\n"
+             "## 09:01 — agent\nDone:\n    print 'hello'\n\n"
+             "## 09:02 — user\nThanks, now the tests.\n")
+    session.write_text(head + turns)
+    proc = invoke_memory(crepo6_topics, "compile", "--json", "--session", str(session),
+                         "now", "the", "tests")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["corrections"] == [{"topic": "python-style", "hint": "Use Python 3 print() calls."}]
+    assert any(s["path"] == "topics/python-style.md" and s["slot"] == "P2"
+               for s in data["sections"])
+    session.write_text(head + turns.replace("print 'hello'", "print('hello')"))
+    calm = json.loads(invoke_memory(crepo6_topics, "compile", "--json", "--session",
+                                    str(session), "now", "the", "tests").stdout)
+    assert calm["corrections"] == [] and all(
+        s["path"] != "topics/python-style.md" for s in calm["sections"])

@@ -30,11 +30,12 @@ from memrepo.context.sections import (
 )
 from memrepo.context.tokens import counter, kb_to_tokens
 from memrepo.documents import read_document
-from memrepo.errors import FormatError
+from memrepo.errors import FormatError, MemrepoError
 from memrepo.index.search import record_hits
-from memrepo.layout import IDENTITY_DIR, JOURNAL_DIR, MEMORY_FILE, PROJECTS_INDEX
+from memrepo.layout import IDENTITY_DIR, JOURNAL_DIR, MEMORY_FILE, PROJECTS_INDEX, TURN_HEADER
 from memrepo.repo import MemoryRepo
 from memrepo.topics import subscription_problem
+from memrepo.transcript.messages import transcript_role
 from memrepo.transcript.read import Turn, read_history
 
 IDENTITY_ORDER = ("SOUL.md", "USER.md", "AGENTS.md", "TOOLS.md")
@@ -96,6 +97,10 @@ class Compiled:
             "topics": [
                 {"topic": a.topic.name, "reason": a.reason}
                 for a in (self.topics.activated if self.topics else [])
+            ],
+            "corrections": [
+                {"topic": t, "hint": h}
+                for t, h in (self.topics.corrections() if self.topics else [])
             ],
             "notes": self.notes,
             "prompt": self.prompt(),
@@ -292,17 +297,37 @@ class _Compiler:
     def match(self) -> None:
         from memrepo.context.watchers.match import match_topics
 
-        if not (self.req.message or self.req.events):
+        said = self._last_agent_turn()
+        if not (self.req.message or self.req.events or said):
             return
         self.topics = match_topics(
             self.root, self.req.message, events=self.req.events,
             config=self.cfg["watchers"], gate=self.req.gate,
         )  # fmt: skip
+        if said:  # seed 000 §4.3: the agent's own last reply fires corrective topics
+            steer = match_topics(self.root, said, scope="output", config=self.cfg["watchers"],
+                                 gate=self.req.gate, log=False)
+            have = {a.topic.name for a in self.topics.activated}
+            self.topics.activated += [a for a in steer.activated if a.topic.name not in have]
         for p in self.topics.problems:
             if p.skipped:
                 self.notes.append(f"{p.path}: {p.message} (topic skipped)")
             else:
                 self._omit(2, "subscription", p.path, f"refused: {p.message}")
+
+    def _last_agent_turn(self) -> str:
+        """What the agent said last in the ``--session`` (without its header line)."""
+        if self.req.session is None:
+            return ""
+        try:
+            turns = read_history(self.req.session)
+        except (MemrepoError, OSError, ValueError):
+            return ""  # P4 reports a session it cannot read
+        for turn in reversed(turns):
+            if transcript_role(turn.role) == "agent":
+                first, _, rest = turn.text.partition("\n")
+                return rest if TURN_HEADER.match(first) else turn.text
+        return ""
 
     def p2(self) -> None:
         if not self.topics:
