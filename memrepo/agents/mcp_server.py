@@ -37,7 +37,7 @@ from memrepo.git import git
 from memrepo.index.dates import BadBound, parse_bound
 from memrepo.index.ranking import Filters, Hit, settings_from_config
 from memrepo.index.search import QUERY_ERRORS, Search, record_hits
-from memrepo.layout import CONFIG_FILE, DB_NAME
+from memrepo.layout import CONFIG_FILE, DB_NAME, category_names
 from memrepo.lifecycle import update
 from memrepo.locks import LockBusy
 from memrepo.repo import MemoryRepo, discover
@@ -56,14 +56,6 @@ INSTRUCTIONS = (
 )
 
 #: Index categories a search may filter on, and the folder names a model may use instead.
-CATEGORIES = frozenset({
-    "conversation", "identity", "memory", "journal", "project", "person", "procedure",
-    "reference", "knowledge", "topic", "archive",
-})
-CATEGORY_ALIASES = {
-    "transcript": "conversation", "transcripts": "conversation", "people": "person",
-    "memories": "memory",
-}
 MAX_LIMIT = 50
 #: A read returns at most this much; the rest is one more call away.
 READ_LINES = 400
@@ -394,20 +386,10 @@ def _fell_back(why: str) -> None:
 def _categories(value: str | None) -> list[str] | None:
     if value is None or not value.strip():
         return None
-    out = []
-    for part in value.split(","):
-        name = part.strip().lower()
-        if not name:
-            continue
-        name = CATEGORY_ALIASES.get(name, name)
-        if name not in CATEGORIES and name.endswith("s"):  # references, topics, ...
-            name = name[:-1]
-        if name not in CATEGORIES:
-            raise ToolError(
-                f"unknown category {part.strip()!r}; use one of {', '.join(sorted(CATEGORIES))}"
-            )
-        out.append(name)
-    return out or None
+    try:
+        return category_names([value]) or None
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
 
 
 def _date(value: str | None, name: str) -> str | None:
