@@ -49,7 +49,8 @@ def _journal(day: str, text: str) -> str:
     return f"---\ntype: journal\ndate: {day}\n---\n\n## {day}\n\n- {text}\n"
 
 
-def test_a_file_dated_on_the_day_the_query_names_ranks_first(irepo: IRepo) -> None:
+def _two_journals(irepo: IRepo) -> None:
+    """May 2 mentions the billing worker more; May 9 is the one a date may pick."""
     irepo.write(
         "knowledge/journal/2024-05-02.md",
         _journal("2024-05-02", "Deployed the billing worker twice, billing worker restarted."),
@@ -59,6 +60,10 @@ def test_a_file_dated_on_the_day_the_query_names_ranks_first(irepo: IRepo) -> No
     )
     irepo.commit("journals")
     sync(irepo.root)
+
+
+def test_a_file_dated_on_the_day_the_query_names_ranks_first(irepo: IRepo) -> None:
+    _two_journals(irepo)
     s = Searcher(irepo.root)
     try:
         plain = [h.path for h in s.search("billing worker deployed", 5)]
@@ -76,15 +81,7 @@ def test_a_file_dated_on_the_day_the_query_names_ranks_first(irepo: IRepo) -> No
 def test_last_week_means_the_week_before_now(irepo: IRepo) -> None:
     """A relative phrase becomes a date window against --now (or today), which up-ranks
     what the memory recorded then; --explain shows the window."""
-    irepo.write(
-        "knowledge/journal/2024-05-02.md",
-        _journal("2024-05-02", "Deployed the billing worker twice, billing worker restarted."),
-    )
-    irepo.write(
-        "knowledge/journal/2024-05-09.md", _journal("2024-05-09", "Deployed the billing worker.")
-    )
-    irepo.commit("journals")
-    sync(irepo.root)
+    _two_journals(irepo)
     query = ["search", "--json", "--explain", "--now", "2024-05-15", "billing worker deployed"]
     out = json.loads(invoke_memory(irepo.root, *query, "last", "week").stdout)
     assert out[0]["path"].endswith("2024-05-09.md")  # the week of May 6-12
