@@ -76,3 +76,24 @@ def status(ctx: click.Context) -> None:
         click.echo(line)
         if s["detail"]:
             click.echo(f"    {s['detail'].splitlines()[-1]}")
+
+
+@schedule.command("fire")
+@click.argument("event")
+@click.option("--json", "as_json", is_flag=True, help="Print the event and its time as JSON.")
+@click.pass_context
+def fire(ctx: click.Context, event: str, as_json: bool) -> None:
+    """Fire a cron topic's event now (what its scheduler job does): the compiles of the
+    next 12 hours carry it, as `memory compile --event cron:NAME` would."""
+    import json
+
+    from memrepo.context.watchers import fired
+
+    if not event.startswith("cron:") or event == "cron:":
+        raise click.BadParameter(f"{event!r} is not cron:NAME", param_hint="'EVENT'")
+    root = _root(ctx)
+    at = fired.record(root, event)
+    if as_json:
+        click.echo(json.dumps({"event": event, "at": at.isoformat(timespec="seconds")}))
+    else:
+        click.echo(f"fired {event} at {at.isoformat(timespec='seconds')}")

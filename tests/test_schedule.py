@@ -144,3 +144,58 @@ def test_a_heavy_embedder_gets_its_vectors_on_the_schedule(crepo: Path):
     jobs = by_name(crepo)
     assert "commit" not in jobs
     assert jobs["index"].steps == (("index",),) and jobs["index"].cron == "*/30 * * * *"
+
+
+STANDUP = """---
+type: topic
+description: The morning stand-up (yesterday, today, blockers).
+triggers:
+  - type: cron
+    schedule: "0 8 * * 1-5"
+    name: standup
+subscriptions: []
+activation: auto
+priority: medium
+---
+
+# Stand-up
+
+- Open with yesterday's journal, then today's plan and any blockers.
+"""
+
+
+def test_a_cron_topic_is_a_job_that_fires_into_the_next_compiles(crepo: Path):
+    """Seed 000 §4.4: a topic with a schedule is activated by the scheduler at its time."""
+    import json
+    import subprocess
+
+    from memrepo.context.watchers import fired
+
+    (crepo / "topics" / "standup.md").write_text(STANDUP, encoding="utf-8")
+    subprocess.run(["git", "add", "topics/standup.md"], cwd=crepo, check=True)
+    subprocess.run(["git", "commit", "-qm", "topic: standup"], cwd=crepo, check=True)
+    jobs = by_name(crepo)
+    assert jobs["topic:standup"].cron == "0 8 * * 1-5"
+    assert jobs["topic:standup"].steps == (("schedule", "fire", "cron:standup"),)
+    assert "topic:standup" in invoke_memory(crepo, "schedule", "install", "--print").stdout
+
+    def activated() -> list[str]:
+        out = json.loads(invoke_memory(crepo, "compile", "--json").stdout)
+        return [t["topic"] for t in out["topics"]]
+
+    assert "standup" not in activated()  # not fired yet: nothing asks for it
+    # the job, as cron runs it: under the schedule lock, logged, through the real CLI
+    assert invoke_memory(crepo, "schedule", "run", "--job", "topic:standup").returncode == 0
+    assert "standup" in activated()
+    status = invoke_memory(crepo, "schedule", "status").stdout
+    line = next(s for s in status.splitlines() if s.startswith("topic:standup"))
+    assert "(ok)" in line and "schedule fire cron:standup" in line
+    # a firing lasts the working day, not forever
+    later = dt.datetime.now().astimezone() + fired.WINDOW + dt.timedelta(minutes=1)
+    assert fired.live(crepo, now=later) == []
+    assert fired.live(crepo) == ["cron:standup"]
+
+
+def test_fire_refuses_what_is_not_a_cron_event(crepo: Path):
+    res = invoke_memory(crepo, "schedule", "fire", "webhook:x")
+    assert res.returncode == 2 and "is not cron:NAME" in res.stderr

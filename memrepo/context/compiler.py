@@ -295,13 +295,16 @@ class _Compiler:
             self._place_file(1, "projects", PROJECTS_INDEX, cap, "active projects index")
 
     def match(self) -> None:
+        from memrepo.context.watchers.fired import live
         from memrepo.context.watchers.match import match_topics
 
         said = self._last_agent_turn()
-        if not (self.req.message or self.req.events or said):
+        # cron topics the scheduler fired in the last hours ride along (seed 000 §4.4)
+        events = list(dict.fromkeys([*self.req.events, *live(self.root)]))
+        if not (self.req.message or events or said):
             return
         self.topics = match_topics(
-            self.root, self.req.message, events=self.req.events,
+            self.root, self.req.message, events=events,
             config=self.cfg["watchers"], gate=self.req.gate,
         )  # fmt: skip
         if said:  # seed 000 §4.3: the agent's own last reply fires corrective topics

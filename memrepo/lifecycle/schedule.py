@@ -80,12 +80,17 @@ class Job:
     steps: tuple[tuple[str, ...], ...]
 
 
-def check_cron(root: Path, expr: str, key: str) -> str:
-    """``expr`` if system cron and croniter read it alike, else a ConfigError naming ``key``."""
+def runnable(expr: str) -> bool:
+    """Whether system cron and croniter read ``expr`` alike."""
     fields = expr.split()
     standard = (len(fields) == 1 and fields[0].lower() in _MACROS) or (
         len(fields) == 5 and all(all(_FIELD.fullmatch(p) for p in f.split(",")) for f in fields))
-    if standard and croniter.is_valid(expr):
+    return standard and croniter.is_valid(expr)
+
+
+def check_cron(root: Path, expr: str, key: str) -> str:
+    """``expr`` if system cron and croniter read it alike, else a ConfigError naming ``key``."""
+    if runnable(expr):
         return expr
     line = None
     path = root / CONFIG_FILE
@@ -133,7 +138,19 @@ def jobs(root: Path) -> list[Job]:
     # sessions left open (Codex sends no SessionEnd); a no-op until an agent hook has run
     # with this repo (--scheduled), so installing the schedule imports nobody's sessions
     out.append(Job("capture-sweep", SWEEP_SCHEDULE, (("capture", "sweep", "--scheduled"),)))
-    return out
+    return out + topic_jobs(root)
+
+
+def topic_jobs(root: Path) -> list[Job]:
+    """One job per cron topic (seed 000 §4.4): at its schedule it fires ``cron:NAME``, which
+    the next compiles carry (memrepo.context.watchers.fired). A schedule cron cannot run is
+    left out here; the topic validator names it at commit time."""
+    from memrepo.context.watchers.fired import cron_topics
+    from memrepo.context.watchers.loader import load_topics
+
+    return [Job(f"topic:{c.event.removeprefix('cron:')}", c.schedule,
+                (("schedule", "fire", c.event),))
+            for c in cron_topics(load_topics(root)) if runnable(c.schedule)]
 
 
 def _heavy_embedder(cfg: dict[str, Any]) -> bool:
