@@ -192,3 +192,66 @@ def test_remember_into_a_journal_without_frontmatter_makes_it_valid(
     assert "- Written by hand." in text and "staging DB moved" in text
     monkeypatch.chdir(irepo.root)
     assert check_frontmatter([rel]) == 0
+
+
+def _signal_rows(root, path: str) -> list[tuple[int, float]]:
+    import sqlite3
+
+    con = sqlite3.connect(root / "memory.db")
+    try:
+        return con.execute("SELECT line, score FROM signals WHERE path = ? ORDER BY line",
+                           (path,)).fetchall()
+    finally:
+        con.close()
+
+
+ENTRIES = ("---\ntype: reference\nupdated: 2024-01-01\n---\n# Backups\n\n"
+           "- The backup runs at midnight from the ops host.\n- Restores are tested monthly.\n")
+
+
+def test_a_reinforce_follows_its_entry_through_edits_and_git_mv(irepo_indexed: IRepo) -> None:
+    """Seed 001 reinforce, #16: lines inserted above, an edit in place and a rename."""
+    r = irepo_indexed
+    r.write("knowledge/reference/backups.md", ENTRIES)
+    r.commit("backups")
+    r.event()
+    assert invoke_memory(r.root, "reinforce", "knowledge/reference/backups.md:7").returncode == 0
+    assert _signal_rows(r.root, "knowledge/reference/backups.md") == [(7, 3.0)]
+    # four lines inserted above it: the +3 stays with the backup line, not the heading
+    r.write("knowledge/reference/backups.md",
+            ENTRIES.replace("# Backups\n", "# Backups\n\nNotes on our backups.\n\n- Owner: ops.\n"))
+    r.commit("three lines above")
+    r.event()
+    assert _signal_rows(r.root, "knowledge/reference/backups.md") == [(11, 3.0)]
+    # edited in place (a fix of its wording): still the same entry
+    text = (r.root / "knowledge/reference/backups.md").read_text()
+    r.write("knowledge/reference/backups.md",
+            text.replace("runs at midnight from", "runs at midnight UTC from"))
+    r.commit("reworded")
+    r.event()
+    assert _signal_rows(r.root, "knowledge/reference/backups.md") == [(11, 3.0)]
+    # git mv, then one more line above it: followed through git's rename detection
+    r.git("mv", "knowledge/reference/backups.md", "knowledge/reference/backup-policy.md")
+    text = (r.root / "knowledge/reference/backup-policy.md").read_text()
+    r.write("knowledge/reference/backup-policy.md", text.replace("# Backups\n", "# Backups\n\n"))
+    r.commit("renamed")
+    r.event()
+    assert _signal_rows(r.root, "knowledge/reference/backups.md") == []
+    assert _signal_rows(r.root, "knowledge/reference/backup-policy.md") == [(12, 3.0)]
+    # the event log itself is never rewritten: the anchor text is what it keeps
+    events = [json.loads(x) for f in (r.root / "raw/signals").glob("*.jsonl")
+              for x in f.read_text().splitlines()]
+    assert events[-1]["line"] == 7 and events[-1]["text"].startswith("- The backup runs")
+
+
+def test_an_entry_that_is_gone_keeps_its_number(irepo_indexed: IRepo) -> None:
+    r = irepo_indexed
+    r.write("knowledge/reference/backups.md", ENTRIES)
+    r.commit("backups")
+    r.event()
+    assert invoke_memory(r.root, "demote", "knowledge/reference/backups.md:8").returncode == 0
+    r.write("knowledge/reference/backups.md", ENTRIES.replace("- Restores are tested monthly.\n",
+                                                                "- Something else entirely.\n"))
+    r.commit("rewritten")
+    r.event()
+    assert _signal_rows(r.root, "knowledge/reference/backups.md") == [(8, -1.0)]

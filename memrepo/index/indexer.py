@@ -311,7 +311,9 @@ def _apply_diff(
             ) from None
     docs = [c for c in changes if is_indexed(c.path)]
     res.skip(_bad_names(c.path for c in changes if c.new is not None))
-    signals_changed = any(is_ranking_signal_file(c.path) for c in changes)
+    # a changed file that holds signals: its entries may have moved (anchors re-find them)
+    signals_changed = any(is_ranking_signal_file(c.path) for c in changes) or _has_signals(
+        con, [c.path for c in docs])
     indexed_blobs: dict[str, str] = {}
     if docs:
         paths = [c.path for c in docs if c.old is not None]
@@ -355,6 +357,16 @@ def _apply_diff(
         con.execute("ROLLBACK")
         raise
     res.chunks = writer.chunks
+
+
+def _has_signals(con: sqlite3.Connection, paths: list[str]) -> bool:
+    """Whether any of ``paths`` has a reinforce or demote (a lookup per 500 changed files)."""
+    for i in range(0, len(paths), 500):
+        part = paths[i : i + 500]
+        marks = ",".join("?" * len(part))
+        if con.execute(f"SELECT 1 FROM signals WHERE path IN ({marks}) LIMIT 1", part).fetchone():
+            return True
+    return False
 
 
 def _refold_signals(root: Path, con: sqlite3.Connection, *, force: bool = False) -> bool:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memrepo.errors import MemrepoError
-from memrepo.index import signals
+from memrepo.index import anchors, signals
 from memrepo.index.db import connect
 from memrepo.index.indexer import parse
 from memrepo.index.paths import db_path, is_indexed
@@ -154,6 +154,9 @@ def record(root: Path, ref: str, event: str) -> Recorded:
         ev: dict[str, object] = {"event": event, "path": r.path}
         if r.line:
             ev["line"] = r.line
+            text = anchors.line_text(root, r.path, r.line)
+            if text:  # the anchor: the signal follows this entry through edits and git mv
+                ev["text"] = text
         where = signals.append(root, [ev])
         score = None
         if con is not None:

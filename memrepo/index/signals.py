@@ -4,7 +4,9 @@ They cannot be rebuilt from files, so they are files: append-only JSONL under
 ``raw/signals/YYYY-MM.jsonl`` (one event a line, so git merges concurrent appends
 cleanly, with ``merge=union`` where .gitattributes sets it). The index aggregates them
 into its ``signals`` table per (path, line) for ranking: ``× exp(score × 0.2)`` and a
-reinforce resets the recency clock. Aggregation reads the working tree, so an event
+reinforce resets the recency clock. A reinforce or demote also keeps its line's text, so
+the fold counts it where that entry is now, after edits above it or a ``git mv``
+(:mod:`memrepo.index.anchors`); a commit touching a file with signals re-folds them. Aggregation reads the working tree, so an event
 counts from the moment it is written, committed or not: the indexer re-folds them
 whenever the files' :func:`stamp` (names, sizes, mtimes) differs from the one it stored,
 because folding thousands of events on every commit would cost the hook 10 ms and more.
@@ -20,6 +22,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from memrepo.index.anchors import TEXT_CHARS, Relocator
 from memrepo.index.paths import is_utf8, printable
 from memrepo.layout import HITS_DIR, HITS_PREFIX, SIGNALS_DIR
 
@@ -115,8 +118,9 @@ class Aggregate:
                 self.last_hit = date
 
 
-def _event(line: str) -> tuple[Key, str, str] | None:
-    """(key, event, date) of one JSONL line, or None when it could not be stored.
+def _event(line: str) -> tuple[Key, str, str, str | None] | None:
+    """(key, event, date, anchor text) of one JSONL line, or None when it could not be
+    stored.
 
     The files are edited by hand and merged by git, so anything may be there: a line
     number that is not an int in 0..MAX_NUMBER, or a string SQLite cannot encode
@@ -136,7 +140,9 @@ def _event(line: str) -> tuple[Key, str, str] | None:
         return None
     if not (is_utf8(path) and is_utf8(kind) and is_utf8(ts[:10])):
         return None
-    return (path, num), kind, ts[:10]
+    text = ev.get("text")
+    text = text[:TEXT_CHARS] if isinstance(text, str) and is_utf8(text) else None
+    return (path, num), kind, ts[:10], text
 
 
 def _files(root: Path, hits: bool = True) -> list[os.DirEntry[str]]:
@@ -160,8 +166,9 @@ def _files(root: Path, hits: bool = True) -> list[os.DirEntry[str]]:
 def aggregate(root: Path, hits: bool = True) -> dict[Key, Aggregate]:
     """Fold every event of ``raw/signals/*.jsonl`` (bad lines are skipped); without
     ``hits``, only what moves ranking (what the index keeps: hits cost every search a
-    line and no ranking, so the index leaves them to ``memory prune``)."""
-    out: dict[Key, Aggregate] = {}
+    line and no ranking, so the index leaves them to ``memory prune``). Anchored events
+    count where their entry is now (:mod:`memrepo.index.anchors`)."""
+    events: list[tuple[Key, str, str, str | None]] = []
     for entry in _files(root, hits):
         try:
             text = Path(entry.path).read_text(encoding="utf-8", errors="replace")
@@ -170,8 +177,17 @@ def aggregate(root: Path, hits: bool = True) -> dict[Key, Aggregate]:
         for line in text.splitlines():
             ev = _event(line)
             if ev is not None and (hits or ev[1] != "hit"):
-                key, kind, date = ev
-                out.setdefault(key, Aggregate()).add(kind, date)
+                events.append(ev)
+    anchored = [date for _k, _e, date, text in events if text]
+    finder = Relocator(root, since=min(anchored)) if anchored else None
+    moved: dict[tuple[Key, str], Key] = {}
+    out: dict[Key, Aggregate] = {}
+    for key, kind, date, text in events:
+        if text and finder is not None:
+            if (key, text) not in moved:
+                moved[key, text] = finder.locate(key[0], key[1], text)
+            key = moved[key, text]
+        out.setdefault(key, Aggregate()).add(kind, date)
     return out
 
 
