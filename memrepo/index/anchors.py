@@ -73,7 +73,7 @@ class Relocator:
             here = moved
         if 0 < line <= len(lines) and lines[line - 1] == text:
             return here, line
-        same = [i for i, ln in enumerate(lines, 1) if ln == text]
+        same = [i for i, ln in enumerate(lines, 1) if ln == text and not _struck(ln)]
         if same:
             return here, min(same, key=lambda n: (abs(n - line), n))
         near = _most_alike(lines, text, line)
@@ -89,13 +89,19 @@ class Relocator:
         return path if path != rel else None
 
 
+def _struck(line: str) -> bool:
+    """A superseded entry (``- ~~old~~ … (superseded … by: new)``): its signals belong to
+    the entry that replaced it, which ``memory update`` writes on the old line."""
+    return line.startswith(("- ~~", "* ~~", "~~"))
+
+
 def _most_alike(lines: list[str], text: str, line: int) -> int | None:
     """The line most like ``text`` (ties: the nearest to ``line``), if alike enough."""
     matcher = difflib.SequenceMatcher(autojunk=False)
     matcher.set_seq2(text)
     best: tuple[float, int, int] | None = None
     for i, ln in enumerate(lines, 1):
-        if not ln:
+        if not ln or _struck(ln):
             continue
         matcher.set_seq1(ln)
         if matcher.real_quick_ratio() < SIMILAR or matcher.quick_ratio() < SIMILAR:

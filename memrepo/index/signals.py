@@ -6,10 +6,11 @@ cleanly, with ``merge=union`` where .gitattributes sets it). The index aggregate
 into its ``signals`` table per (path, line) for ranking: ``× exp(score × 0.2)`` and a
 reinforce resets the recency clock. A reinforce or demote also keeps its line's text, so
 the fold counts it where that entry is now, after edits above it or a ``git mv``
-(:mod:`memrepo.index.anchors`); a commit touching a file with signals re-folds them. Aggregation reads the working tree, so an event
-counts from the moment it is written, committed or not: the indexer re-folds them
-whenever the files' :func:`stamp` (names, sizes, mtimes) differs from the one it stored,
-because folding thousands of events on every commit would cost the hook 10 ms and more.
+(:mod:`memrepo.index.anchors`); a commit touching a file with signals re-folds them.
+Aggregation reads the working tree, so an event counts from the moment it is written,
+committed or not: the indexer re-folds them whenever the files' :func:`stamp` (names,
+sizes, mtimes) differs from the one it stored, because folding thousands of events on
+every commit would cost the hook 10 ms and more.
 """
 
 from __future__ import annotations
