@@ -93,7 +93,10 @@ def search(
     def failed(why: str) -> None:
         click.echo(f"memory: search {why}; scanning files", err=True)
 
-    with Search(repo.root, settings_from_config(cfg), cfg["embedder"], failed) as engine:
+    # --batch answers many queries: loading a heavy model here is amortised; one query asks
+    # the resident process (memory serve) or goes without vectors
+    with Search(repo.root, settings_from_config(cfg), cfg["embedder"], failed,
+                local_model=batch) as engine:
         if engine.why:
             how = "ripgrep" if engine.mode == "ripgrep" else "a pure-Python scan"
             click.echo(f"memory: search index unavailable ({engine.why}); using {how}", err=True)

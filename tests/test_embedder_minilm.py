@@ -88,9 +88,15 @@ def test_search_finds_a_note_that_shares_no_word_with_the_query(irepo: IRepo) ->
     irepo.commit("use minilm")
     built = invoke_memory(irepo.root, "index", "--rebuild")
     assert built.returncode == 0, built.stderr
-    found = invoke_memory(irepo.root, "search", "--json", query)
+    # one query never loads the model (it asks `memory serve`, else FTS5 alone); --batch
+    # loads it here, once for all its queries
+    one = invoke_memory(irepo.root, "search", "--json", query)
+    assert one.returncode == 0 and "vectors off" in one.stderr
+    found = invoke_memory(irepo.root, "search", "--batch",
+                          input=json.dumps({"id": "q", "query": query, "k": 3}) + "\n")
     assert found.returncode == 0, found.stderr
-    assert json.loads(found.stdout)[0]["path"] == "knowledge/people/sam.md"
+    assert json.loads(found.stdout.splitlines()[0])["results"][0]["path"] == \
+        "knowledge/people/sam.md"
 
 
 def test_the_index_records_the_minilm_id(irepo: IRepo) -> None:
@@ -115,7 +121,7 @@ def test_search_answers_with_bm25_when_the_model_cannot_run(
 
     rebuild(Path(irepo.root), "minilm")
     monkeypatch.setattr(MiniLMEmbedder, "MODEL_SHA256", "0" * 64)  # e.g. a broken reinstall
-    searcher = Searcher(irepo.root, embedder_name="minilm")
+    searcher = Searcher(irepo.root, embedder_name="minilm", local_model=True)
     hits = searcher.search("kubernetes")
     searcher.close()
     assert hits and hits[0].path == "knowledge/reference/kubernetes.md"
