@@ -11,6 +11,16 @@ calls the hook, and ``memory hook post-commit``); search p50/p95 in-process and 
 ``memory search`` processes; the index-free scan for the same queries (pure Python, and
 ripgrep listing the matching files, or ``grep -rliF`` where rg is not installed); peak RSS of each
 child process. Commits made here are undone at the end.
+
+    python bench/bench_index.py --cjk 0.1 [--baseline-python OLD_VENV/bin/python]
+
+``--cjk SHARE`` measures text in scripts written without spaces instead (memrepo.index.cjk):
+a copy of each corpus where SHARE of the files also hold a paragraph of generated
+Chinese, rebuilt and searched side by side with the plain corpus (index size, the bigram
+table's share of it, rebuild files/s and CPU seconds, a Latin query and a Chinese one
+in-process, p50 / p95 of CPU time: other work on the machine inflates wall time far
+more); ``--baseline-python`` rebuilds and searches the plain corpus with another install
+too (the release before the bigram table), so the ratios say what the change costs.
 """
 
 from __future__ import annotations
@@ -51,14 +61,18 @@ def ensure_repo(size: str) -> Path:
     return root
 
 
-def child(code: str, cwd: Path, env: dict | None = None) -> tuple[float, int, str]:
+def child(
+    code: str, cwd: Path, env: dict | None = None, py: str = PY, stdin: str | None = None
+) -> tuple[float, int, str]:
     """Run python -c CODE; (wall seconds, peak RSS MB of that process, stdout)."""
     wrapped = (
         "import resource, sys\n" + code + "\n"
         "print('RSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
     )
     t0 = time.perf_counter()
-    proc = subprocess.run([PY, "-c", wrapped], cwd=cwd, capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [py, "-c", wrapped], cwd=cwd, capture_output=True, text=True, env=env, input=stdin
+    )
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(proc.stderr)
@@ -232,6 +246,170 @@ def bench_search(root: Path, res: dict, qs: list[str], scans: int) -> None:
     res["scan_mode"] = "rg candidates + Python BM25" if shutil.which("rg") else "pure Python"
 
 
+# -- text in scripts written without spaces (--cjk) ------------------------------------
+
+
+def _lexicon(rng: random.Random, n: int = 4000) -> list[str]:
+    """Generated Chinese words: mostly two characters, some three, a few one."""
+    chars = [chr(c) for c in range(0x4E00, 0x9FA6)]
+    out: list[str] = []
+    while len(out) < n:
+        k = rng.choices((1, 2, 3, 4), (5, 70, 20, 5))[0]
+        w = "".join(rng.choice(chars) for _ in range(k))
+        if w not in out:
+            out.append(w)
+    return out
+
+
+def _paragraph(rng: random.Random, lex: list[str]) -> str:
+    """3-6 sentences of Zipf-drawn words, no spaces, a Latin name glued in now and then."""
+    weights = [1 / (i + 1) for i in range(len(lex))]
+    sents = []
+    for _ in range(rng.randint(3, 6)):
+        words = rng.choices(lex, weights, k=rng.randint(6, 16))
+        if rng.random() < 0.2:
+            words.insert(rng.randrange(len(words)), rng.choice(["Redis", "Kafka", "Postgres"]))
+        sents.append("".join(words) + "。")
+    return "".join(sents)
+
+
+def cjk_repo(size: str, share: float) -> Path:
+    """A copy of the ``size`` corpus where ``share`` of the files end with a Chinese
+    paragraph, committed (cached beside the plain one)."""
+    plain = ensure_repo(size)
+    root = CORPUS / f"n{size}-cjk{int(share * 100)}"
+    if (root / ".git" / "bench-cjk-ready").exists():
+        return root
+    shutil.rmtree(root, ignore_errors=True)
+    subprocess.run(["git", "clone", "-q", "--local", str(plain), str(root)], check=True)
+    (root / "memory-config.yaml").write_text("{}\n")
+    rng = random.Random(5)
+    lex = _lexicon(rng)
+    md = [ln.split("\t")[0] for ln in (CORPUS / f"n{size}.files.tsv").read_text().splitlines()]
+    for rel in rng.sample(md, int(len(md) * share)):
+        with open(root / rel, "a", encoding="utf-8") as fh:
+            fh.write("\n" + _paragraph(rng, lex) + "\n")
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run([*GIT, "commit", "-q", "--no-verify", "-m", "cjk"], cwd=root, check=True)
+    (root / ".git" / "bench-cjk-ready").write_text("")
+    return root
+
+
+def cjk_queries(n: int) -> list[str]:
+    """Chinese queries of the corpus's words: one word, two words written together, two
+    words with a space; the words drawn from the frequent half of the lexicon."""
+    rng = random.Random(9)
+    lex = _lexicon(random.Random(5))[:2000]
+    two = [w for w in lex if len(w) == 2]
+    forms = ["{a}", "{a}{b}", "{a} {b}", "{a}的{b}"]
+    return [rng.choice(forms).format(a=rng.choice(two), b=rng.choice(lex)) for _ in range(n)]
+
+
+CJK_REBUILD = (
+    "import resource, sqlite3, time\nfrom pathlib import Path\n"
+    "from memrepo.index.indexer import rebuild\n"
+    "spent = [0.0]\n"
+    "try:\n"  # CPU time inside the bigram table's code (an upper bound: the clock's own cost)
+    "    from memrepo.index import cjk\n    add = cjk.add\n"
+    "    def timed(*a):\n        t = time.thread_time(); add(*a)\n"
+    "        spent[0] += time.thread_time() - t\n"
+    "    cjk.add = timed\n"
+    "except ImportError:\n    pass\n"
+    "r = rebuild(Path('.'), 'none')\n"
+    "cpu = sum(x.ru_utime + x.ru_stime for x in (resource.getrusage(resource.RUSAGE_SELF), "
+    "resource.getrusage(resource.RUSAGE_CHILDREN)))\n"
+    "con = sqlite3.connect('memory.db')\n"
+    "size = con.execute('SELECT sum(pgsize) FROM dbstat').fetchone()[0]\n"
+    "cjk = con.execute(\"SELECT coalesce(sum(pgsize), 0) FROM dbstat \"\n"
+    "                  \"WHERE name LIKE 'chunks_cjk%'\").fetchone()[0]\n"
+    "try:\n    rows = con.execute('SELECT count(*) FROM chunks_cjk_docsize').fetchone()[0]\n"
+    "except sqlite3.Error:\n    rows = 0\n"
+    "print(r.files, r.chunks, r.seconds, size, cjk, rows, cpu, spent[0])"
+)
+CJK_SEARCH = (
+    "import json, sys, time\nfrom pathlib import Path\n"
+    "from memrepo.index.search import Searcher\n"
+    "s = Searcher(Path('.'))\nout = {}\n"
+    "for name, qs in json.loads(sys.stdin.read()).items():\n"
+    "    s.search(qs[0], 10)\n    ts, found = [], 0\n"
+    "    for q in qs:\n        t = time.process_time(); hits = s.search(q, 10)\n"
+    "        ts.append(time.process_time() - t); found += bool(hits)\n"
+    "    out[name] = [ts, found]\n"
+    "print(json.dumps(out))"
+)
+
+
+def bench_cjk(sizes: list[str], share: float, nq: int, baseline: str | None) -> None:
+    """Plain and CJK-bearing corpora side by side (and the plain one under a baseline)."""
+    rows: dict[str, dict[str, str]] = {}
+    for size in sizes:
+        latin = queries(size, nq)
+        chinese = cjk_queries(nq)
+        runs = [("plain", ensure_repo(size), PY)]
+        if baseline:
+            runs.insert(0, ("plain, baseline", ensure_repo(size), baseline))
+        runs.append((f"{int(share * 100)} % files with Chinese", cjk_repo(size, share), PY))
+        got: dict[str, dict] = {}
+        for label, root, py in runs:
+            _, rss, out = child(CJK_REBUILD, root, py=py)
+            files, chunks, secs, size_b, cjk_b, cjk_rows, cpu, spent = out.split()
+            asks = {"latin": latin}
+            if "Chinese" in label:
+                asks["chinese"] = chinese
+            _, _, sout = child(CJK_SEARCH, root, py=py, stdin=json.dumps(asks))
+            times = json.loads(sout)
+            r = {
+                "files/s": int(files) / float(secs),
+                "rebuild s": float(secs),
+                "rebuild CPU s": float(cpu),
+                "in cjk.add s": float(spent),
+                "chunks": int(chunks),
+                "db MB": int(size_b) / 1e6,
+                "bigram table MB": int(cjk_b) / 1e6,
+                "bigram rows": int(cjk_rows),
+                "rss": rss,
+            }
+            for name, (ts, found) in times.items():
+                r[f"{name} p50"] = 1000 * pct(ts, 50)
+                r[f"{name} p95"] = 1000 * pct(ts, 95)
+                r[f"{name} found"] = found / len(ts)
+            got[label] = r
+            print(f"[{size}] {label}: {r}", file=sys.stderr)
+        base = got[runs[0][0]]
+        for label, r in got.items():
+            rows[f"{size} {label}"] = {
+                "rebuild (files/s, wall)": (
+                    f"{r['files/s']:,.0f} ({r['files/s'] / base['files/s']:.2f})"
+                ),
+                "rebuild CPU, all processes (s)": (
+                    f"{r['rebuild CPU s']:,.1f} ({r['rebuild CPU s'] / base['rebuild CPU s']:.2f})"
+                ),
+                "CPU inside cjk.add, upper bound (s)": (
+                    f"{r['in cjk.add s']:.2f} ({r['in cjk.add s'] / r['rebuild CPU s']:.1%})"
+                ),
+                "memory.db (MB)": f"{r['db MB']:,.0f} ({r['db MB'] / base['db MB']:.2f})",
+                "of which chunks_cjk (MB)": f"{r['bigram table MB']:.1f}",
+                "chunks / with bigrams": f"{r['chunks']:,} / {r['bigram rows']:,}",
+                "Latin query CPU p50 / p95 (ms)": (
+                    f"{r['latin p50']:.1f} / {r['latin p95']:.1f} "
+                    f"({r['latin p50'] / base['latin p50']:.2f})"
+                ),
+                "Chinese query CPU p50 / p95 (ms)": (
+                    f"{r['chinese p50']:.1f} / {r['chinese p95']:.1f} "
+                    f"(answered {r['chinese found']:.0%})"
+                    if "chinese p50" in r
+                    else "n/a"
+                ),
+            }
+    cols = list(rows)
+    print("| measure | " + " | ".join(cols) + " |")
+    print("|---|" + "---|" * len(cols))
+    for key in next(iter(rows.values())):
+        print(f"| {key} | " + " | ".join(rows[c][key] for c in cols) + " |")
+    print(f"\n(ratios in brackets: against the first column of the same size; load average "
+          f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores)")
+
+
 ROWS = [
     ("files / chunks", lambda r: f"{r['files']:,} / {r['chunks']:,}"),
     ("rebuild, embedder none (files/s)", lambda r: f"{r['rebuild_none_files_s']:,.0f}"),
@@ -277,7 +455,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scans", type=int, default=5, help="queries for the index-free scan")
     ap.add_argument("--skip-rebuild", action="store_true")
     ap.add_argument("--json-out", default=str(HERE / "results" / "bench_index.json"))
+    ap.add_argument("--cjk", type=float, metavar="SHARE",
+                    help="measure Chinese text instead: SHARE of the files get a paragraph")
+    ap.add_argument("--baseline-python", help="with --cjk: another install's python")
     args = ap.parse_args(argv)
+    if args.cjk:
+        bench_cjk(args.sizes.split(","), args.cjk, args.queries, args.baseline_python)
+        return 0
     results: dict[str, dict] = {}
     load_start = os.getloadavg()[0]
     for size in args.sizes.split(","):

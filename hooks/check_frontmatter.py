@@ -116,10 +116,11 @@ def date_value(
         parsed = documents.parse_date(value)
         ok = parsed is not None
         want = "a date (YYYY-MM-DD) or an ISO 8601 datetime"
-    if ok:
+    why = documents.date_range_problem(parsed) if ok and parsed is not None else None
+    if ok and why is None:
         return parsed
     if ctx.first(path, "bad", key):
-        message = f"'{key}' must be {want}, got {show(value)}"
+        message = f"'{key}' {why}" if why else f"'{key}' must be {want}, got {show(value)}"
         ctx.report.error(path, line_of(text, key), message, check)
     return None
 

@@ -10,7 +10,7 @@ import datetime as dt
 import posixpath
 from collections.abc import Sequence
 
-from memrepo import layout
+from memrepo import documents, layout
 
 from .check_frontmatter import date_value, line_of, require_fields, require_frontmatter
 from .engine import Context, run_main
@@ -39,6 +39,10 @@ def check_file(path: str, ctx: Context) -> None:
             "journal files must be named YYYY-MM-DD.md after a real date, directly in journal/",
             CHECK_ID,
         )
+        return
+    why = documents.date_range_problem(day)
+    if why:  # 0001-01-01.md: a real date, but one no memory has
+        ctx.report.error(path, None, f"journal file name: {why}", CHECK_ID)
         return
     doc = ctx.document(path, CHECK_ID)
     text = ctx.text(path, CHECK_ID)

@@ -24,6 +24,8 @@ from memrepo.config import Config, defaults, load_config, validate
 from memrepo.errors import ConfigError, FormatError, MemrepoError
 from memrepo.layout import CONFIG_FILE
 
+from .modes import REGULAR
+
 #: How much of a file is sniffed for a NUL byte to call it binary (git uses the same idea).
 SNIFF_BYTES = 8192
 #: Files up to this size are read whole when sniffed (one read serves every check).
@@ -40,6 +42,7 @@ class Report:
     warnings: int = 0
 
     def add(self, level: str, path: str | None, line: int | None, message: str, check: str) -> None:
+        path = safe_name(path) if path else path
         where = (path or "") + (f":{line}" if path and line else "")
         prefix = f"{where}: " if where else ""
         text = f"{prefix}{level}: {message} [{check}]"
@@ -67,6 +70,17 @@ class Report:
         return 1 if self.errors else 0
 
 
+def safe_name(name: str) -> str:
+    """``name`` (a path, a ref) as it may be printed: a secret in it replaced by its kind.
+
+    Hook output ends up in terminals, CI logs and agent transcripts, and a file or branch
+    name can carry a key as well as a file can.
+    """
+    from memrepo.secrets import redact
+
+    return redact(name)[0]
+
+
 def normalize(path: str) -> str:
     """Repo-relative POSIX form of a file argument (``./a\\b.md`` -> ``a/b.md``)."""
     p = path.replace(os.sep, "/") if os.sep != "/" else path
@@ -89,6 +103,44 @@ class Context:
         #: Every staged change against HEAD, when the caller already asked git for it
         #: (the direct hook): the transcripts check then needs no second index read.
         self.staged_rows: list[tuple[str, str, str | None]] | None = None
+        #: git mode of every added or changed entry (path -> "100644", "120000"...), when
+        #: the caller knows them (a ``--raw`` diff); else :meth:`staged_modes` asks.
+        self.modes: dict[str, str] | None = None
+
+    def staged_modes(self, paths: Sequence[str]) -> dict[str, str]:
+        """The git mode of each staged entry (deletions left out).
+
+        Known from the caller's ``--raw`` diff, else read from git's index (one
+        ``git diff --cached --raw``: with file names from the pre-commit framework, which
+        passes no symlink), else, outside a repository, from the work tree's ``paths``.
+        """
+        if self.modes is None:
+            from memrepo import git
+            from memrepo.errors import GitError
+
+            from .modes import parse_raw
+
+            try:
+                against = ["HEAD"] if git.head(self.root) is not None else []
+                out = git.git(["diff", "--cached", "--raw", "-z", "--no-abbrev",
+                               "--no-ext-diff", *against], self.root)
+                self.modes = {new or path: mode for st, path, new, _sha, mode
+                              in parse_raw(out) if st != "D"}
+            except (GitError, MemrepoError, OSError):
+                self.modes = self.worktree_modes(paths)
+        return self.modes
+
+    def worktree_modes(self, paths: Sequence[str]) -> dict[str, str]:
+        """git's modes for ``paths`` as they are in the work tree (not followed)."""
+        from .modes import worktree_mode
+
+        modes = {}
+        for path in paths:
+            try:
+                modes[path] = worktree_mode((self.root / path).lstat().st_mode)
+            except OSError:
+                continue
+        return modes
 
     def staged_status(self, prefix: str) -> list[tuple[str, str, str | None]]:
         """Staged (status, path, new path) rows under ``prefix``."""
@@ -204,10 +256,17 @@ class BlobContext(Context):
     what will be committed, without stashing anything).
     """
 
-    def __init__(self, root: Path, blobs: dict[str, bytes | None], config: bytes | None):
+    def __init__(
+        self,
+        root: Path,
+        blobs: dict[str, bytes | None],
+        config: bytes | None,
+        modes: dict[str, str] | None = None,
+    ):
         self._blobs = blobs
         self._config_blob = config
         super().__init__(root)
+        self.modes = modes
 
     def _load_config(self) -> Config:
         if self._config_blob is None:
@@ -221,15 +280,26 @@ class BlobContext(Context):
             self.report.error(CONFIG_FILE, None, f"invalid config: {exc}", "config")
             return Config(defaults())
 
+    def staged_modes(self, paths: Sequence[str]) -> dict[str, str]:
+        """The modes the caller passed; without them (memrepo's own commits, which staged
+        ``paths`` from the work tree a moment ago), the work tree's."""
+        if self.modes is None:
+            self.modes = self.worktree_modes(paths)
+        return self.modes
+
     def data(self, path: str, check: str) -> bytes | None:
+        """The blob of a regular file; None for a symlink or submodule, whose blob is a
+        link target or nothing (check_filetypes refuses them), as in a work tree."""
+        if self.modes is not None and self.modes.get(path, "100644") not in REGULAR:
+            return None
         return self._blobs.get(path)
 
     def sniff(self, path: str, check: str) -> bytes | None:
-        data = self._blobs.get(path)
+        data = self.data(path, check)
         return None if data is None else data[:SNIFF_BYTES]
 
     def size(self, path: str) -> int | None:
-        data = self._blobs.get(path)
+        data = self.data(path, "")
         return None if data is None else len(data)
 
 

@@ -64,8 +64,11 @@ def on_git_event(root: pathlib.Path, event: str) -> None:
             f"{res.mode} to {(res.commit or '')[:12]}: +{res.added} ~{res.updated} -{res.removed} "
             f"files in {res.seconds * 1000:.0f} ms"
         )
-        if res.pending_vectors:
-            msg += f"; {res.pending_vectors} chunks wait for 'memory index' to embed them"
+        if res.pending_vectors:  # never embedded here: a resident server or a worker does it
+            from memrepo.index.resident import after_commit
+
+            msg += (f"; {res.pending_vectors} chunks to embed: "
+                    f"{after_commit(root, state)}")
         for note in res.notes:  # e.g. files skipped for a name that is not UTF-8
             msg += f"; {note}"
         hooklog.write(state, "OK", event, msg)

@@ -1,4 +1,4 @@
-"""All seven validators in one process: what the memory repo's own pre-commit hook runs.
+"""All the validators in one process: what the memory repo's own pre-commit hook runs.
 
 Starting a Python per check costs more than the checks; here one Context is shared, so
 each staged file is read, decoded and parsed at most once, a broken file is reported once,
@@ -22,27 +22,36 @@ from memrepo import git
 from memrepo.layout import CONFIG_FILE
 
 from . import (
+    check_encoded,
+    check_filetypes,
     check_frontmatter,
     check_journal,
+    check_links,
     check_memory_cap,
+    check_names,
     check_secrets,
     check_size,
     check_topics,
     check_transcripts,
+    modes,
 )
 from .engine import BlobContext, CheckFn, run_checks, run_main
 
-#: In report order: a file's structure first, then its content, then its bytes.
+#: In report order: what kind of entry, a file's structure, its content, then its bytes.
 CHECKS: tuple[tuple[str, CheckFn], ...] = tuple(
     (module.CHECK_ID, module.check)
     for module in (
+        check_filetypes,
         check_frontmatter,
         check_transcripts,
         check_memory_cap,
         check_topics,
         check_journal,
         check_secrets,
+        check_encoded,
+        check_names,
         check_size,
+        check_links,
     )
 )
 
@@ -56,16 +65,29 @@ def staged_context(
     much as the repo is big: 25 ms at 100K files): it names the staged blobs, which are
     then read by sha, and the transcripts check takes its deletions and renames from it.
     """
-    raw = git.staged_blobs(root) if raw is None else raw
+    entry_modes = None
+    if raw is None:
+        raw, entry_modes = staged_raw(root)
     shas = {new or path: sha for status, path, new, sha in raw if status != "D"}
     config_rev = shas.get(CONFIG_FILE) or (
         f"HEAD:{CONFIG_FILE}" if git.head(root) is not None else f":{CONFIG_FILE}"
     )
     blobs = git.read_blobs(root, [*shas.values(), config_rev])
     staged = {p: blobs[sha] for p, sha in shas.items()}
-    ctx = BlobContext(root, staged, blobs[config_rev])
+    ctx = BlobContext(root, staged, blobs[config_rev], entry_modes)
     ctx.staged_rows = [(status, path, new) for status, path, new, _sha in raw]
     return list(shas), ctx
+
+
+def staged_raw(root: Path) -> tuple[list[git.StagedRow], dict[str, str]]:
+    """What :func:`memrepo.git.staged_blobs` returns, and the new mode of each staged entry
+    (from the same ``git diff --cached --raw``): symlinks and submodules are refused."""
+    against = ["HEAD"] if git.head(root) is not None else []
+    out = git.git(["diff", "--cached", "--raw", "-M", "-z", "--no-ext-diff", "--no-abbrev",
+                   *against], root)
+    rows = modes.parse_raw(out)
+    staged = [(st, path, new, sha) for st, path, new, sha, _mode in rows]
+    return staged, {new or path: mode for st, path, new, _sha, mode in rows if st != "D"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

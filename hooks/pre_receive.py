@@ -2,22 +2,23 @@
 
 Local hooks can be skipped (``git commit --no-verify``, a clone without ``memory init``),
 so the remote enforces what must never reach shared history: a closed transcript is never
-modified, deleted or renamed, an open one only grows at its end, and no secret is added.
-The rules are the pre-commit validators' own (memrepo.hooks.verify runs ``check_transcripts`` and
-``check_secrets`` over the pushed blobs), with the allowlist of the pushed
-``memory-config.yaml``. Each new commit is checked, not only the tip.
+modified, deleted or renamed, an open one only grows at its end, only regular files (no
+symlink, no submodule), and no secret, whether in a file (UTF-8, UTF-16, or after a NUL
+byte), a file name, a commit or tag message, or a ref name. The rules are the pre-commit
+validators' own (memrepo.hooks.verify runs them over the pushed blobs); the secrets
+allowlist is the server's (``git config memrepo.policy FILE``, else the receiving ref's
+current ``memory-config.yaml``, else the default branch's), never the pushed one. Each
+new commit is checked, not only the tip.
 
-Install on the machine that hosts the bare repository (memrepo installed there)::
+Install on the machine that hosts the bare repository (memrepo installed there), with
+the Python memrepo is installed in, so the server's PATH plays no part::
 
-    cat > /srv/git/memory.git/hooks/pre-receive <<'EOF'
-    #!/bin/sh
-    exec memory hook pre-receive
-    EOF
-    chmod +x /srv/git/memory.git/hooks/pre-receive
+    /path/to/venv/bin/python -c 'from pathlib import Path; from memrepo.hooks.install \
+        import install_server_hook; print(install_server_hook(Path("/srv/git/memory.git")))'
 
-(use the full path of ``memory`` when the git server's PATH lacks it). git feeds the hook
-``<old> <new> <ref>`` lines on stdin; a non-zero exit refuses the whole push, and what the
-hook prints reaches the pusher as ``remote:`` lines.
+(an existing pre-receive hook is kept and run first). git feeds the hook ``<old> <new>
+<ref>`` lines on stdin; a non-zero exit refuses the whole push, and what the hook prints
+reaches the pusher as ``remote:`` lines.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,6 +95,10 @@ SCHEMA: dict[str, dict[str, Setting]] = {
             1.0, "files dated on a day (or month) the query names: score x (1 + this)"
         ),
         "superseded_factor": _num(0.5, "score multiplier for superseded (and archived) files"),
+        "expansion_weight": _num(
+            0.0, "weight of the query words' nearest words (a static table, no model) in "
+            "BM25; 0 turns query expansion off"
+        ),
         "record_hits": Setting(
             True, bool, "log search hits to .memrepo/signals/ (per clone; not ranking)"
         ),
@@ -126,11 +131,11 @@ SCHEMA: dict[str, dict[str, Setting]] = {
         "auto_tag_daily": Setting(True, bool, "tag memory/daily/DATE when something changed"),
         "commit_message_model": Setting("haiku", str, "model that writes commit messages"),
         "hook_runner": Setting(
-            "pre-commit",
+            "direct",
             str,
-            "how git runs memrepo's hooks: the pre-commit framework, or direct shims whose "
-            "cost does not grow with the repo (see docs/DESIGN-NOTES.md)",
-            ("pre-commit", "direct"),
+            "how git runs memrepo's hooks: direct shims whose cost does not grow with the "
+            "repo, or the pre-commit framework (see docs/DESIGN-NOTES.md)",
+            ("direct", "pre-commit"),
         ),
         "remote": Setting("origin", str, "remote that memory sync fetches from and pushes to"),
         "branch": Setting(
@@ -241,12 +246,23 @@ def _value_problem(setting: Setting, value: Any) -> str | None:
 
 def _range_problem(setting: Setting, value: float) -> str | None:
     low, high = setting.low, setting.high
+    if isinstance(value, float) and not math.isfinite(value):
+        # .nan slips past every comparison, .inf past "at least"
+        return f"must be a finite number, got {value!r}"
     if value < low or (setting.above_low and value == low):
         bound = f"above {low:g}" if setting.above_low else f"at least {low:g}"
         return f"must be {bound}, got {value!r}"
-    if high is not None and value > high:
-        return f"must be at most {high:g}, got {value!r}"
+    if high is None:
+        high = MAX_NUMBER
+    if value > high:
+        shown = repr(value) if len(repr(value)) <= 40 else f"a number of {len(str(value))} digits"
+        return f"must be at most {high:g}, got {shown}"
     return None
+
+
+#: The bound of a number setting without its own: every one is a size, count, weight or
+#: duration, none anywhere near it; a 400-digit integer would overflow the first float().
+MAX_NUMBER = 1e12
 
 
 def _cron_problem(value: str) -> str | None:
@@ -275,8 +291,11 @@ def load_config(root: str | Path | None) -> Config:
         return Config(defaults())
     try:
         text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError("not UTF-8 text", CONFIG_FILE) from None
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", CONFIG_FILE,
+                          line) from None
+    text = text.removeprefix("\ufeff")
     try:
         data = yamlsafe.load(text)
     except yamlsafe.YAMLProblem as exc:

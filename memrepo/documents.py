@@ -149,6 +149,22 @@ def meta_line(doc_text: str, key: str) -> int | None:
 # ---------------------------------------------------------------------------
 
 
+#: The dates memrepo keeps: wide enough for any real memory, narrow enough that a date
+#: can be moved to any time zone or by a few days without leaving Python's year 1-9999
+#: (0001-01-01 or 9999-12-31 in a frontmatter or a log are mistakes, not memories).
+EARLIEST = dt.date(1900, 1, 1)
+LATEST = dt.date(2999, 12, 31)
+
+
+def date_range_problem(value: dt.date) -> str | None:
+    """Why ``value`` (a date or datetime) is outside EARLIEST..LATEST, or None."""
+    day = value.date() if isinstance(value, dt.datetime) else value
+    if EARLIEST <= day <= LATEST:
+        return None
+    return (f"{value.isoformat()} is out of range: memrepo keeps dates from "
+            f"{EARLIEST.isoformat()} to {LATEST.isoformat()}")
+
+
 def parse_datetime(value: Any) -> dt.datetime | None:
     """A datetime from YAML's own timestamp or an ISO 8601 string, else None."""
     if isinstance(value, dt.datetime):

@@ -100,6 +100,23 @@ def git_dir(root: str | Path) -> Path:
     return Path(out)
 
 
+def git_file_dir(root: str | Path) -> Path | None:
+    """The git directory of the work tree at ``root`` read from disk, without running git
+    (``.git`` itself, or the ``gitdir:`` a linked worktree's ``.git`` file names); None
+    when ``root`` has no ``.git``. For cheap checks on every command."""
+    dot = Path(root) / ".git"
+    if dot.is_dir():
+        return dot
+    try:
+        first = dot.read_text(encoding="utf-8", errors="replace").split("\n", 1)[0]
+    except OSError:
+        return None
+    if not first.startswith("gitdir:"):
+        return None
+    target = Path(first[len("gitdir:"):].strip())
+    return target if target.is_absolute() else Path(root) / target
+
+
 def hooks_dir(root: str | Path) -> Path:
     """Where git looks for hooks (honours core.hooksPath)."""
     out = git(["rev-parse", "--git-path", "hooks"], root).strip()

@@ -135,6 +135,8 @@ def category_names(values: list[str] | tuple[str, ...]) -> list[str]:
     checked: an unknown one is a ValueError that lists the known ones (a typo must not
     filter everything away in silence)."""
     out = []
+    if any(not value.strip(" ,") for value in values):  # `-c ''` must not mean "all"
+        raise ValueError(f"an empty category; use one of {', '.join(sorted(CATEGORIES))}")
     for part in (p for value in values for p in value.split(",")):
         name = part.strip().lower()
         if not name:
@@ -222,10 +224,16 @@ def is_transcript(path: str) -> bool:
     return path.startswith(TRANSCRIPT_ROOT) and path.endswith(".md")
 
 
+#: The longest slug: names stay well under the 255 bytes a file name may have.
+SLUG_CHARS = 60
+
+
 def slugify(text: str, max_words: int = 6) -> str:
-    """kebab-case slug from free text (for transcript and file names)."""
+    """kebab-case slug from free text (for transcript and file names); at most
+    :data:`SLUG_CHARS` long, so a 300-character word never makes a name the file system
+    refuses."""
     words = re.findall(r"[a-z0-9]+", text.lower())
-    return "-".join(words[:max_words]) or "session"
+    return "-".join(words[:max_words])[:SLUG_CHARS].rstrip("-") or "session"
 
 
 # ---------------------------------------------------------------------------

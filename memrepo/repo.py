@@ -1,4 +1,10 @@
-"""Finding the memory repo: ``--repo PATH``, else ``MEMORY_REPO``, else walk up from cwd."""
+"""Finding the memory repo: ``--repo PATH``, else ``MEMORY_REPO``, else walk up from cwd.
+
+Every command opens its repo here, so this is also where a clone memrepo cannot work in
+is refused, once: a sparse checkout. Its left-out files look missing, and the writers
+would write over them (``memory doctor --fix`` a template over MEMORY.md, ``memory
+remember`` a new journal over today's), which the next commit would record.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memrepo.errors import MemrepoError
+from memrepo.git import git, git_file_dir
 from memrepo.layout import CONFIG_FILE
 
 if TYPE_CHECKING:
@@ -55,6 +62,7 @@ def discover(explicit: str | Path | None = None, cwd: str | Path | None = None) 
                 f"{root} is not a memory repo (no {CONFIG_FILE}); "
                 f"check {source} or run 'memory init {root}'"
             )
+        require_full_checkout(root)
         return MemoryRepo(root)
     start = Path(cwd or os.getcwd())
     root = find_root(start)
@@ -63,4 +71,48 @@ def discover(explicit: str | Path | None = None, cwd: str | Path | None = None) 
             f"no memory repo found at or above {start} (no {CONFIG_FILE}); "
             f"pass --repo PATH, set {ENV_VAR}, or run 'memory init'"
         )
+    require_full_checkout(root)
     return MemoryRepo(root)
+
+
+def sparse_checkout(root: Path) -> bool:
+    """Whether the clone at ``root`` is a sparse checkout: git's sparse-checkout file
+    exists (a stat; ``.git`` read directly) and ``core.sparseCheckout`` is on (one git
+    call, made only then: ``git sparse-checkout disable`` leaves the file behind)."""
+    gitdir = git_file_dir(root)
+    if gitdir is None or not (gitdir / "info" / "sparse-checkout").is_file():
+        return False
+    out = git(["config", "--bool", "core.sparseCheckout"], root, check=False)
+    return out.strip() == "true"
+
+
+def skipped_paths(root: Path, limit: int = 3) -> list[str]:
+    """Up to ``limit`` tracked files git keeps out of the work tree (skip-worktree: a
+    sparse checkout, or ``git update-index --skip-worktree``); reads git's index."""
+    out = git(["ls-files", "-t", "-z"], root, check=False)
+    found = []
+    for row in out.split("\0"):
+        if row.startswith("S "):
+            found.append(row[2:])
+            if len(found) >= limit:
+                break
+    return found
+
+
+def require_full_checkout(root: Path, *, thorough: bool = False) -> None:
+    """Refuse a sparse checkout (and, ``thorough``, any file git keeps out of the work
+    tree) with what to do about it. Outside a git repository there is nothing to check."""
+    root = Path(root)
+    sparse = sparse_checkout(root)
+    left_out = skipped_paths(root) if thorough or sparse else []
+    if not sparse and not left_out:
+        return
+    what = "is a sparse checkout" if sparse else "has files git keeps out of the work tree"
+    shown = f" (e.g. {', '.join(left_out)})" if left_out else ""
+    undo = (f"'git -C {root} sparse-checkout disable'" if sparse else
+            f"'git -C {root} update-index --no-skip-worktree PATH…'")
+    raise MemrepoError(
+        f"{root} {what}{shown}: memrepo needs every file of the memory checked out, or "
+        f"the files left out look missing and would be written over (templates, a new "
+        f"journal). Nothing was changed. Run {undo}, or use a full clone."
+    )

@@ -150,8 +150,12 @@ def lay_down(root: Path, today: dt.date | None = None, runner: str | None = None
     ``runner`` (the hook runner asked for on the command line) goes into a new config, and
     replaces the setting in an existing one.
     """
+    from memrepo.commit.merge import install_driver
+    from memrepo.repo import require_full_checkout
+
+    require_full_checkout(root, thorough=True)  # never a template over a file left out
     today = today or dt.date.today()
-    actions: list[Action] = []
+    actions = [Action("configured", "merge driver", d) for d in install_driver(root)]
     files = planned_files(today, runner)
     for rel, content in files.items():
         path = root / rel

@@ -19,6 +19,9 @@ except ImportError:  # pragma: no cover - depends on how PyYAML was built
     from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
 
 MAX_YAML_CHARS = 64 * 1024
+#: Deepest nesting accepted: memory files and the config need 4 levels; anything deeper
+#: is refused with its line before a recursive walker (ours, PyYAML's constructor) meets it.
+MAX_DEPTH = 32
 
 
 class YAMLProblem(Exception):
@@ -64,34 +67,46 @@ class StrictLoader(_BaseLoader):  # type: ignore[misc,valid-type]
                 f"invalid date {node.value!r}: {exc}", node.start_mark.line + 1
             ) from None
 
+    def construct_yaml_int(self, node: Any) -> Any:  # type: ignore[override]
+        """An integer of more digits than Python converts (4300) is a problem with a line."""
+        try:
+            return super().construct_yaml_int(node)
+        except ValueError as exc:
+            raise YAMLProblem(f"invalid number: {exc}", node.start_mark.line + 1) from None
+
 
 def _refuse_aliases(root: Any) -> None:
-    """An alias makes the composed graph share a node; find the first shared one.
+    """An alias makes the composed graph share a node; find the first shared one. Nesting
+    deeper than MAX_DEPTH is refused on the same walk.
 
     Done on nodes rather than parser events so it works with the C parser too, and
     the walk stops at the first repeat, so an alias bomb costs linear time.
     """
     seen: set[int] = set()
-    stack = [root]
+    stack = [(root, 0)]
     while stack:
-        node = stack.pop()
+        node, depth = stack.pop()
         if id(node) in seen:
             raise YAMLProblem(
                 "YAML anchors and aliases (&name / *name) are not allowed in memory files",
                 node.start_mark.line + 1,
             )
         seen.add(id(node))
+        if depth > MAX_DEPTH:
+            raise YAMLProblem(f"YAML nested deeper than {MAX_DEPTH} levels",
+                              node.start_mark.line + 1)
         if isinstance(node, yaml.MappingNode):
             for k, v in node.value:
-                stack.extend((k, v))
+                stack.extend(((k, depth + 1), (v, depth + 1)))
         elif isinstance(node, yaml.SequenceNode):
-            stack.extend(node.value)
+            stack.extend((v, depth + 1) for v in node.value)
 
 
 StrictLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, StrictLoader.construct_mapping
 )
 StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", StrictLoader.construct_yaml_timestamp)
+StrictLoader.add_constructor("tag:yaml.org,2002:int", StrictLoader.construct_yaml_int)
 
 
 def load(text: str, line_offset: int = 0) -> Any:
@@ -119,6 +134,11 @@ def _load(text: str) -> Any:
         return yaml.load(text, Loader=StrictLoader)
     except YAMLProblem:
         raise
+    except yaml.reader.ReaderError as exc:  # a control character; says "position", not line
+        line = text.count("\n", 0, exc.position) + 1
+        char = ord(exc.character) if isinstance(exc.character, str) else exc.character
+        raise YAMLProblem(f"invalid YAML: control character 0x{char:02x} is not allowed",
+                          line) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -127,14 +147,14 @@ def _load(text: str) -> Any:
     except yaml.YAMLError as exc:
         raise YAMLProblem(f"invalid YAML: {exc}") from None
     except RecursionError:
-        raise YAMLProblem("YAML nesting is too deep") from None
+        raise YAMLProblem(f"YAML nested deeper than {MAX_DEPTH} levels", 1) from None
 
 
 def key_line(text: str, keypath: tuple[str, ...]) -> int | None:
     """The 1-based line where ``keypath`` (e.g. ("search", "bm25_weight")) is written."""
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
+        node = yaml.compose(text, Loader=_BaseLoader)
+    except (yaml.YAMLError, RecursionError):
         return None
     line = None
     for key in keypath:

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from memrepo.documents import parse_date
+from memrepo.documents import date_range_problem, parse_date
 
 
 class DateParam(click.ParamType):
@@ -20,6 +20,9 @@ class DateParam(click.ParamType):
         day = parse_date(value)
         if day is None:
             self.fail(f"{value!r} is not a date (expected YYYY-MM-DD)", param, ctx)
+        why = date_range_problem(day)
+        if why:
+            self.fail(why, param, ctx)
         return day
 
 

@@ -28,12 +28,15 @@ COMMANDS: dict[str, str] = {
     "reinforce": "memrepo.scripts.signals:reinforce",
     "demote": "memrepo.scripts.signals:demote",
     "update": "memrepo.scripts.update:update",
+    "links": "memrepo.scripts.links:links",
     "mcp": "memrepo.scripts.mcp:mcp",
+    "serve": "memrepo.scripts.serve:serve",
     "install": "memrepo.scripts.install:install",
     "uninstall": "memrepo.scripts.install:uninstall",
     "capture": "memrepo.scripts.capture:capture",
     "commit": "memrepo.scripts.commit:commit",
     "sync": "memrepo.scripts.sync:sync",
+    "merge-driver": "memrepo.scripts.merge_driver:merge_driver",
     "verify": "memrepo.scripts.verify:verify",
     "compile": "memrepo.scripts.compile:compile_cmd",
     "topics": "memrepo.scripts.topics:topics",
@@ -114,17 +117,21 @@ def cli(ctx: click.Context, repo: str | None) -> None:
 def main(argv: list[str] | None = None) -> Any:
     """Entry point: MemrepoError becomes a one-line message and exit status 1.
 
-    So do OSError (a file that vanished, a full disk, a permission) and UnicodeDecodeError:
-    they are about the person's files, not memrepo's code. Anything else is a bug and keeps
-    its traceback; ``MEMORY_DEBUG=1`` shows the traceback of these too.
+    So do OSError (a file that vanished, a full disk, a permission), UnicodeDecodeError
+    and UnicodeEncodeError of undecodable input (stdin or an argument that is not UTF-8
+    reaches Python as lone surrogates), and RecursionError (input nested deeper than any
+    reader expects): they are about the person's input, not memrepo's code, though the
+    readers should have named the file first. Anything else is a bug and keeps its
+    traceback; ``MEMORY_DEBUG=1`` shows the traceback of these too.
     """
     try:
         return cli.main(args=argv, prog_name="memory", standalone_mode=False)
     except MemrepoError as exc:
         click.echo(f"memory: {exc}", err=True)
         return 1
-    except (OSError, UnicodeDecodeError) as exc:
-        if os.environ.get("MEMORY_DEBUG"):
+    except (OSError, UnicodeDecodeError, UnicodeEncodeError, RecursionError) as exc:
+        if os.environ.get("MEMORY_DEBUG") or (
+                isinstance(exc, UnicodeEncodeError) and not _undecodable(exc)):
             raise
         click.echo(f"memory: {system_error(exc)}", err=True)
         return 1
@@ -136,8 +143,22 @@ def main(argv: list[str] | None = None) -> Any:
         return exc.exit_code
 
 
-def system_error(exc: OSError | UnicodeDecodeError) -> str:
+def _undecodable(exc: UnicodeEncodeError) -> bool:
+    """Whether the text that could not be encoded holds lone surrogates: bytes that were
+    not UTF-8 when read (stdin, an argument), not a character UTF-8 cannot represent."""
+    return any(0xD800 <= ord(c) <= 0xDFFF for c in exc.object[exc.start : exc.end])
+
+
+def system_error(exc: OSError | UnicodeError | RecursionError) -> str:
     """One line naming the file (when the OS says which) and what went wrong."""
+    if isinstance(exc, RecursionError):
+        return "the input is nested too deeply to read (a file, or stdin, that nests lists or " \
+               "objects thousands of levels deep)"
+    if isinstance(exc, UnicodeEncodeError):
+        char = exc.object[exc.start]
+        byte = f"0x{ord(char) - 0xDC00:02x}" if 0xDC80 <= ord(char) <= 0xDCFF else "?"
+        return (f"the input (stdin or an argument) is not UTF-8 text (byte {byte} at "
+                f"character {exc.start})")
     if isinstance(exc, UnicodeDecodeError):
         byte = exc.object[exc.start : exc.start + 1].hex()
         return f"a file is not UTF-8 text (byte 0x{byte} at offset {exc.start})"

@@ -25,7 +25,7 @@ HOOK_SLOTS = {"SessionStart": frozenset({0, 1}), "UserPromptSubmit": frozenset({
 
 @click.command("compile")
 @click.argument("message", nargs=-1)
-@click.option("--budget", type=click.IntRange(min=0), help="Token budget (default: config).")
+@click.option("--budget", type=click.IntRange(min=1), help="Token budget (default: config).")
 @click.option(
     "--session",
     type=click.Path(dir_okay=False, path_type=Path),

@@ -13,11 +13,13 @@ from memrepo.repo import discover
 
 
 @click.command()
-@click.option("--fix", "do_fix", is_flag=True, help="Repair what can be repaired, then check.")
+@click.option("--fix", "do_fix", is_flag=True,
+              help="Repair what can be repaired (hooks rewritten for this Python), then check.")
 @click.option("--json", "as_json", is_flag=True, help="Report as JSON.")
 @click.pass_context
 def doctor(ctx: click.Context, do_fix: bool, as_json: bool) -> int:
-    """Check the memory repo: config, layout, hooks, `memory` on PATH, git LFS (and the index).
+    """Check the memory repo: config, layout, hooks (each run as git runs it, with
+    PATH=/usr/bin:/bin), `memory` on PATH, git LFS (and the index).
 
     --fix also closes and commits sessions left open with no append for a day (a crashed
     agent), as `memory capture end` would. Exit status 0 when healthy (warnings allowed),

@@ -24,7 +24,10 @@ from memrepo.hooks.dispatch import NAMES, run
 def hook(ctx: click.Context, name: str, files: tuple[str, ...]) -> int:
     """Run the validator or git-event hook NAME (called by the installed git hooks), or
     answer an agent's hook: ``memory hook claude-code|codex|gemini EVENT`` with the hook
-    payload on stdin (installed by ``memory install``; always exits 0)."""
+    payload on stdin (installed by ``memory install``; always exits 0).
+
+    ``memory hook probe KIND`` only proves that this Python can run hook KIND (what
+    ``memory doctor`` has each installed shim do)."""
     if name in HARNESSES:
         if len(files) != 1:
             raise click.UsageError(f"memory hook {name} EVENT (one of: "

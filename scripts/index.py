@@ -14,8 +14,9 @@ from memrepo.repo import discover
 class _Bar:
     """A click progress bar created on the first report, when stderr is a terminal."""
 
-    def __init__(self, enabled: bool):
+    def __init__(self, enabled: bool, label: str = "indexing"):
         self.enabled = enabled
+        self.label = label
         self.bar = None
         self.done = 0
 
@@ -23,7 +24,7 @@ class _Bar:
         if not self.enabled or total < 200:
             return
         if self.bar is None:
-            self.bar = click.progressbar(length=total, label="indexing", file=sys.stderr)
+            self.bar = click.progressbar(length=total, label=self.label, file=sys.stderr)
             self.bar.__enter__()
         self.bar.update(done - self.done)
         self.done = done
@@ -48,13 +49,16 @@ def index(ctx: click.Context, rebuild: bool, as_json: bool) -> None:
     missing = embedders.available(name)
     if missing:
         raise MemrepoError(f"search.embedder is {name!r} but it is not installed: {missing}")
-    bar = _Bar(enabled=not as_json and sys.stderr.isatty())
+    tty = not as_json and sys.stderr.isatty()
+    bar, embed_bar = _Bar(tty), _Bar(tty, "embedding")
     try:
-        res = sync(repo.root, embedder_name=name, force_rebuild=rebuild, progress=bar)
+        res = sync(repo.root, embedder_name=name, force_rebuild=rebuild, progress=bar,
+                   embed_progress=embed_bar)
     except Busy as exc:
         raise MemrepoError(f"{exc}; try again when it finishes") from None
     finally:
         bar.close()
+        embed_bar.close()
     if res is None:  # only a hook call returns None; said anyway, never silent
         raise MemrepoError("another indexer is running; it will bring the index to HEAD")
     if as_json:

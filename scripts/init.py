@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from memrepo import scaffold
+from memrepo import git, scaffold
 from memrepo.config import load_config
 from memrepo.hooks import install
 
@@ -21,8 +21,10 @@ from memrepo.hooks import install
     "--hooks",
     "runner",
     type=click.Choice(install.RUNNERS),
-    help="How git runs the hooks (saved as git.hook_runner): through the pre-commit "
-    "framework (default), or direct shims whose cost does not grow with the repo.",
+    help="How git runs the hooks (saved as git.hook_runner): direct shims that name this "
+    "Python and cost what the commit changes (default for a new repo), or the pre-commit "
+    "framework (its hooks find `memory` on PATH). An existing repo keeps its setting "
+    "unless this is given.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Report the steps as JSON.")
 def init(path: str, no_hooks: bool, no_commit: bool, runner: str | None, as_json: bool) -> int:
@@ -77,13 +79,29 @@ def init(path: str, no_hooks: bool, no_commit: bool, runner: str | None, as_json
         click.echo(f"{root} is already a memory repo; nothing changed.")
     else:
         click.echo(f"memory repo ready at {root}")
-    if not no_hooks and on_path is None:
-        click.echo(
-            "warning: `memory` is not on PATH, so git hooks will fail; activate the "
-            "environment memrepo is installed in (see `memory doctor`).",
-            err=True,
-        )
+    for line in [] if no_hooks else _hook_warnings(root, on_path):
+        click.echo(f"warning: {line}", err=True)
     return 0
+
+
+def _hook_warnings(root: Path, on_path: str | None) -> list[str]:
+    """What the installed hooks will not do: find `memory` (the pre-commit runner), or
+    run the other hooks of a .pre-commit-config.yaml (the direct runner)."""
+    runner = load_config(root)["git"]["hook_runner"]
+    if runner == "pre-commit":
+        if on_path is None:
+            return ["`memory` is not on PATH, so the pre-commit runner's hooks will fail; "
+                    "add memrepo's bin/ to PATH for good, or use `memory init --hooks "
+                    "direct` (see `memory doctor`)."]
+        return []
+    others = install.other_pre_commit_hooks(root)
+    hooks = git.hooks_dir(root)
+    if others and not (hooks / f"pre-commit{install.CHAIN_SUFFIX}").is_file():
+        return [f"{install.PRE_COMMIT_CONFIG} has hooks that are not memrepo's "
+                f"({', '.join(others)}), which the direct runner does not run: "
+                "`pre-commit install` then `memory doctor --fix` runs them first, "
+                "or use `memory init --hooks pre-commit`."]
+    return []
 
 
 #: A first index is built by init up to this many tracked files; past it, a minute or more

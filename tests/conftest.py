@@ -219,6 +219,8 @@ class IRepo:
         con = sqlite3.connect(db or self.root / "memory.db")
         try:
             con.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, chunks_fts, 'row')")
+            con.execute("CREATE VIRTUAL TABLE temp.cjk_vocab "
+                        "USING fts5vocab(main, chunks_cjk, 'row')")
             snap = {
                 "commit": con.execute("SELECT value FROM meta WHERE key='commit'").fetchone()[0],
                 "documents": con.execute(
@@ -232,6 +234,9 @@ class IRepo:
                 "vocab": con.execute("SELECT term, doc, cnt FROM vocab ORDER BY term").fetchall(),
                 "vectors": con.execute("SELECT hash FROM vectors ORDER BY hash").fetchall(),
                 "signals": con.execute("SELECT * FROM signals ORDER BY path, line").fetchall(),
+                "cjk": con.execute("SELECT term, doc, cnt FROM cjk_vocab ORDER BY term").fetchall(),
+                "links": con.execute("SELECT * FROM links ORDER BY src, line, kind, target"
+                                     ).fetchall(),
             }
             con.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
             return snap

@@ -176,6 +176,26 @@ def test_good_tags_and_counts_pass(vrepo: VRepo) -> None:
     assert vrepo.run(main, TRANSCRIPT) == (0, "")
 
 
+@pytest.mark.parametrize(("key", "value"), [
+    ("updated", "0001-01-01"), ("created", "9999-12-31"), ("date", "1899-12-31"),
+    ("updated", "3000-01-01T00:00:00Z"),
+])
+def test_dates_out_of_range_are_refused_on_their_line(vrepo: VRepo, key: str, value: str) -> None:
+    """0001-01-01 or 9999-12-31 is a typo, and would overflow once moved to a time zone."""
+    vrepo.write("knowledge/reference/a.md", doc(f"type: reference\n{key}: {value}\n"))
+    code, out = vrepo.run(main, "knowledge/reference/a.md")
+    assert code == 1
+    assert out.startswith(f"knowledge/reference/a.md:3: error: '{key}' {value[:10]}")
+    assert "is out of range: memrepo keeps dates from 1900-01-01 to 2999-12-31" in out
+
+
+def test_a_transcript_started_in_year_one_is_refused_not_a_crash(vrepo: VRepo) -> None:
+    path = "raw/conversations/0001/01/01/0000-s-x.md"
+    vrepo.write(path, doc("session_id: s\nstarted: 0001-01-01T00:00:00-12:00\n"))
+    code, out = vrepo.run(main, path)
+    assert code == 1 and out.startswith(f"{path}:3: error: 'started' 0001-01-01T00:00:00-12:00")
+
+
 @pytest.mark.parametrize("value", ["2026-13-01", "2026-02-30"])
 def test_impossible_yaml_dates_name_their_line(vrepo: VRepo, value: str) -> None:
     vrepo.write("knowledge/reference/a.md", doc(f"type: reference\nupdated: {value}\n"))
@@ -232,9 +252,15 @@ def test_datetime_fields_with_offset_pass(vrepo: VRepo, value: str) -> None:
         (b"---\ntype: person\nname: [A\n---\n", ": error: invalid YAML"),
         (b"---\n- a\n- b\n---\n", ":2: error: frontmatter must be a YAML mapping"),
         (b"---\n" + b"x: " + b"[" * 5000 + b"\n---\n", ": error: "),
+        (b"---\ntype: person\nname: A\nx: " + b"[" * 40 + b"]" * 40 + b"\n---\n",
+         ":4: error: YAML nested deeper than 32 levels"),
+        (b"---\ntype: person\nname: A\nturns: " + b"9" * 5000 + b"\n---\n",
+         ":4: error: invalid number"),
+        (b"---\ntype: person\nname: A\nx: a\x00b\n---\n",
+         ":4: error: invalid YAML: control character 0x00 is not allowed"),
     ],
     ids=["not-utf8", "empty", "blank", "alias-bomb", "duplicate-key", "unclosed", "bad-yaml",
-         "not-a-mapping", "deep-nesting"],
+         "not-a-mapping", "deep-nesting", "nested-40", "int-5000-digits", "nul"],
 )
 def test_bad_input_is_one_clear_line(vrepo: VRepo, content: bytes, expected: str) -> None:
     path = "knowledge/people/a.md"

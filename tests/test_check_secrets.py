@@ -123,3 +123,35 @@ def test_deleted_and_symlinked_files_are_skipped(vrepo: VRepo) -> None:
     target = vrepo.write("../outside.txt", SECRETS["github-token"] + "\n")
     (vrepo.root / "link.txt").symlink_to(target)
     assert vrepo.run(main, "gone.txt", "link.txt") == (0, "")
+
+
+# issue #14: formats from gitleaks' rule set and memrepo's additions block the commit too
+NEW = {
+    "gitlab-token": "gitlab-runner register --token " + "gl" + "rt-" + "q7Rk2ZpL9sXv4TmN8cWb",
+    "discord-webhook": "https://discord.com/api/webhooks/1187654321098765432/"
+    + "q7Rk2ZpL9sXv4TmN8cWb3YhJ6dGf5AeU1oPi0uQz_-q7Rk2ZpL9sXv4TmN8cWb3YhJ6d",
+    "sendgrid-api-token": "S" + "G." + "q7Rk2ZpL9sXv4TmN8cWb3Y" + "." + "q7Rk2ZpL9sXv4TmN8cWb3YhJ6dGf5AeU1oPi0uQz-_x",
+    "authorization-header": "Authorization: Bearer " + "q7Rk2ZpL9sXv4TmN8cWb3YhJ6dGf5AeU1oPi",
+    "sshpass-password": "sshpass -p '" + "Cobalt" + "orbit7#' ssh deploy@host uptime",
+}
+
+
+@pytest.mark.parametrize(("kind", "line"), NEW.items())
+def test_new_formats_block_with_file_line_and_kind(vrepo: VRepo, kind: str, line: str) -> None:
+    path = "knowledge/reference/ops.md"
+    vrepo.write(path, f"---\ntype: reference\n---\n\n{line}\n")
+    vrepo.add()
+    code, out = vrepo.run_staged(main)
+    assert code == 1
+    assert out == f"{path}:5: error: possible {kind} — remove it or allowlist it [check-secrets]\n"
+
+
+def test_ordinary_notes_that_used_to_be_refused_now_pass(vrepo: VRepo) -> None:
+    vrepo.write("knowledge/reference/llm.md", "---\ntype: reference\n---\n\n"
+                "```python\napi_key = os.environ[\"OPENAI_API_KEY\"]\n"
+                "token = os.getenv(\"GITHUB_TOKEN\")\n```\n\n"
+                "tokenizer: sentence-transformers/all-MiniLM-L6-v2\nmax_tokens: 4096\n\n"
+                "The password is case-sensitive.\n"
+                "request_id: 3f2a9c1e-5b7d-4e8f-a1c3-9d7e5f3b1a2c\n")
+    vrepo.add()
+    assert vrepo.run_staged(main) == (0, "")

@@ -11,7 +11,7 @@ from conftest import run_git
 
 from memrepo.commit import inline, write
 from memrepo.errors import MemrepoError
-from memrepo.hooks.install import only_memrepo_hooks
+from memrepo.hooks.install import install_hooks, only_memrepo_hooks
 from memrepo.index.indexer import sync
 
 NOTE = "---\ntype: reference\n---\n# Runbook\n\n- restart the worker\n"
@@ -106,6 +106,7 @@ def test_what_git_must_write_is_committed_by_git_with_the_hooks_run_here(
 
 
 def test_a_pre_commit_config_with_other_hooks_is_not_memrepos_alone(crepo: Path) -> None:
+    install_hooks(crepo, "pre-commit")  # the framework reads the config (direct: git does not)
     cfg = crepo / ".pre-commit-config.yaml"
     cfg.write_text(
         cfg.read_text()
@@ -116,5 +117,6 @@ def test_a_pre_commit_config_with_other_hooks_is_not_memrepos_alone(crepo: Path)
 
 
 def test_an_unreadable_pre_commit_config_means_the_real_hooks_run(crepo: Path) -> None:
+    install_hooks(crepo, "pre-commit")  # the framework reads the config (direct: git does not)
     (crepo / ".pre-commit-config.yaml").write_text("repos: [\n  - {repo: local\n")  # broken
     assert not only_memrepo_hooks(crepo)

@@ -60,6 +60,15 @@ def test_the_config_names_every_embedder_the_index_builds() -> None:
         ("validation:\n  max_file_kb: 0\n", "'validation.max_file_kb' must be above 0", 2),
         ("llm:\n  max_concurrency: 0\n", "'llm.max_concurrency' must be at least 1", 2),
         ("context_compiler:\n  history_share: 1.5\n", "must be at most 1, got 1.5", 2),
+        # hostile values (issue #14): NaN passes every comparison, inf every lower bound
+        ("search:\n  bm25_weight: .nan\n", "'search.bm25_weight' must be a finite number", 2),
+        ("search:\n  recency_per_day: .inf\n", "must be a finite number, got inf", 2),
+        ("search:\n  rrf_k: " + "[" * 40 + "]" * 40 + "\n", "nested deeper than 32 levels", 2),
+        ("search:\n  rrf_k: " + "[" * 5000 + "]" * 5000 + "\n", "invalid YAML", 2),
+        ("search:\n  rrf_k: " + "9" * 5000 + "\n", "invalid number", 2),
+        ("search:\n\trrf_k: 5\n", "invalid YAML", 2),
+        ("context_compiler:\n  token_budget: 1" + "0" * 400 + "\n",
+         "'context_compiler.token_budget' must be at most 1e+12, got a number of 401 digits", 2),
     ],
 )
 def test_bad_config_names_key_path_and_line(
@@ -70,6 +79,15 @@ def test_bad_config_names_key_path_and_line(
         load_config(tmp_path)
     assert expected in str(err.value)
     assert str(err.value).startswith(f"memory-config.yaml:{line}:")
+
+
+def test_a_config_that_is_not_utf8_names_its_line_and_a_bom_is_fine(tmp_path: Path) -> None:
+    cfg = tmp_path / "memory-config.yaml"
+    cfg.write_bytes(b"search:\n  rrf_k: 5\n  embedding_model: caf\xe9\n")
+    with pytest.raises(ConfigError, match=r"^memory-config.yaml:3: not UTF-8 text \(byte 0xe9\)"):
+        load_config(tmp_path)
+    cfg.write_bytes(b"\xef\xbb\xbfsearch:\n  rrf_k: 5\n")
+    assert load_config(tmp_path)["search"]["rrf_k"] == 5
 
 
 def test_limits_accept_their_edges_and_cron_accepts_real_schedules(tmp_path: Path) -> None:

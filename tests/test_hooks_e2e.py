@@ -1,7 +1,10 @@
-"""The installed hooks, end to end: real git, real pre-commit, a repo made by `memory init`.
+"""The installed hooks, end to end: real git, a repo made by `memory init` (the default,
+direct runner), and a bare remote with the pre-receive hook.
 
 Each rule broken once: the commit is refused with the expected message and nothing lands;
-good commits land; MEMORY.md at 190 lines warns and still commits.
+good commits land; MEMORY.md at 190 lines warns and still commits. Pushed past the local
+hooks (``--no-verify``), every route a secret or a symlink could take is refused by the
+remote, naming the commit and the path (and line).
 """
 
 from __future__ import annotations
@@ -184,3 +187,152 @@ def test_open_transcript_may_grow_and_close(memrepo_root: Path) -> None:
     rewritten = closed.replace("give me a summary", "give me a poem")
     proc = commit(memrepo_root, {TRANSCRIPT: rewritten})
     assert_refused(memrepo_root, proc, TRANSCRIPT)
+
+
+# --- the remote: pre-receive over commits made with --no-verify ----------------------
+
+SECRET = "AKIAIOSFODNN7EXAMPLE"
+NOTE = "---\ntype: reference\n---\n"
+
+
+@pytest.fixture
+def pushed(memrepo_root: Path, tmp_path: Path) -> Path:
+    """``memrepo_root`` with an ``origin``: a bare clone whose pre-receive is memrepo's."""
+    from memrepo.hooks.install import install_server_hook
+
+    bare = tmp_path / "remote.git"
+    run_git(tmp_path, "clone", "-q", "--bare", str(memrepo_root), str(bare))
+    install_server_hook(bare)
+    run_git(memrepo_root, "remote", "add", "origin", str(bare))
+    return memrepo_root
+
+
+def sneak(root: Path, files: dict[str, str | bytes], message: str = "memory: sneak") -> str:
+    """Commit past the local hooks; the new commit's sha."""
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+    run_git(root, "add", "-A")
+    run_git(root, "commit", "-q", "--no-verify", "-m", message)
+    return run_git(root, "rev-parse", "HEAD").stdout.strip()
+
+
+def push(root: Path, *refspecs: str):
+    return run_git(root, "push", "origin", *(refspecs or ("HEAD:main",)), check=False)
+
+
+def assert_push_refused(proc, *needles: str) -> None:
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "pre-receive hook declined" in out, out
+    for needle in needles:
+        assert needle in out, f"{needle!r} not in:\n{out}"
+    assert SECRET not in out.replace(f"-> {SECRET}", "")  # git itself echoes a ref name
+    assert "Traceback" not in out
+
+
+def test_a_clean_push_is_accepted(pushed: Path) -> None:
+    sneak(pushed, {"knowledge/reference/ok.md": NOTE + "fine\n"})
+    proc = push(pushed)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_pushed_allowlist_does_not_let_its_secret_through(pushed: Path) -> None:
+    cfg = pushed / "memory-config.yaml"
+    from memrepo.config import set_setting
+
+    widened = set_setting(cfg.read_text(), "validation", "secrets_allowlist", [".*"])
+    sha = sneak(pushed, {"memory-config.yaml": widened,
+                         "knowledge/reference/k.md": NOTE + f"key {SECRET}\n"})
+    assert_push_refused(push(pushed), sha[:10], "knowledge/reference/k.md:4: error: possible "
+                        "aws-access-key")
+
+
+def test_the_servers_own_allowlist_applies(pushed: Path, tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("validation:\n  secrets_allowlist: ['^AKIAIOSFODNN7EXAMPLE$']\n")
+    run_git(tmp_path / "remote.git", "config", "memrepo.policy", str(policy))
+    sneak(pushed, {"knowledge/reference/k.md": NOTE + f"documented example {SECRET}\n"})
+    proc = push(pushed)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(b"\0" + (NOTE + f"key {SECRET}\n").encode(), id="nul-in-first-8k"),
+        pytest.param((NOTE + f"key {SECRET}\n").encode("utf-16"), id="utf-16-bom"),
+        pytest.param((NOTE + f"key {SECRET}\n").encode("utf-16-be"), id="utf-16-be-no-bom"),
+    ],
+)
+def test_a_secret_in_binary_or_utf16_content_is_refused(pushed: Path, data: bytes) -> None:
+    sha = sneak(pushed, {"knowledge/reference/k.md": data})
+    assert_push_refused(push(pushed), sha[:10], "knowledge/reference/k.md:4: error: possible "
+                        "aws-access-key")
+
+
+def test_a_secret_in_a_commit_message_is_refused(pushed: Path) -> None:
+    sha = sneak(pushed, {"knowledge/reference/ok.md": NOTE}, f"memory: x\n\nkey {SECRET}\n")
+    assert_push_refused(push(pushed), sha[:10],
+                        "commit message:3: error: possible aws-access-key")
+
+
+def test_a_secret_in_a_commit_subject_is_refused_and_not_printed(pushed: Path) -> None:
+    sneak(pushed, {"knowledge/reference/ok.md": NOTE}, f"memory: key {SECRET}")
+    assert_push_refused(push(pushed), "memory: key [REDACTED:aws-access-key]",
+                        "commit message:1: error")
+
+
+def test_a_secret_in_an_annotated_tag_message_is_refused(pushed: Path) -> None:
+    run_git(pushed, "tag", "-a", "v1", "-m", f"release\n\nkey {SECRET}")
+    assert_push_refused(push(pushed, "refs/tags/v1"), "annotated tag refs/tags/v1",
+                        "tag message:3: error: possible aws-access-key")
+
+
+def test_a_secret_in_a_file_name_is_refused(pushed: Path) -> None:
+    sha = sneak(pushed, {f"knowledge/reference/{SECRET}.md": NOTE})
+    assert_push_refused(push(pushed), sha[:10], "knowledge/reference/[REDACTED:aws-access-key]"
+                        ".md: error: possible aws-access-key in the file name")
+
+
+@pytest.mark.parametrize("ref", [f"refs/heads/{SECRET}", f"refs/tags/{SECRET}"])
+def test_a_secret_in_a_branch_or_tag_name_is_refused(pushed: Path, ref: str) -> None:
+    assert_push_refused(push(pushed, f"HEAD:{ref}"),
+                        "[REDACTED:aws-access-key]: error: possible aws-access-key in the ref "
+                        "name")
+
+
+SYMLINKS = {
+    "md-to-etc-passwd": ("knowledge/reference/passwd.md", "/etc/passwd"),
+    "dir-to-etc": ("knowledge/etc", "/etc"),
+    "memory-md-replaced": ("knowledge/memory/MEMORY.md", "/etc/hostname"),
+    "transcript": ("raw/conversations/2026/02/16/1845-ses_l-link.md", "../../../x.md"),
+    "dangling": ("topics/gone.md", "/nonexistent/nowhere.md"),
+}
+
+
+@pytest.mark.parametrize("case", list(SYMLINKS))
+def test_a_pushed_symlink_is_refused(pushed: Path, case: str) -> None:
+    rel, target = SYMLINKS[case]
+    path = pushed / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        path.unlink()
+    path.symlink_to(target)
+    run_git(pushed, "add", "-A")
+    run_git(pushed, "commit", "-q", "--no-verify", "-m", "memory: link")
+    sha = run_git(pushed, "rev-parse", "HEAD").stdout.strip()
+    assert_push_refused(push(pushed), sha[:10], f"{rel}: error: is a symlink")
+
+
+def test_a_chained_pre_receive_gets_the_same_stdin(pushed: Path, tmp_path: Path) -> None:
+    log = tmp_path / "received"
+    old = tmp_path / "remote.git" / "hooks" / "pre-receive.pre-memrepo"
+    old.write_text(f"#!/bin/sh\ncat >> {log}\n")
+    old.chmod(0o755)
+    sneak(pushed, {"knowledge/reference/k.md": NOTE + f"key {SECRET}\n"})
+    assert_push_refused(push(pushed), "knowledge/reference/k.md:4: error")  # memrepo saw it too
+    assert log.read_text().strip().endswith(" refs/heads/main")

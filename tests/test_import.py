@@ -150,7 +150,7 @@ def _no_new_transcripts(root: Path, before: str) -> None:
         ("cut2.json", b'[\n  {"role": "user",\n  "content": "hi"', "anthropic",
          "3:18: not valid JSON (Expecting ',' delimiter)"),
         ("latin1.md", "caf\u00e9 ol\u00e9".encode("latin-1"), "auto",
-         "not UTF-8 (byte 0xe9 at offset 3)"),
+         "1: not UTF-8 text (byte 0xe9 at offset 3)"),
     ],
 )
 def test_bad_input_writes_nothing(
@@ -225,3 +225,142 @@ def test_a_refused_import_commit_leaves_nothing_behind(crepo: Path) -> None:
     hook.write_bytes(saved)
     [r] = import_file(crepo, FIX / "chat.md")
     assert r.status == "imported"
+
+
+# --- hostile logs (issue #14: bad input): an error naming the file and the place, never a
+# traceback or a hang, nothing written; bench/torture/bad_input.py runs ~200 more
+
+
+def _parse_error(tmp_path: Path, name: str, data: bytes, fmt: str = "auto") -> str:
+    """The message `memory capture import` prints for this log (parse only, nothing written)."""
+    import datetime as dt
+
+    from memrepo.errors import MemrepoError
+    from memrepo.transcript.importers.run import ImportContext, parse
+
+    f = tmp_path / name
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_bytes(data)
+    started = dt.datetime(2026, 1, 5, tzinfo=dt.timezone.utc)
+    with pytest.raises(MemrepoError) as err:
+        parse(f, fmt, ImportContext(f, started))
+    return str(err.value)
+
+
+def _cc_line(ts: str = '"2026-01-05T10:00:00Z"', content: str = '"hi"') -> str:
+    return (f'{{"type": "user", "sessionId": "s", "timestamp": {ts}, '
+            f'"message": {{"role": "user", "content": {content}}}}}')
+
+
+@pytest.mark.parametrize("ts", ["1e20", "1e999999", "NaN", "-1", '"yesterday"', "true",
+                                '"0001-01-01T00:00:00+14:00"', '"9999-12-31T23:59:59-12:00"'])
+def test_a_timestamp_that_is_not_one_is_refused_on_its_line(tmp_path: Path, ts: str) -> None:
+    log = f"{_cc_line()}\n{_cc_line(ts)}\n".encode()
+    message = _parse_error(tmp_path, "s.jsonl", log)
+    assert message.startswith(f"{tmp_path / 's.jsonl'}:2: not a valid claude-code log: timestamp")
+
+
+@pytest.mark.parametrize(("fmt", "doc", "where"), [
+    ("anthropic", b'{"messages": "hello"}', "messages: must be a list, got a string"),
+    ("anthropic", b'{"messages": [{"role": "user", "content": 5}]}', "messages[0].content"),
+    ("anthropic", b'{"messages": [{"role": "user", "content": [{"text": "x"}]}]}',
+     "messages[0].content[0].type"),
+    ("anthropic", b"3", "must be an object with 'messages' or a list, got a number"),
+    ("openai", b'{"messages": [{"role": "assistant", "tool_calls": [5]}]}',
+     "messages[0].tool_calls[0]: must be an object"),
+    ("openai", b'{"messages": [{"role": "user", "content": [{"type": "image_url", '
+               b'"image_url": {"url": "data:image/png;base64,!!!"}}]}]}', "is not valid base64"),
+    ("chatgpt", b'[{"mapping": {"m1": "x"}, "current_node": "m1"}]', "[0].mapping.m1"),
+])
+def test_a_value_of_the_wrong_shape_is_named_by_its_json_path(
+    tmp_path: Path, fmt: str, doc: bytes, where: str
+) -> None:
+    message = _parse_error(tmp_path, "log.json", doc, fmt)
+    assert f"not a valid {fmt} log: " in message and where in message, message
+
+
+@pytest.mark.parametrize(("name", "doc"), [
+    ("deep.json", b"[" * 100_000 + b"]" * 100_000),
+    ("deep-ok-for-json.json", b'{"messages": ' + b"[" * 500 + b"]" * 500 + b"}"),
+    ("deep.jsonl", (_cc_line() + "\n" + _cc_line(content="[" * 5000 + "]" * 5000)).encode()),
+])
+def test_deep_nesting_is_refused_not_a_recursion_error(
+    tmp_path: Path, name: str, doc: bytes
+) -> None:
+    message = _parse_error(tmp_path, name, doc)
+    assert "nested deeper than" in message or "not valid JSON" in message, message
+    if name.endswith(".jsonl"):
+        assert f"{name}:2:" in message
+
+
+def _gpt(mapping: dict, current: str | None) -> bytes:
+    conv = {"title": "t", "conversation_id": "c", "mapping": mapping}
+    if current:
+        conv["current_node"] = current
+    return json.dumps([conv]).encode()
+
+
+def _node(nid: str, parent: str | None, children: list[str], parts: list | None = None) -> dict:
+    return {"id": nid, "parent": parent, "children": children,
+            "message": {"author": {"role": "user"}, "create_time": 1767600000,
+                        "content": {"content_type": "text", "parts": parts or ["hi"]}}}
+
+
+@pytest.mark.parametrize(("mapping", "current"), [
+    ({"r": _node("r", None, ["a"]), "a": _node("a", "r", ["b"]), "b": _node("b", "a", ["a"])},
+     None),  # children loop, no current node: this hung before
+    ({"a": _node("a", "b", []), "b": _node("b", "a", [])}, "a"),  # parents loop
+    ({"r": _node("r", "r", ["r"])}, "r"),
+])
+def test_a_chatgpt_tree_with_a_cycle_is_refused(
+    tmp_path: Path, mapping: dict, current: str | None
+) -> None:
+    message = _parse_error(tmp_path, "conversations.json", _gpt(mapping, current))
+    assert "cycle" in message and "conversations.json" in message
+
+
+@pytest.mark.parametrize("pointer", ["file-service://../secret", "../secret", "/etc/passwd",
+                                     "file-service:///etc/passwd", "sediment://**/*",
+                                     "file-service://link"])
+def test_an_asset_pointer_cannot_leave_the_export_folder(tmp_path: Path, pointer: str) -> None:
+    (tmp_path / "secret.png").write_bytes(b"OUTSIDE")
+    (tmp_path / "export").mkdir()
+    (tmp_path / "export" / "link.png").symlink_to(tmp_path / "secret.png")
+    parts = ["look", {"content_type": "image_asset_pointer", "asset_pointer": pointer}]
+    doc = _gpt({"m1": _node("m1", None, [], parts)}, "m1")
+    message = _parse_error(tmp_path, "export/conversations.json", doc)
+    assert "mapping.m1.message.content.parts[1].asset_pointer" in message, message
+
+
+def test_an_asset_inside_the_export_folder_is_attached(tmp_path: Path) -> None:
+    import datetime as dt
+
+    from memrepo.transcript.importers.run import ImportContext, parse
+
+    (tmp_path / "file-ok.png").write_bytes(b"\x89PNG inside")
+    parts = ["look", {"content_type": "image_asset_pointer",
+                      "asset_pointer": "file-service://file-ok"}]
+    f = tmp_path / "conversations.json"
+    f.write_bytes(_gpt({"m1": _node("m1", None, [], parts)}, "m1"))
+    _fmt, [conv] = parse(f, "auto", ImportContext(f, dt.datetime.now(dt.timezone.utc)))
+    assert list(conv.attachments.values()) == [b"\x89PNG inside"]
+
+
+def test_a_refused_hostile_import_writes_nothing(crepo: Path, tmp_path: Path) -> None:
+    f = tmp_path / "conversations.json"
+    f.write_bytes(_gpt({"a": _node("a", "b", []), "b": _node("b", "a", [])}, "a"))
+    before = run_git(crepo, "rev-parse", "HEAD").stdout
+    proc = run_memory(crepo, "capture", "import", str(f))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"memory: {f}: not a valid chatgpt log: ")
+    _no_new_transcripts(crepo, before)
+
+
+def test_started_out_of_range_is_refused(crepo: Path) -> None:
+    import datetime as dt
+
+    from memrepo.errors import MemrepoError
+
+    with pytest.raises(MemrepoError, match=r"--started: 9999-12-31.*out of range"):
+        import_file(crepo, FIX / "chat.md", started=dt.datetime(9999, 12, 31, 23, 59,
+                                                                tzinfo=dt.timezone.utc))

@@ -255,3 +255,32 @@ def test_the_ripgrep_fallback_searches_files_with_a_nul_byte(irepo_indexed: IRep
     assert proc.returncode == 0, proc.stderr
     assert "ripgrep" in proc.stderr
     assert [h["path"] for h in json.loads(proc.stdout)] == ["knowledge/reference/nul.md"]
+
+
+# --- symlinks: a memory repo holds regular files only ---------------------------------
+
+
+def test_a_committed_symlink_is_never_read_through_and_is_reported(
+    irepo_indexed: IRepo, tmp_path: Path
+) -> None:
+    """A link to a file outside the repo (and a link to a directory) reaches git through
+    a pull: the index names them and reads neither, incrementally or on a rebuild."""
+    r = irepo_indexed
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("---\ntype: reference\n---\nzebracorn password\n")
+    (r.root / "knowledge/reference/linked.md").symlink_to(outside / "secret.md")
+    (r.root / "knowledge/linkdir").symlink_to(outside)
+    r.commit("links")  # --no-verify: what a push past the hooks would bring
+    proc = run_memory(r.root, "index", "--json")
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout)
+    assert res["mode"] == "incremental" and res["added"] == 0
+    [note] = [n for n in res["notes"] if "symlink" in n]
+    assert "skipped 2 symlink(s)" in note and "knowledge/reference/linked.md" in note
+    proc = run_memory(r.root, "index", "--rebuild")
+    assert proc.returncode == 0 and "skipped 2 symlink(s)" in proc.stdout, proc.stdout
+    hits = run_memory(r.root, "search", "zebracorn", "--json")
+    assert hits.returncode == 0 and "zebracorn" not in hits.stdout
+    paths = [row[0] for row in r.snapshot()["documents"]]
+    assert not any("linked" in p or "linkdir" in p for p in paths)

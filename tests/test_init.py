@@ -110,10 +110,10 @@ def test_init_in_existing_repo_leaves_unrelated_files_alone(tmp_path: Path) -> N
     assert log == [scaffold.INIT_MESSAGE, "user stuff"]
 
 
-def test_init_adds_the_journal_union_merge_to_an_older_memory_repo(memrepo_root: Path) -> None:
+def test_init_adds_the_knowledge_merge_driver_to_an_older_memory_repo(memrepo_root: Path) -> None:
     root = memrepo_root
     attrs = root / ".gitattributes"
-    line = "knowledge/journal/*.md merge=union"
+    line = "knowledge/**/*.md merge=memrepo"
     assert line in attrs.read_text().splitlines()
     older = [ln for ln in attrs.read_text().splitlines() if ln != line]
     attrs.write_text("\n".join(older) + "\n")
@@ -123,7 +123,7 @@ def test_init_adds_the_journal_union_merge_to_an_older_memory_repo(memrepo_root:
     assert "updated   .gitattributes" in proc.stdout
     assert attrs.read_text().splitlines().count(line) == 1
     assert run_git(root, "check-attr", "merge", "--", "knowledge/journal/2026-01-01.md"
-                   ).stdout.strip().endswith("merge: union")
+                   ).stdout.strip().endswith("merge: memrepo")
     assert run_git(root, "log", "-1", "--format=%s").stdout.strip() == scaffold.RESTORE_MESSAGE
     assert run_memory(root, "init").stdout.count("updated") == 0  # idempotent
 
@@ -159,3 +159,20 @@ def test_init_on_a_machine_without_a_git_identity(tmp_path: Path, monkeypatch) -
     assert empty.read_text() == "[user]\n\tuseConfigOnly = true\n"  # global config untouched
     again = run_memory(tmp_path, "init", str(root))
     assert "configured git identity" not in again.stdout and "nothing changed" in again.stdout
+
+
+def test_init_defaults_to_direct_and_names_other_pre_commit_hooks(tmp_path: Path) -> None:
+    """A new repo gets the direct runner; a .pre-commit-config.yaml with other hooks is
+    said to need chaining (the direct runner does not read it)."""
+    root = tmp_path / "mem"
+    root.mkdir()
+    run_git(root, "init", "-q")
+    (root / ".pre-commit-config.yaml").write_text(
+        "repos:\n  - repo: local\n    hooks:\n      - id: lint\n        name: lint\n"
+        "        entry: 'true'\n        language: system\n"
+    )
+    proc = run_memory(tmp_path, "init", str(root))
+    assert proc.returncode == 0, proc.stderr
+    assert load_config(root)["git"]["hook_runner"] == "direct"
+    assert "hooks that are not memrepo's (lint)" in proc.stderr
+    assert "pre-commit install" in proc.stderr and "--hooks pre-commit" in proc.stderr

@@ -414,3 +414,49 @@ async def test_stdio_round_trip(repo: Path) -> None:
         r = await client.call_tool("memory_search", {"query": "Dana owns"})
         assert not r.is_error
         assert "ledger.md" in r.content[0].text or "queue.md" in r.content[0].text
+
+
+# --- the resident model: hosted by the first server, shared by the next -----------------
+
+
+async def test_a_heavy_model_is_hosted_once_and_shared(
+    crepo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a heavy embedder (HashEmbedder marked heavy stands in for MiniLM) the first
+    ``memory mcp`` serves the model on the clone's socket; a second one uses it; when the
+    first exits, the second takes over at its next calls."""
+    from memrepo.index import resident
+    from memrepo.index.embedders import HashEmbedder
+    from memrepo.index.resident import ResidentEmbedder
+
+    monkeypatch.setattr(HashEmbedder, "light", False)
+    cfg = crepo / "memory-config.yaml"
+    cfg.write_text(cfg.read_text().replace("  embedder: none", "  embedder: hash", 1))
+    (crepo / "knowledge/reference/ledger.md").write_text(LEDGER, encoding="utf-8")
+    git(crepo, "add", "-A")
+    git(crepo, "-c", f"core.hooksPath={os.devnull}", "commit", "-q", "--no-verify", "-m", "hash")
+    sync(crepo, embedder_name="hash")
+    first, second = build_server(crepo), build_server(crepo)
+    try:
+        err, text = await call(first, "memory_search", {"query": "ledger backups"})
+        assert not err and "ledger.md" in text
+        host = first.memrepo  # type: ignore[attr-defined]
+        assert host._server is not None and resident.ping(crepo)["pid"] == os.getpid()
+        assert isinstance(host._search.engine.embedder, HashEmbedder)
+
+        err, text = await call(second, "memory_search", {"query": "ledger backups"})
+        guest = second.memrepo  # type: ignore[attr-defined]
+        assert not err and guest._server is None
+        assert isinstance(guest._search.engine.embedder, ResidentEmbedder)
+        assert guest._search.engine.vectors_why is None
+
+        host.close()
+        assert resident.ping(crepo) is None
+        await call(second, "memory_search", {"query": "ledger"})  # vectors lost: reopens
+        err, text = await call(second, "memory_search", {"query": "ledger"})
+        assert not err and guest._server is not None and resident.ping(crepo) is not None
+    finally:
+        for srv in (first, second):
+            mem = srv.memrepo  # type: ignore[attr-defined]
+            if mem._server is not None or not mem._pool._shutdown:
+                mem.close()

@@ -1,4 +1,4 @@
-"""hooks/pre_commit.py: all seven checks in one process, each file read once, said once."""
+"""hooks/pre_commit.py: all the checks in one process, each file read once, said once."""
 
 from __future__ import annotations
 
@@ -47,15 +47,19 @@ def good(vrepo: VRepo) -> VRepo:
     return vrepo
 
 
-def test_runs_the_seven_checks_in_order() -> None:
+def test_runs_the_checks_in_order() -> None:
     assert [cid for cid, _ in pre_commit.CHECKS] == [
+        "check-filetypes",
         "check-frontmatter",
         "check-transcripts",
         "check-memory-cap",
         "check-topics",
         "check-journal",
-        "check-secrets",
+        "check-secrets",  # contents (UTF-8)
+        "check-secrets",  # contents with NUL bytes, UTF-16/32 (check_encoded)
+        "check-secrets",  # file names (check_names)
         "check-size",
+        "check-links",  # warnings only, last
     ]
 
 
@@ -255,7 +259,10 @@ HOOK_FILES = {
                          "archive/knowledge/journal/2025-01-01.md"], ["knowledge/people/j.md"]),
     "memrepo-secrets": (["any/file.txt", "attachments/a.json"], []),
     "memrepo-size": (["any/file.bin"], ["attachments/a.png"]),
+    "memrepo-links": (["knowledge/people/a.md", "topics/t.md"], ["raw/x.txt"]),
     "memrepo-validate": (["any/file.txt"], []),
+    "memrepo-filetypes": (["any/link.md", "attachments/a.png"], []),
+    "memrepo-commit-msg": (["COMMIT_EDITMSG"], []),
 }
 
 
@@ -266,7 +273,8 @@ def test_the_hook_manifest_exposes_every_check() -> None:
     assert set(hooks) == set(HOOK_FILES)
     for hook_id, (matched, skipped) in HOOK_FILES.items():
         hook = hooks[hook_id]
-        assert hook["language"] == "python" and hook["stages"] == ["pre-commit"]
+        stage = "commit-msg" if hook_id == "memrepo-commit-msg" else "pre-commit"
+        assert hook["language"] == "python" and hook["stages"] == [stage]
         name = hook["entry"].removeprefix("memory hook ")
         assert name in VALIDATORS, hook["entry"]
         files, exclude = re.compile(hook.get("files", "")), re.compile(hook.get("exclude", "^$"))
@@ -275,9 +283,30 @@ def test_the_hook_manifest_exposes_every_check() -> None:
         for path in skipped:
             assert not files.search(path) or exclude.search(path), (hook_id, path)
     assert hooks["memrepo-transcripts"]["always_run"] and hooks["memrepo-validate"]["always_run"]
+    assert hooks["memrepo-filetypes"]["always_run"]  # symlinks are never passed as files
     proc = subprocess.run(
         [sys.executable, "-m", "pre_commit", "validate-manifest", str(MANIFEST)],
         capture_output=True,
         text=True,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_pre_commit_runner_refuses_symlinks_and_message_secrets(tmp_path: Path) -> None:
+    """`memory init --hooks pre-commit`: the framework passes no symlink as a file name, so
+    the file-types check reads the staged modes from the index itself."""
+    from conftest import run_git, run_memory
+
+    root = tmp_path / "mem"
+    proc = run_memory(tmp_path, "init", "--hooks", "pre-commit", str(root))
+    assert proc.returncode == 0, proc.stderr
+    (root / "knowledge/reference/passwd.md").symlink_to("/etc/passwd")
+    run_git(root, "add", "-A")
+    proc = run_git(root, "commit", "-m", "memory: link", check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "knowledge/reference/passwd.md: error: is a symlink" in out
+    run_git(root, "rm", "-q", "--cached", "knowledge/reference/passwd.md")
+    proc = run_git(root, "commit", "--allow-empty", "-m", "memory: ghp_" + "aB3" * 12,
+                   check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "possible github-token in the commit message" in out

@@ -153,3 +153,25 @@ def test_hybrid_fusion_keeps_every_keyword_match_above_unrelated_vectors() -> No
         assert "unrelated.md" not in order and "orthogonal.md" not in order
     fuse(hits, Settings(), have_vectors=True)
     assert hits[1].fused > 0  # the weakest keyword match keeps its BM25 share
+
+
+def test_query_expansion_finds_a_neighbour_word_when_turned_on(irepo: IRepo) -> None:
+    """search.expansion_weight: "pottery" also searches its table neighbours ("ceramics")."""
+    from memrepo.index import expand
+
+    assert "ceramics" in expand.neighbours("pottery")
+    irepo.write("knowledge/reference/studio.md",
+                "---\ntype: reference\n---\n\n- We bought new ceramics for the studio.\n")
+    irepo.commit("studio")
+    sync(irepo.root)
+
+    def found(weight: str) -> list[str]:
+        irepo.write("memory-config.yaml", f"search:\n  expansion_weight: {weight}\n")
+        res = invoke_memory(irepo.root, "search", "--json", "pottery")
+        assert res.returncode == 0, res.stderr
+        return [h["path"] for h in json.loads(res.stdout)]
+
+    assert "knowledge/reference/studio.md" not in found("0")
+    assert found("0.2")[0] == "knowledge/reference/studio.md"
+    assert expand.expansion(["pottery", "zzzz"], used=lambda w: w != "porcelain") == [
+        "ceramics", "ceramic", "pots"]

@@ -255,3 +255,14 @@ def test_an_entry_that_is_gone_keeps_its_number(irepo_indexed: IRepo) -> None:
     r.commit("rewritten")
     r.event()
     assert _signal_rows(r.root, "knowledge/reference/backups.md") == [(8, -1.0)]
+
+
+def test_a_symlinked_signal_file_is_never_read(irepo: IRepo, tmp_path) -> None:
+    from memrepo.index import signals
+
+    outside = tmp_path / "outside.jsonl"
+    outside.write_text(json.dumps({"ts": "2024-01-02", "event": "reinforce",
+                                   "path": "knowledge/reference/kubernetes.md"}) + "\n")
+    (irepo.root / "raw/signals").mkdir(parents=True, exist_ok=True)
+    (irepo.root / "raw/signals/2024-01.jsonl").symlink_to(outside)
+    assert signals.aggregate(irepo.root) == {}

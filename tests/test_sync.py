@@ -112,9 +112,8 @@ def test_both_clones_creating_the_days_journal_merge_without_conflict(crepo_remo
     assert invoke_memory(b, "hook", "pre-commit", journal).returncode == 0
 
 
-def test_a_union_merge_that_breaks_frontmatter_is_a_conflict(crepo_remote) -> None:
-    """Union keeps both sides' lines: two values of one key would be a duplicate key."""
-    _, a, b = crepo_remote
+def _journal_both_sides(a: Path, b: Path) -> str:
+    """A journal both clones share, then each bumps `updated` and adds a bullet."""
     path = "knowledge/journal/2026-03-01.md"
     (a / path).parent.mkdir(parents=True, exist_ok=True)
     (a / path).write_text("---\ntype: journal\ndate: 2026-03-01\nupdated: 2026-03-01\n---\n\n"
@@ -128,6 +127,28 @@ def test_a_union_merge_that_breaks_frontmatter_is_a_conflict(crepo_remote) -> No
                      + f"- {fact}\n")
         _memory_ok(c, "commit", "--no-llm", "--no-push")
     _memory_ok(a, "sync")
+    return path
+
+
+def test_both_clones_changing_a_frontmatter_date_merge_to_the_later(crepo_remote) -> None:
+    """The merge driver (passed by sync to its rebase: these plain clones have no driver in
+    their git config) merges frontmatter key by key: both bumped `updated`, the later wins."""
+    _, a, b = crepo_remote
+    assert run_git(b, "config", "--get", "merge.memrepo.driver", check=False).stdout == ""
+    path = _journal_both_sides(a, b)
+    assert sync(b).pushed == 1
+    text = (b / path).read_text()
+    assert text.count("updated:") == 1 and "updated: 2026-03-03" in text
+    assert "- first\n- from a\n- from b\n" in text
+    assert invoke_memory(b, "hook", "pre-commit", path).returncode == 0
+
+
+def test_a_union_merge_that_breaks_frontmatter_is_a_conflict(crepo_remote) -> None:
+    """A repo whose journals still merge with union (an older .gitattributes, here forced
+    in info/attributes) keeps both values of a key: a duplicate key, so sync stops."""
+    _, a, b = crepo_remote
+    (b / ".git/info/attributes").write_text("knowledge/journal/*.md merge=union\n")
+    path = _journal_both_sides(a, b)
     mine = run_git(b, "rev-parse", "HEAD").stdout
     with pytest.raises(SyncConflict) as err:
         sync(b)
@@ -135,6 +156,33 @@ def test_a_union_merge_that_breaks_frontmatter_is_a_conflict(crepo_remote) -> No
     assert run_git(b, "rev-parse", "HEAD").stdout == mine  # branch as it was
     assert "from b" in (b / path).read_text() and "from a" not in (b / path).read_text()
     assert run_git(b, "status", "--porcelain").stdout == ""
+
+
+def test_bullets_both_clones_added_and_changed_need_no_person(crepo_remote) -> None:
+    """Two clones append to MEMORY.md's same section and reword the same bullet: all kept,
+    the earlier rewording struck through and pointing at the later one."""
+    _, a, b = crepo_remote
+    f = "knowledge/memory/MEMORY.md"
+    text = (a / f).read_text().replace("## Key Decisions\n",
+                                       "## Key Decisions\n- 2026-03-01: ledger on MySQL\n")
+    (a / f).write_text(text)
+    batch.run(a, use_llm=False, push=False)
+    sync(a)
+    sync(b)
+    for c, day, db, extra in ((a, "02", "PostgreSQL", "tea"), (b, "03", "SQLite", "coffee")):
+        t = (c / f).read_text().replace("- 2026-03-01: ledger on MySQL",
+                                        f"- 2026-03-{day}: ledger on {db}")
+        (c / f).write_text(t.replace("## Lessons Learned\n",
+                                     f"## Lessons Learned\n- 2026-03-{day}: prefers {extra}\n"))
+        batch.run(c, use_llm=False, push=False)
+    sync(a)
+    assert sync(b).pushed == 1
+    merged = (b / f).read_text()
+    assert "- 2026-03-03: ledger on SQLite\n- ~~2026-03-02: ledger on PostgreSQL~~ " \
+           "(superseded 2026-03-03 by: ledger on SQLite)\n" in merged
+    assert "prefers tea" in merged and "prefers coffee" in merged and "MySQL" not in merged
+    assert "<<<<<<<" not in merged
+    assert invoke_memory(b, "hook", "pre-commit", f).returncode == 0
 
 
 def test_a_failed_fetch_is_retried(crepo_remote, tmp_path: Path) -> None:
@@ -173,10 +221,11 @@ def test_a_fetch_that_cannot_succeed_fails_at_once(crepo_remote, tmp_path: Path)
 
 
 def test_real_conflict_is_left_for_the_person(crepo_remote) -> None:
+    """Prose both clones changed differently: the driver leaves it to a person."""
     _, a, b = crepo_remote
-    for c, text in ((a, "- prefers tea\n"), (b, "- prefers coffee\n")):
+    for c, word in ((a, "Distilled, tea-scented"), (b, "Distilled, coffee-scented")):
         f = c / "knowledge/memory/MEMORY.md"
-        f.write_text(f.read_text() + text)
+        f.write_text(f.read_text().replace("Distilled", word, 1) + f"- {word} note\n")
         batch.run(c, use_llm=False, push=False)
     sync(a)
     mine = run_git(b, "rev-parse", "HEAD").stdout
@@ -185,7 +234,7 @@ def test_real_conflict_is_left_for_the_person(crepo_remote) -> None:
     assert err.value.files == ["knowledge/memory/MEMORY.md"]
     assert "knowledge/memory/MEMORY.md" in str(err.value) and "rebase was aborted" in str(err.value)
     assert run_git(b, "rev-parse", "HEAD").stdout == mine  # nothing dropped
-    assert "prefers coffee" in (b / "knowledge/memory/MEMORY.md").read_text()
+    assert "coffee-scented note" in (b / "knowledge/memory/MEMORY.md").read_text()
     assert not (b / ".git/rebase-merge").exists()
     proc = invoke_memory(b, "sync")
     assert proc.returncode == 1 and "MEMORY.md" in proc.stderr and "Traceback" not in proc.stderr

@@ -22,6 +22,18 @@ def test_regexes_that_could_hang_are_refused() -> None:
     assert regex_problem("") == "must be a non-empty string"
 
 
+def test_more_catastrophic_regexes_are_refused_and_long_literals_are_not() -> None:
+    """A sample of bench/torture/bad_input.py's corpus (issue #14): refused by the static
+    check (fast, load-independent) rather than by the probe's timing."""
+    for bad in (r"(a*)*b", r"(x+x+)+y", r"(.*){1,32000}[bc]", r"(?:a|a?)+b", r"((ab)*)*c",
+                r"(.*,){12}P", r"(a|b|ab)*c", r"(?:.+)+x", r"(a{1,99}){1,99}b", r"(.*?a){25}"):
+        assert "nested repeat" in (regex_problem(bad) or ""), bad
+    # a 300-character word is a pattern like any other: accepted (a watcher searches it with
+    # a timeout anyway)
+    assert regex_problem("a" * 300) is None
+    assert regex_problem("deploy" * 50) is None
+
+
 def test_cron_expressions() -> None:
     assert cron_problem("0 8 * * *") is None
     assert cron_problem("*/15 9-17 * * mon-fri") is None

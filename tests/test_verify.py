@@ -67,3 +67,20 @@ def test_a_key_added_to_an_open_transcript_is_caught_by_verify_and_pre_receive(
     assert proc.returncode == 1 and "frontmatter 'model' was added" in proc.stdout
     push = run_git(crepo, "push", "origin", "HEAD:main", check=False)
     assert push.returncode != 0 and "frontmatter 'model' was added" in push.stderr
+
+
+def test_verify_reports_symlinks_and_secrets_in_messages_and_names(crepo: Path) -> None:
+    (crepo / "knowledge/reference/passwd.md").symlink_to("/etc/passwd")
+    run_git(crepo, "add", "-A")
+    run_git(crepo, "commit", "-q", "--no-verify", "-m", "memory: link")
+    (crepo / "knowledge/reference/AKIAIOSFODNN7EXAMPLE.md").write_text(
+        "---\ntype: reference\n---\nfine\n")
+    run_git(crepo, "add", "-A")
+    run_git(crepo, "commit", "-q", "--no-verify", "-m", "memory: ok\n\nghp_" + "aB3" * 12)
+    proc = invoke_memory(crepo, "verify")
+    out = proc.stdout
+    assert proc.returncode == 1, out
+    assert "knowledge/reference/passwd.md: error: is a symlink" in out
+    assert "[REDACTED:aws-access-key].md: error: possible aws-access-key in the file name" in out
+    assert "commit message:3: error: possible github-token" in out
+    assert "AKIAIOSFODNN7EXAMPLE" not in out and "aB3aB3" not in out

@@ -375,10 +375,14 @@ def _shared(words: Sequence[str], text: str) -> int:
     """How many of ``words`` occur in ``text``; a word of five letters or more by a stem
     (its first ``len - 3``, at least four), so that "failed" finds "failure" and
     "deploys" "deploy", as the index's stemmer would."""
+    from memrepo.index import cjk
+
     have = set(re.findall(r"\w+", text.lower()))
     n = 0
     for w in words:
-        if len(w) < 5:
+        if not w.isascii() and cjk.has_run(w):  # an unsegmented word sits inside a run
+            n += all(r in text for r in cjk.runs(w))
+        elif len(w) < 5:
             n += w in have
         else:
             stem = w[: max(4, len(w) - 3)]
@@ -606,6 +610,9 @@ def run_worker(argv: Sequence[str]) -> int:
         entry["session"] = payload.get("session_id")
         if path is None:
             raise ValueError("no repo given")
+        from memrepo.repo import require_full_checkout
+
+        require_full_checkout(path)  # the hook took --repo on trust: never write a sparse one
         entry.update(work(harness, event, path, payload))
         entry["status"] = "ok"
     except Exception as exc:

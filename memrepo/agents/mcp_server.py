@@ -76,6 +76,8 @@ class Memory:
         self._repo: MemoryRepo | None = None
         self._search: Search | None = None
         self._embedder: Any = None
+        #: the resident model server this process hosts (heavy embedder, none running)
+        self._server: Any = None
         self._stamp: tuple[Any, ...] | None = None
         self._git_dirs: tuple[Path, Path] | None = None
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="memrepo-mcp")
@@ -108,6 +110,9 @@ class Memory:
 
         self._pool.submit(shut).result()
         self._pool.shutdown()
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
 
     # -- the repo and its freshness -------------------------------------------------------
     @property
@@ -165,6 +170,8 @@ class Memory:
             return
         if res is not None and (res.added or res.updated or res.removed):
             log.info("index caught up: +%d ~%d -%d", res.added, res.updated, res.removed)
+        if res is not None and res.pending_vectors and self._server is not None:
+            self._server.start_catch_up()  # embedded in the server's thread, not this call
 
     def _close_search(self) -> None:
         if self._search is not None:
@@ -175,19 +182,63 @@ class Memory:
         """The open search (index, or the fallback scan when there is none)."""
         if self._search is None:
             cfg = self.repo.config["search"]
-            s = Search(self.root, settings_from_config(cfg), cfg["embedder"], _fell_back)
+            local = self._host_model(cfg["embedder"])
+            s = Search(self.root, settings_from_config(cfg), cfg["embedder"], _fell_back,
+                       local_model=local)
             engine = s.engine
             mine = getattr(engine, "embedder", None)
-            if mine is not None and self._embedder is not None and mine.id == self._embedder.id:
-                engine.embedder = self._embedder  # type: ignore[attr-defined] - keep the loaded model
-            elif mine is not None:
-                self._embedder = mine
+            if mine is not None and (local or mine.light):  # else: another server's, by socket
+                if self._embedder is not None and mine.id == self._embedder.id:
+                    engine.embedder = self._embedder  # type: ignore[attr-defined] - keep the loaded model
+                else:
+                    self._embedder = mine
             if s.why:
                 log.warning("search index unavailable (%s); scanning files", s.why)
             for note in s.notes:
                 log.warning("%s", note)
             self._search = s
         return self._search
+
+    def _host_model(self, name: str) -> bool:
+        """Whether this process runs a heavy ``name`` model itself: it hosts the clone's
+        resident server (started here when none answers), so hooks and searches share
+        its loaded model; False when another server runs (used over its socket) or the
+        embedder is light or none (in-process as ever)."""
+        from memrepo.index import resident
+        from memrepo.index.embedders import get_embedder
+
+        try:
+            emb = get_embedder(name)
+        except ValueError:
+            return False
+        if emb is None or emb.light:
+            return False
+        if self._server is not None:
+            if self._server.embedder.id == emb.id:
+                self._embedder = self._server.embedder
+                return True
+            self._server.stop()  # the config changed model: serve the new one
+            self._server = None
+        if resident.ping(self.root, budget=0.2) is not None:
+            return False
+        if self._embedder is None or self._embedder.id != emb.id:
+            self._embedder = emb
+        server = resident.Server(self.root, self._embedder, log=log.info,
+                                 catch_up_on_start=True)
+        try:
+            server.start()
+        except resident.AlreadyRunning:
+            return False
+        except OSError as exc:  # no socket here: the model still serves this process
+            log.warning("resident model server not started: %s", exc)
+            return True
+        self._server = server
+        return True
+
+    def _vectors_lost(self, s: Search) -> bool:
+        """A search that used another process's server and lost it: reopen next call
+        (this process then hosts the model)."""
+        return getattr(s.engine, "vectors_why", None) is not None and self._server is None
 
     # -- the tools' work -------------------------------------------------------------------
     def search_text(
@@ -209,6 +260,8 @@ class Memory:
             raise ToolError(f"search failed: {exc}") from None
         if hits and self.repo.config["search"].get("record_hits", True):
             record_hits(self.root, [(h.path, h.start_line) for h in hits])
+        if self._vectors_lost(s):
+            self._close_search()
         return _format_hits(query, hits, s.why)
 
     def context_text(self, message: str, budget: int) -> str:

@@ -8,10 +8,14 @@ is left exactly as it was, and the message names the files. A push that loses a 
 another machine is simply retried (fetch, rebase, push again), and so is a fetch that fails
 for a transient reason (the network), with the same backoff.
 
-Journals merge with git's union driver (``.gitattributes``): both machines' bullets are kept.
-Union cannot know YAML, so when both sides changed the same frontmatter key differently
-the result may not parse; sync checks the journals both sides touched and treats a broken
-one as a conflict (branch reset to where it was), never pushing a broken file.
+Knowledge and topic files merge with memrepo's merge driver (``.gitattributes``
+``merge=memrepo``, :mod:`memrepo.commit.merge`): bullets both machines added are all kept,
+a bullet both changed is kept twice (one struck through as superseded), frontmatter merges
+key by key. The rebase defines the driver itself (``git -c merge.memrepo.driver=…``), so
+a clone whose git config lacks it (a plain ``git clone``) merges the same way. What the
+driver leaves in conflict (prose both sides changed, a scalar key both set) stops the sync.
+After the rebase, the merged files both sides touched must still parse; a broken one is
+treated as a conflict (branch reset to where it was), never pushed.
 """
 
 from __future__ import annotations
@@ -22,16 +26,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memrepo import documents
+from memrepo.commit import merge
 from memrepo.config import load_config
 from memrepo.errors import FormatError, GitError, MemrepoError
 from memrepo.git import git, git_dir, head, is_ancestor, read_blobs
-from memrepo.layout import JOURNAL_DIR
 
 #: Push (and fetch) attempts before giving up when other machines keep winning the race
 #: or the network keeps failing.
 ATTEMPTS = 8
-#: Files whose merges use git's union driver (repo-skeleton/dot-gitattributes).
-UNION_MERGED = f"{JOURNAL_DIR}/"
+#: Where files merge line by line with both sides' lines kept (the merge driver, or git's
+#: union driver in repos set up before it; repo-skeleton/dot-gitattributes): what sync
+#: checks still parses after a rebase.
+MERGED = ("knowledge/", "topics/")
 #: git messages of a fetch that no retry can fix (lower case).
 _PERMANENT_FETCH = ("does not appear to be a git repository", "repository not found",
                     "authentication failed", "permission denied", "invalid username or password",
@@ -123,12 +129,12 @@ def _fetch(root: Path, remote: str, branch: str, tracking: str, attempts: int) -
 
 
 def _changed(root: Path, a: str, b: str) -> set[str]:
-    out = git(["diff", "--name-only", "--no-renames", "-z", a, b, "--", UNION_MERGED], root)
-    return {p for p in out.split("\0") if p}
+    out = git(["diff", "--name-only", "--no-renames", "-z", a, b, "--", *MERGED], root)
+    return {p for p in out.split("\0") if p.endswith(".md")}
 
 
-def _check_union_merges(root: Path, local: str, theirs: str, remote: str, branch: str) -> None:
-    """After a rebase: the union-merged files both sides changed must still parse.
+def _check_merges(root: Path, local: str, theirs: str, remote: str, branch: str) -> None:
+    """After a rebase: the line-merged files both sides changed must still parse.
 
     Otherwise reset the branch to ``local`` (where it was) and stop with a conflict.
     """
@@ -175,7 +181,7 @@ def _integrate(root: Path, upstream: str, remote: str, branch: str) -> int:
         git(["merge", "-q", "--ff-only", theirs], root)
         return pulled
     try:
-        git(["rebase", "-q", "--autostash", theirs], root)
+        git([*merge.git_config_args(), "rebase", "-q", "--autostash", theirs], root)
     except GitError as exc:
         unmerged = git(["diff", "--name-only", "--diff-filter=U"], root, check=False)
         conflicted = [p for p in unmerged.split("\n") if p]
@@ -193,7 +199,7 @@ def _integrate(root: Path, upstream: str, remote: str, branch: str) -> int:
             f"sync stopped: rebasing onto {remote}/{branch} failed and was aborted; your "
             f"branch is as it was. git said: {exc}"
         ) from None
-    _check_union_merges(root, local, theirs, remote, branch)
+    _check_merges(root, local, theirs, remote, branch)
     return pulled
 
 

@@ -45,6 +45,8 @@ SEP = "\n\n"
 SHARED_WHY = "MEMORY.md is for the main session only"
 #: Below this many tokens left, P3 stops looking for a passage small enough.
 MIN_USEFUL = 24
+#: Linked files pulled in: from the first few recalled files, a few each, each capped.
+LINK_SOURCES, LINKS_PER_SOURCE, LINK_TOKENS = 3, 2, 300
 
 
 @dataclass
@@ -414,6 +416,33 @@ class _Compiler:
                 f"search rank {rank} (score {score_text(p.score)}) for the message"
                 + (" and topic keywords" if query != self.req.message.strip() else ""),
             )  # fmt: skip
+        self._linked(floor)
+
+    def _linked(self, floor: int) -> None:
+        """A file a recalled passage links to (``[[name]]``, ``[text](file.md)``) comes in
+        after the ranked passages, head first, while P3 has room (seed 003 §5)."""
+        recalled = list(dict.fromkeys(
+            s.path for s in self.sections if s.slot == 3 and s.kind == "knowledge"))
+        if not recalled or self.left - floor < MIN_USEFUL:
+            return
+        from memrepo.index.links import linked
+
+        try:
+            targets = linked(self.root, recalled[:LINK_SOURCES])
+        except Exception as exc:  # the index is a cache: no links is no pull-in
+            self.notes.append(f"links unavailable ({type(exc).__name__}: {exc})")
+            return
+        have = {s.path for s in self.sections}
+        for src, tos in targets.items():
+            for to in tos[:LINKS_PER_SOURCE]:
+                if to in have or to.startswith("topics/") or self._private(to):
+                    continue
+                if self.left - floor < MIN_USEFUL:
+                    self._omit(3, "linked", to, f"linked from {src}: P3 budget used up")
+                    return
+                have.add(to)
+                cap = min(LINK_TOKENS, self.left - floor)
+                self._place_file(3, "linked", to, cap, f"linked from {src}")
 
     def _span(self, rel: str, a: int, b: int) -> Lines | None:
         try:

@@ -30,7 +30,7 @@ class Section:
     """One labelled piece of the prompt: where it comes from and why it is there."""
 
     slot: int
-    kind: str  # identity | memory | journal | projects | topic | subscription | knowledge | history
+    kind: str  # identity | memory | journal | projects | topic | subscription | knowledge | linked | history
     path: str
     start_line: int
     end_line: int

@@ -6,7 +6,12 @@ the last N turns, the last tool call span and any recalled-context block; (2) dr
 messages least relevant (BM25) to the last user messages; (3) drop the oldest. A tool call
 and its results are one unit, never split. What was dropped comes back, condensed, as one
 ``<recalled-context>`` message: 30 % facts, 70 % detail, within min(cap, 10 % of the
-window), placed after the system prompt and the compaction summary. Trimming its own
+window), placed after the system prompt and the compaction summary. Given the memory repo
+(``root``), the block also recalls what the repo holds for the last user messages (the
+compiler's search, :mod:`~memrepo.context.retrieve`): ``knowledge/`` lines among the facts,
+transcript passages among the detail, so what an earlier compaction removed comes back
+too; a passage the conversation already holds is left out, and a search that fails leaves
+the block to the dropped messages (the reason in ``TrimResult.notes``). Trimming its own
 output again changes nothing: a trimmed result is under the safe limit, and when the
 protected messages alone are over it, nothing is left to remove (the existing block is
 kept as it is, not summarised into itself) and the result says it does not fit.
@@ -14,18 +19,24 @@ kept as it is, not summarised into itself) and the result says it does not fit.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 from memrepo.context.tokens import estimate_tokens
+from memrepo.index import cjk
 from memrepo.transcript import messages as m
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 RECALL_TAG = "<recalled-context"
 MESSAGE_OVERHEAD = 4  # role and framing tokens per message
-_WORD = re.compile(r"\w+", re.UNICODE)
+_WORD = re.compile(rf"[\w{cjk.RANGES}]+", re.UNICODE)
 _FACT = re.compile(
     r"\b(decid\w*|agreed|use[sd]?|must|never|always|prefer\w*|todo|fixed|bug|error|config\w*|"
     r"deploy\w*|port|endpoint|version|deadline|because)\b",
@@ -49,6 +60,13 @@ SUMMARY_MAX_INDEX = 2
 MIN_SNIPPET_TOKENS = 60
 SNIPPET_LINES = 12
 ELLIPSIS = "…"
+#: Passages asked of the repo's search for one block (``knowledge/`` ones become facts,
+#: the others detail), and how many of the query's search words a passage must hold to
+#: be recalled (or all of them, for a shorter query), as the agents' recall hook asks:
+#: one shared common word is not relevance.
+REPO_LIMIT = 12
+MIN_SHARED_TERMS = 2
+KNOWLEDGE_ROOT = "knowledge/"
 
 
 def tokens(msg: dict[str, Any]) -> int:
@@ -86,6 +104,11 @@ class TrimResult:
     recall_tokens: int = 0
     #: Said when the result is still over the safe limit (or the window): never silent.
     warning: str | None = None
+    #: What the repo recall had to say (search failed, or ran without the index).
+    notes: list[str] = field(default_factory=list)
+    #: Facts and passages the block took from the repo (0 without ``root``).
+    repo_facts: int = 0
+    repo_passages: int = 0
 
     @property
     def over_limit(self) -> bool:
@@ -93,7 +116,16 @@ class TrimResult:
 
 
 def _words(text: str) -> list[str]:
-    return [w.lower() for w in _WORD.findall(text) if len(w) > 1]
+    """BM25's tokens: words of two or more characters, and a run of a script written
+    without spaces as its character bigrams (a word inside it has no boundary)."""
+    out: list[str] = []
+    for w in _WORD.findall(text.lower()):
+        if cjk.has_run(w):
+            out += [g for r in cjk.runs(w) for g in cjk.bigrams(r)]
+            out += [x for x in cjk.pieces(w) if len(x) > 1]
+        elif len(w) > 1:
+            out.append(w)
+    return out
 
 
 def bm25(query: str, docs: list[str], k1: float = 1.2, b: float = 0.75) -> list[float]:
@@ -189,8 +221,10 @@ def smart_trim(
     reserve: int | None = None,
     hard_cap: int = 4000,
     keep_last: int = 6,
+    root: Path | None = None,
 ) -> TrimResult:
-    """Trim ``msgs`` to the safe limit and inject what was removed as recalled context."""
+    """Trim ``msgs`` to the safe limit and inject what was removed as recalled context
+    (and, with the memory repo's ``root``, what the repo holds for the query)."""
     cap = min(hard_cap, context_window // 10)
     reserve = min(4000, context_window // 10) if reserve is None else reserve
     safe = context_window - reserve - cap
@@ -239,7 +273,12 @@ def smart_trim(
     kept = [x for x in kept if not is_recall(x)]
     body = sum(tokens(x) for x in kept)
     trimmed = [msgs[i] for i in sorted(removed)] + old_recall
-    block = recalled_context(trimmed, query, cap)
+    repo = None
+    if root is not None:
+        seen = [m.text(x) for x in [*kept, *trimmed] if not is_recall(x)]
+        repo = repo_recall(Path(root), query, seen)
+        res.notes += repo.notes
+    block = recalled_context(trimmed, query, cap, repo)
     if block:
         # after the system prompt and the compaction summary, before the conversation
         at = 0
@@ -252,6 +291,9 @@ def smart_trim(
     res.trimmed = sorted(removed)
     res.did_trim = True
     res.recall_tokens = estimate_tokens(block) if block else 0
+    if repo is not None and block:
+        res.repo_facts = sum(f in block for f in repo.facts)
+        res.repo_passages = sum(d.split("] ", 1)[0] + "]" in block for d in repo.detail)
     res.tokens_after = sum(tokens(x) for x in kept)
     why = f"the protected messages alone are {body} tokens"
     res.warning = _over(res, body, context_window, why)
@@ -319,15 +361,115 @@ def cut_text(text: str, budget: int) -> str:
     return head + ELLIPSIS if head else ""
 
 
-def recalled_context(trimmed: list[dict[str, Any]], query: str, cap: int) -> str:
-    """The ``<recalled-context>`` block: facts in 30 % of ``cap``, detail in 70 %, hard cap."""
-    if not trimmed or cap <= 0:
+@dataclass
+class RepoRecall:
+    """What the memory repo holds for a trim's query, ready for the block."""
+
+    facts: list[str] = field(default_factory=list)  # "- line (path:N)", best first
+    detail: list[str] = field(default_factory=list)  # "[path:a-b] lines", best first
+    notes: list[str] = field(default_factory=list)
+
+
+_BULLET = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
+
+
+def _norm(line: str) -> str:
+    """A line as compared for "already said": no bullet, spaces collapsed, lower case."""
+    return _BULLET.sub("", " ".join(line.split())).lower()
+
+
+def _shared(words: list[str], text: str) -> int:
+    """How many of the query's search ``words`` occur in ``text`` (a word of five letters
+    or more by its stem, as the index's stemmer would find it; a word of a script written
+    without spaces anywhere in the text, where it has no word boundary)."""
+    low = text.lower()
+    have = set(_WORD.findall(low))
+    n = 0
+    for w in words:
+        if not w.isascii():
+            n += w in low
+        elif len(w) < 5:
+            n += w in have
+        else:
+            stem = w[: max(4, len(w) - 3)]
+            n += any(h.startswith(stem) for h in have)
+    return n
+
+
+def repo_recall(root: Path, query: str, seen: list[str]) -> RepoRecall:
+    """The repo's passages for ``query``: lines of ``knowledge/`` files holding a query word
+    become facts, other passages (transcripts, topics) detail. A passage must share
+    :data:`MIN_SHARED_TERMS` of the query's words, and one whose lines the conversation
+    (``seen``: kept and dropped messages) already holds is left out. Never raises: a failed
+    search is a note, and the block is built from the messages alone."""
+    out = RepoRecall()
+    try:
+        from memrepo.context.retrieve import retrieve
+        from memrepo.index.query import terms
+        from memrepo.index.snippets import read_span
+        from memrepo.layout import SUPERSEDED_LINE
+        from memrepo.repo import MemoryRepo
+
+        cfg = MemoryRepo(root).config["search"]
+        passages, why = retrieve(root, query, cfg, limit=REPO_LIMIT)
+        if why:
+            out.notes.append(f"repo recall: {why}")
+        words = terms(query)
+        need = min(MIN_SHARED_TERMS, len(words))
+        held = {_norm(x) for t in seen for x in t.split("\n") if len(x.strip()) > 20}
+        facts: list[tuple[int, int, str]] = []
+        for rank_, p in enumerate(passages):
+            lines = read_span(root, p.path, p.start_line, p.end_line)
+            body = [(p.start_line + i, x) for i, x in enumerate(lines) if x.strip()]
+            text = "\n".join(x for _, x in body)
+            if not body or _shared(words, text) < need:
+                continue
+            long = [x for _, x in body if len(x.strip()) > 20]
+            if long and sum(_norm(x) in held for x in long) * 2 >= len(long):
+                continue  # the conversation holds it already
+            if p.path.startswith(KNOWLEDGE_ROOT):
+                for n, x in body:
+                    s = x.strip()
+                    if s.startswith("#") or SUPERSEDED_LINE.match(x) or _norm(x) in held:
+                        continue
+                    k = _shared(words, s)
+                    if k:
+                        s = _BULLET.sub("", s)
+                        facts.append((-k, rank_, f"- {s} ({p.path}:{n})"))
+            else:
+                out.detail.append(f"[{p.path}:{p.start_line}-{p.end_line}] {text}")
+        out.facts = list(dict.fromkeys(f for _, _, f in sorted(facts)))
+    except Exception as exc:  # the trim never fails because the recall did
+        log.warning("repo recall failed: %s: %s", type(exc).__name__, exc)
+        out = RepoRecall(notes=[f"repo recall failed: {type(exc).__name__}: {exc}"])
+    return out
+
+
+def _interleave(a: list[T], b: list[T]) -> list[T]:
+    """Both lists best first, taking turns: neither source crowds the other out."""
+    out: list[T] = []
+    for i in range(max(len(a), len(b))):
+        out += [x[i] for x in (a, b) if i < len(x)]
+    return out
+
+
+def recalled_context(
+    trimmed: list[dict[str, Any]], query: str, cap: int, repo: RepoRecall | None = None
+) -> str:
+    """The ``<recalled-context>`` block: facts in 30 % of ``cap``, detail in 70 %, hard cap.
+
+    With ``repo``, its facts take turns with the dropped messages' facts, and its passages
+    with the dropped messages' snippets (a fact said twice is kept once)."""
+    if not (trimmed or (repo and (repo.facts or repo.detail))) or cap <= 0:
         return ""
     texts = [
         re.sub(r"</?(recalled-context|knowledge|detail)[^>]*>", "", m.text(x)).strip()
         for x in trimmed
     ]
     facts = [f"- {f}" for f in _facts(texts)]
+    if repo is not None:
+        known = {_norm(re.sub(r" \([^()]*:\d+\)$", "", f)) for f in repo.facts}
+        facts = _interleave(repo.facts, [f for f in facts if _norm(f) not in known])
     scores = bm25(query, texts)
     ranked = [i for i in sorted(range(len(texts)), key=lambda i: -scores[i]) if texts[i]]
     frame = (
@@ -341,14 +483,18 @@ def recalled_context(trimmed: list[dict[str, Any]], query: str, cap: int) -> str
     detail_room = room - sum(estimate_tokens(x) + 1 for x in k)
     # each snippet is cut to its share, so a long message is recalled in part rather than
     # dropped whole for not fitting (the best-ranked come first)
-    share = max(detail_room // max(len(ranked), 1), min(detail_room, MIN_SNIPPET_TOKENS)) - 1
+    sources = [(f"[{m.role(trimmed[i]) or 'message'}] ", texts[i]) for i in ranked]
+    if repo is not None:
+        sources = _interleave(sources, [("", x) for x in repo.detail])
+    count = max(len(sources), 1)
+    share = max(detail_room // count, min(detail_room, MIN_SNIPPET_TOKENS)) - 1
     detail = []
-    for i in ranked:
-        lines = texts[i].split("\n")
+    for label, text in sources:
+        lines = text.split("\n")
         snippet = "\n".join(lines[:SNIPPET_LINES])
         if len(lines) > SNIPPET_LINES:
             snippet += ELLIPSIS
-        cut = cut_text(f"[{m.role(trimmed[i]) or 'message'}] {snippet}", share)
+        cut = cut_text(f"{label}{snippet}", share)
         if cut:
             detail.append(cut)
     d = _fill(detail, detail_room)

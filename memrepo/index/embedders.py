@@ -21,6 +21,7 @@ import math
 import re
 import string
 import sys
+import threading
 import zlib
 from collections import Counter
 from typing import Protocol
@@ -31,6 +32,7 @@ _PUNCT = bytes.maketrans(string.punctuation.encode(), b" " * len(string.punctuat
 #: Joins the texts of a batch: a word no text can contain (punctuation becomes spaces).
 _SEP = b" \x01 "
 _SEP_WORD = _SEP.strip()
+_LOAD_LOCK = threading.Lock()
 
 
 class Embedder(Protocol):
@@ -208,22 +210,27 @@ class MiniLMEmbedder:
 
     def _load(self):
         if self._session is None:
-            from pathlib import Path
-
-            import onnxruntime as ort
-            from tokenizers import Tokenizer
-
-            data = Path(__file__).with_name("data") / "all-MiniLM-L6-v2"
-            tok = Tokenizer.from_file(str(data / "tokenizer.json"))
-            tok.enable_truncation(self.MAX_TOKENS)
-            tok.enable_padding()  # to the longest text of each batch
-            opts = ort.SessionOptions()
-            opts.log_severity_level = 3
-            self._session = ort.InferenceSession(
-                str(self.model_file()), opts, providers=["CPUExecutionProvider"]
-            )
-            self._tokenizer = tok
+            with _LOAD_LOCK:  # a resident server's threads: one session, loaded once
+                if self._session is None:
+                    self._session, self._tokenizer = self._open()
         return self._session, self._tokenizer
+
+    def _open(self):
+        from pathlib import Path
+
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        data = Path(__file__).with_name("data") / "all-MiniLM-L6-v2"
+        tok = Tokenizer.from_file(str(data / "tokenizer.json"))
+        tok.enable_truncation(self.MAX_TOKENS)
+        tok.enable_padding()  # to the longest text of each batch
+        opts = ort.SessionOptions()
+        opts.log_severity_level = 3
+        session = ort.InferenceSession(
+            str(self.model_file()), opts, providers=["CPUExecutionProvider"]
+        )
+        return session, tok
 
     def embed(self, texts: list[str]) -> list[bytes]:
         import numpy as np

@@ -4,6 +4,8 @@ Candidate files come from ripgrep when it is installed (``rg -l -a -i -F``), els
 pure-Python walk. Candidates are chunked like the index does and scored with BM25
 computed over the candidate chunks (statistics are local, so scores differ from the
 index's, the order mostly does not). Signals are read straight from ``raw/signals/``.
+A word of a script written without spaces (:mod:`~memrepo.index.cjk`) is counted where it
+occurs inside a run, as the index's bigram table finds it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+from memrepo.index import cjk
 from memrepo.index import query as q
 from memrepo.index import signals as sig
 from memrepo.index.dates import date_ranges, window
@@ -81,6 +84,8 @@ class Scanner:
         words = q.terms(query)
         if not words:
             return []
+        unsegmented = [w for w in words if cjk.has_run(w)]
+        latin = [w for w in words if w not in unsegmented]
         files: dict[str, FileInfo] = {}
         texts: dict[str, list[str]] = {}
         units: list[tuple[ChunkHit, Counter[str], int]] = []
@@ -96,12 +101,20 @@ class Scanner:
             files[path] = FileInfo(path, m.category, m.modified, m.status)
             texts[path] = data.decode("utf-8", "replace").split("\n")
             for c in parsed.chunks:
-                tokens = _WORD.findall(c.text.lower())
+                low = c.text.lower()
+                tokens = _WORD.findall(low)
                 counts: Counter[str] = Counter()
+                if cjk.has_run(low):
+                    # a word inside a run: count it where it occurs; a Latin word written
+                    # against a run (用Redis做缓存) is a token of its own
+                    for w in unsegmented:
+                        counts[w] += cjk.count(low, w)
+                    tokens += [x for t in tokens if cjk.has_run(t) for x in cjk.pieces(t)]
                 for t in tokens:
-                    for w in words:
+                    for w in latin:
                         if _stem_match(t, w):
                             counts[w] += 1
+                counts = +counts
                 hit = ChunkHit(-1, path, c.ord, c.start_line, c.end_line, stale=c.stale)
                 units.append((hit, counts, len(tokens)))
         if not units:

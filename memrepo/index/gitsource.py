@@ -58,8 +58,15 @@ class Change:
     new: str | None  # blob sha after, None when deleted
 
 
-def diff_trees(root: Path, old: str, new: str) -> list[Change]:
-    """Blob-level changes between two commits (renames as delete + add: same blob, cheap)."""
+#: Tree entry modes that are not regular files: a symlink, a submodule (gitlink). The
+#: index never reads through them (a link may point anywhere, outside the repo too).
+NOT_REGULAR = {"120000": "symlink", "160000": "submodule"}
+
+
+def diff_trees(root: Path, old: str, new: str,
+               irregular: list[str] | None = None) -> list[Change]:
+    """Blob-level changes between two commits (renames as delete + add: same blob, cheap);
+    paths that became a symlink or a submodule are appended to ``irregular``."""
     out = _run(root, ["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old, new]).stdout
     fields = out.decode("utf-8", "surrogateescape").split("\0")
     changes: list[Change] = []
@@ -72,13 +79,17 @@ def diff_trees(root: Path, old: str, new: str) -> list[Change]:
         old_mode, new_mode, old_sha, new_sha, _status = head[1:].split(" ")
         o = old_sha if old_sha != NULL_SHA and old_mode.startswith("100") else None
         n = new_sha if new_sha != NULL_SHA and new_mode.startswith("100") else None
+        if irregular is not None and new_mode in NOT_REGULAR:
+            irregular.append(path)
         if o != n:
             changes.append(Change(path, o, n))
     return changes
 
 
-def list_tree(root: Path, commit: str) -> list[tuple[str, str]]:
-    """(path, blob sha) of every regular file in a commit."""
+def list_tree(root: Path, commit: str,
+              irregular: list[str] | None = None) -> list[tuple[str, str]]:
+    """(path, blob sha) of every regular file in a commit; the paths of symlinks and
+    submodules, never read, are appended to ``irregular``."""
     out = _run(root, ["ls-tree", "-r", "-z", "--full-tree", commit]).stdout
     rows: list[tuple[str, str]] = []
     for entry in out.decode("utf-8", "surrogateescape").split("\0"):
@@ -88,6 +99,8 @@ def list_tree(root: Path, commit: str) -> list[tuple[str, str]]:
         mode, kind, sha = info.split(" ")
         if kind == "blob" and mode.startswith("100"):
             rows.append((path, sha))
+        elif irregular is not None and mode in NOT_REGULAR:
+            irregular.append(path)
     return rows
 
 

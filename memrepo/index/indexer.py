@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memrepo.index import cjk, gitsource, links, schema, signals
 from memrepo.index import db as dbmod
-from memrepo.index import gitsource, schema, signals
 from memrepo.index.chunking import Chunk, chunk_lines
 from memrepo.index.docmeta import DocMeta, read_meta
 from memrepo.index.embedders import Embedder, get_embedder
@@ -83,6 +83,19 @@ class Result:
         )
 
 
+    def skip_irregular(self, paths: list[str]) -> None:
+        """Name the symlinks and submodules the commit holds: never read (a link may point
+        outside the repo), never indexed; a memory repo holds regular files only."""
+        if not paths:
+            return
+        shown = ", ".join(printable(p) for p in paths[:3])
+        more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+        self.notes.append(
+            f"skipped {len(paths)} symlink(s) or submodule(s), never read through: {shown}"
+            f"{more} (a memory repo holds regular files only)"
+        )
+
+
 #: How much a pass did, to report the most significant of several.
 _RANK = {"noop": 0, "incremental": 1, "rebuild": 2}
 
@@ -98,6 +111,7 @@ class Parsed:
     chunks: list[Chunk]
     lines: int
     tokens: int
+    links: list[links.Link] = field(default_factory=list)
 
 
 def parse(path: str, data: bytes) -> Parsed:
@@ -109,7 +123,9 @@ def parse(path: str, data: bytes) -> Parsed:
     meta = read_meta(text, lines, path)
     transcript = meta.category == "conversation"
     chunks = chunk_lines(lines, meta.body_line, transcript=transcript)
-    return Parsed(meta, chunks, len(lines), len(text) // 4)
+    # links are written between knowledge and topic files; a transcript's are quotes
+    found = [] if transcript else links.extract(path, text)
+    return Parsed(meta, chunks, len(lines), len(text) // 4, found)
 
 
 class Writer:
@@ -161,12 +177,14 @@ class Writer:
                 (doc_id, c.ord, c.start_line, c.end_line, h, c.stale),
             ).lastrowid
             self.con.execute("INSERT INTO chunks_fts(rowid, text) VALUES (?, ?)", (cid, c.text))
+            cjk.add(self.con, cid, c.text)
             if vectors is not None:
                 self.embedded += self.con.execute(
                     "INSERT OR IGNORE INTO vectors(hash, vec) VALUES (?, ?)", (h, vectors[h])
                 ).rowcount
             elif self.embed_now:
                 self.to_embed.setdefault(h, c.own_text)
+        links.store(self.con, p.links)
         self.chunks += len(p.chunks)
         if len(self.to_embed) >= EMBED_BATCH:
             self.embedded += self.flush_vectors()
@@ -189,9 +207,11 @@ class Writer:
                 "INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES ('delete', ?, ?)",
                 [(cid, c.text) for (cid, _), c in zip(ids, chunks, strict=True)],
             )
+            cjk.remove(self.con, [(cid, c.text) for (cid, _), c in zip(ids, chunks, strict=True)])
             self.dropped_hashes.update(h for _, h in ids)
             self.removed_chunks += len(ids)
         self.con.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
+        links.drop(self.con, path)
         self.con.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
 
     def flush_vectors(self) -> int:
@@ -256,9 +276,11 @@ def pending_vectors(con: sqlite3.Connection) -> int:
 
 
 def update(
-    root: Path, *, embedder_id: str | None = None, hook: bool = False, head: str | None = None
+    root: Path, *, embedder_id: str | None = None, hook: bool = False, head: str | None = None,
+    progress: Progress | None = None,
 ) -> Result:
-    """Bring an existing index to HEAD from the diff (the caller holds the lock)."""
+    """Bring an existing index to HEAD from the diff (the caller holds the lock);
+    ``progress(done, total)`` follows the embedding of chunks left without vectors."""
     t0 = time.perf_counter()
     root = Path(root)
     if head is None:
@@ -283,7 +305,7 @@ def update(
                 con.execute("ROLLBACK")
                 raise
         if embedder is not None and embed_now and not hook:
-            res.embedded += _catch_up_vectors(root, con, embedder)
+            res.embedded += _catch_up_vectors(root, con, embedder, progress)
         res.pending_vectors = pending_vectors(con) if embedder is not None else 0
         res.seconds = time.perf_counter() - t0
         return res
@@ -300,15 +322,18 @@ def _apply_diff(
     embed_now: bool,
     res: Result,
 ) -> None:
+    irregular: list[str] = []
     if indexed is None:
-        changes = [gitsource.Change(p, None, s) for p, s in gitsource.list_tree(root, head)]
+        changes = [gitsource.Change(p, None, s)
+                   for p, s in gitsource.list_tree(root, head, irregular)]
     else:
         try:
-            changes = gitsource.diff_trees(root, indexed, head)
+            changes = gitsource.diff_trees(root, indexed, head, irregular)
         except Exception as exc:
             raise NeedsRebuild(
                 f"cannot diff from the indexed commit {indexed[:12]}: {exc}"
             ) from None
+    res.skip_irregular(irregular)
     docs = [c for c in changes if is_indexed(c.path)]
     res.skip(_bad_names(c.path for c in changes if c.new is not None))
     # a changed file that holds signals: its entries may have moved (anchors re-find them)
@@ -381,8 +406,11 @@ def _refold_signals(root: Path, con: sqlite3.Connection, *, force: bool = False)
     return True
 
 
-def _catch_up_vectors(root: Path, con: sqlite3.Connection, embedder: Embedder) -> int:
+def _catch_up_vectors(
+    root: Path, con: sqlite3.Connection, embedder: Embedder, progress: Progress | None = None
+) -> int:
     """Embed chunks the hook left without a vector (re-chunking their blobs)."""
+    total = pending_vectors(con) if progress else 0
     rows = con.execute(
         "SELECT DISTINCT d.path, d.blob FROM documents d JOIN chunks c ON c.doc_id = d.id "
         "LEFT JOIN vectors v ON v.hash = c.hash WHERE v.hash IS NULL"
@@ -400,7 +428,11 @@ def _catch_up_vectors(root: Path, con: sqlite3.Connection, embedder: Embedder) -
                     writer.to_embed.setdefault(c.hash, c.own_text)
                 if len(writer.to_embed) >= EMBED_BATCH:
                     n += writer.flush_vectors()
+                    if progress:
+                        progress(n, total)
         n += writer.flush_vectors()
+        if progress:
+            progress(total, total)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
@@ -431,9 +463,11 @@ def rebuild(root: Path, embedder_name: str, *, progress: Progress | None = None)
             )
             files = []
             if head is not None:
-                tree = gitsource.list_tree(root, head)
+                irregular: list[str] = []
+                tree = gitsource.list_tree(root, head, irregular)
                 files = [(p, s) for p, s in tree if is_indexed(p)]
                 res.skip(_bad_names(p for p, _ in tree))
+                res.skip_irregular(irregular)
             writer = Writer(con, embedder, True)
             _bulk_add(root, con, writer, files, progress)
             con.execute("BEGIN")
@@ -560,6 +594,7 @@ def sync(
     progress: Progress | None = None,
     wait: float = 30.0,
     located: tuple[Path, str | None] | None = None,
+    embed_progress: Progress | None = None,
 ) -> Result | None:
     """Update (or rebuild) under the lock, then loop while hooks marked work pending.
 
@@ -587,7 +622,8 @@ def sync(
         try:
             while lock.take_pending() or own_pass:
                 own_pass = False
-                res = _one_pass(root, embedder_name, force_rebuild, hook, progress, head)
+                res = _one_pass(root, embedder_name, force_rebuild, hook, progress, head,
+                                embed_progress)
                 result = res if result is None else _combine(result, res)
                 force_rebuild, head = False, None  # later passes: HEAD may have moved
         finally:
@@ -620,6 +656,7 @@ def _one_pass(
     hook: bool,
     progress: Progress | None,
     head: str | None,
+    embed_progress: Progress | None = None,
 ) -> Result:
     eid = None
     if embedder_name is not None:
@@ -627,7 +664,7 @@ def _one_pass(
         eid = emb.id if emb else "none"
     if not force_rebuild:
         try:
-            return update(root, embedder_id=eid, hook=hook, head=head)
+            return update(root, embedder_id=eid, hook=hook, head=head, progress=embed_progress)
         except (NoIndex, NeedsRebuild) as exc:
             if hook:
                 raise

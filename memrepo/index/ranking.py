@@ -26,8 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from memrepo.index import cjk
 from memrepo.index.dates import DateRange, in_ranges
-from memrepo.index.snippets import best_snippet
+from memrepo.index.snippets import WIDTH, best_snippet
 
 
 @dataclass
@@ -87,6 +88,10 @@ class Settings:
     #: turn R@10 69.0 -> 75.0, in each of the three conversations; session R@5 unchanged)
     per_file: int = 10
     date_boost: float = 1.0
+    #: BM25 of the query words' neighbours (memrepo.index.expand) counts this much. Off by
+    #: default: on LoCoMo dev it moved session R@5 by -0.1 to -1.6 at weights 0.1-0.5
+    #: (docs/DESIGN-NOTES.md "Query expansion"); a repo of paraphrases may want 0.1-0.2
+    expansion_weight: float = 0.0
 
 
 @dataclass
@@ -242,6 +247,7 @@ def settings_from_config(search_cfg: dict) -> Settings:
         archived_factor=sf,
         per_file=int(search_cfg.get("per_file", d.per_file)),
         date_boost=float(search_cfg.get("date_boost", d.date_boost)),
+        expansion_weight=float(search_cfg.get("expansion_weight", d.expansion_weight)),
     )
 
 
@@ -287,6 +293,7 @@ def to_hits(
     off); its extra lines give their own fused score when ``chunk_explain``, else nothing.
     """
     out: list[Hit] = []
+    unsegmented = any(cjk.has_run(w) for w in words)
     for r, c, score in flatten(ranked, limit):
         explain: dict[str, Any] | None
         if c is r.chunks[0]:
@@ -295,7 +302,17 @@ def to_hits(
             explain = {"chunk_fused": round(c.fused, 4), "file_score": round(r.score, 6)}
         else:
             explain = None
-        snippet = best_snippet(span(r.path, c.start_line, c.end_line), words) if span else ""
+        snippet = ""
+        if span:
+            lines = span(r.path, c.start_line, c.end_line)
+            snippet = "" if unsegmented else best_snippet(lines, words)
+            low = snippet.lower()
+            if unsegmented or (not any(w in low for w in words) and cjk.has_run("".join(lines))):
+                # a word inside a run (or written against one) has no word boundary for
+                # the ordinary snippet to find
+                snippet = cjk.best_snippet(lines, words, WIDTH) or snippet or best_snippet(
+                    lines, words
+                )
         out.append(
             Hit(r.path, r.category, score, c.start_line, c.end_line, snippet, c.ord, explain)
         )

@@ -145,6 +145,18 @@ def _resolve(root: Path, ref: str, con: sqlite3.Connection | None) -> signals.Re
     return r
 
 
+def resolve_file(root: Path, given: str) -> str:
+    """A FILE argument (from the cwd or the repo root) as the repo path search indexes;
+    a MemrepoError names what is wrong with it."""
+    con = _open_index(root)
+    try:
+        r = _resolve(root, given, con)
+    finally:
+        if con is not None:
+            con.close()
+    return r.path
+
+
 def record(root: Path, ref: str, event: str) -> Recorded:
     """Check ``ref``, append the ``event`` (reinforce, demote) for it to raw/signals/, and
     fold it into the index at once, so the next search ranks with it."""

@@ -9,6 +9,10 @@ read from the file at search time, by line span.
 Vectors are keyed by the content hash of their chunk, so an unchanged chunk (same text,
 in any file) is never embedded twice, and are plain float32 BLOBs so every vector mode
 (sqlite-vec or numpy) reads the same table.
+
+``chunks_cjk`` (schema 5) holds only the text of scripts written without spaces (Chinese,
+Japanese, Korean, Thai, ...), as character bigrams (:mod:`~memrepo.index.cjk`), under the
+same rowids as ``chunks_fts``: it is empty in a repo without such text.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import sqlite3
 
 #: Bump when the tables or the chunker change: an index of another version is rebuilt.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 6
 
 DDL = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -46,8 +50,19 @@ CREATE TABLE chunks (
 CREATE INDEX chunks_doc ON chunks(doc_id);
 CREATE INDEX chunks_hash ON chunks(hash);
 CREATE VIRTUAL TABLE chunks_fts USING fts5(text, content='', tokenize='porter unicode61');
+-- bigrams of unsegmented scripts (index/cjk.py); 'ascii' never splits a non-ASCII bigram
+CREATE VIRTUAL TABLE chunks_cjk USING fts5(text, content='', tokenize='ascii');
 -- rowid order = insertion order, so BLOBs append; the hash lookup is a small index
 CREATE TABLE vectors (id INTEGER PRIMARY KEY, hash INTEGER NOT NULL UNIQUE, vec BLOB NOT NULL);
+-- [[wikilinks]] and relative markdown links written in each file (schema 6; links.py)
+CREATE TABLE links (
+    src TEXT NOT NULL,           -- the file the link is written in
+    line INTEGER NOT NULL,
+    kind TEXT NOT NULL,          -- 'wiki' (target: the name as written) | 'md' (a repo path)
+    target TEXT NOT NULL
+);
+CREATE INDEX links_src ON links(src);
+CREATE INDEX links_target ON links(target COLLATE NOCASE);
 CREATE TABLE signals (
     path TEXT NOT NULL,
     line INTEGER NOT NULL,       -- 0 = the whole file

@@ -1,5 +1,10 @@
 """``memory search``: BM25 over chunks (+ vectors when the index has them), ranked per file.
 
+Words of scripts written without spaces are also looked up in ``chunks_cjk`` as bigrams
+(:mod:`~memrepo.index.cjk`); a chunk's BM25 there adds to its BM25 in ``chunks_fts``, as if
+one index held both kinds of token. A Latin word is looked up there too once the index
+holds any such text (it may be written against a run: ``用Redis做缓存``).
+
 A :class:`Searcher` opens the index once and answers many queries (``--batch``). Callers
 search through :class:`Search`: when the index is missing, corrupt, locked, or built with
 another schema (at open or mid-query), the fallback scanner answers instead and ``why``
@@ -14,9 +19,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
+from memrepo.index import cjk, expand, schema, signals
 from memrepo.index import db as dbmod
 from memrepo.index import query as q
-from memrepo.index import schema, signals
 from memrepo.index.dates import date_ranges, window
 from memrepo.index.embedders import get_embedder
 from memrepo.index.paths import db_path
@@ -86,11 +91,14 @@ class Searcher:
     """Search over memory.db. Raises IndexUnavailable at open when it cannot be used."""
 
     def __init__(
-        self, root: Path, settings: Settings | None = None, embedder_name: str | None = None
+        self, root: Path, settings: Settings | None = None, embedder_name: str | None = None,
+        *, local_model: bool = False,
     ):
         self.root = Path(root)
         self.settings = settings or Settings()
         self.notes: list[str] = []
+        #: why the index's vectors are not used for this search (None: they are, or none)
+        self.vectors_why: str | None = None
         self.mode = "index"
         path = db_path(self.root)
         if not path.exists():
@@ -105,6 +113,7 @@ class Searcher:
             raise IndexUnavailable(f"{path.name} has another schema; run 'memory index'")
         self.embedder = None
         self._vsearch: Any = None
+        self._has_cjk: bool | None = None
         recorded = self.meta.get("embedder", "none")
         if recorded != "none":
             wanted = get_embedder(embedder_name) if embedder_name else None
@@ -114,7 +123,14 @@ class Searcher:
                     "vectors unused until 'memory index' rebuilds it"
                 )
             else:
-                self.embedder = get_embedder(recorded)
+                # a heavy model is asked of the resident process unless ``local_model``
+                from memrepo.index.resident import query_embedder
+
+                self.embedder = query_embedder(recorded, self.root, local=local_model)
+                why = getattr(self.embedder, "reachable", lambda: None)()
+                if why:
+                    self.vectors_why, self.embedder = why, None
+                    self.notes.append(f"vectors off: {why}; FTS5 alone")
 
     # -- candidates ---------------------------------------------------------
     def _prune_common(self, words: list[str]) -> tuple[list[str], list[str]]:
@@ -150,6 +166,59 @@ class Searcher:
         rows = self.con.execute(sql, [match, *args, CANDIDATES]).fetchall()
         return [ChunkHit(cid, p, o, a, b, bm25=s, stale=st) for cid, p, o, a, b, st, s in rows]
 
+    def _cjk(self, words: list[str], f: Filters, hits: dict[int, ChunkHit]) -> None:
+        """Add the bigram table's BM25 to ``hits`` (new chunks for the ones only it finds).
+
+        A query without such words costs one lookup per searcher while the table is empty
+        (the common case), then nothing."""
+        asks = any(cjk.has_run(w) for w in words)
+        if not asks:
+            if self._has_cjk is None:
+                self._has_cjk = (
+                    self.con.execute("SELECT 1 FROM chunks_cjk_docsize LIMIT 1").fetchone()
+                    is not None
+                )
+            if not self._has_cjk:
+                return
+        match = cjk.match(words, glued=True)
+        if not match:
+            return
+        extra, args = _doc_filter_sql(f)
+        sql = (
+            "SELECT c.id, d.path, c.ord, c.start_line, c.end_line, c.stale, -bm25(chunks_cjk) "
+            "FROM chunks_cjk JOIN chunks c ON c.id = chunks_cjk.rowid "
+            "JOIN documents d ON d.id = c.doc_id "
+            f"WHERE chunks_cjk MATCH ?{extra} ORDER BY rank LIMIT ?"
+        )
+        for cid, p, o, a, b, st, sc in self.con.execute(sql, [match, *args, CANDIDATES]):
+            hit = hits.get(cid)
+            if hit is None:
+                hits[cid] = ChunkHit(cid, p, o, a, b, bm25=sc, stale=st)
+            else:
+                hit.bm25 += sc
+
+    def _expanded(self, words: list[str], f: Filters, hits: dict[int, ChunkHit]) -> None:
+        """Add ``expansion_weight`` x the BM25 of the words' neighbours (new chunks for the
+        ones only they find): "dog" also finds "puppy" (memrepo.index.expand)."""
+        weight = self.settings.expansion_weight
+        extra = expand.expansion(words, self._used) if weight > 0 else []
+        if not extra:
+            return
+        for h in self._fts(extra, f):
+            hit = hits.get(h.chunk_id)
+            if hit is None:
+                h.bm25 *= weight
+                hits[h.chunk_id] = h
+            else:
+                hit.bm25 += weight * h.bm25
+
+    def _used(self, word: str) -> bool:
+        """Whether the index holds ``word`` at all (one FTS5 lookup, answered from the
+        term's doclist head)."""
+        row = self.con.execute("SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT 1",
+                               (q.fts_match([word]),)).fetchone()
+        return row is not None
+
     def _vectors(self, text: str, f: Filters, hits: dict[int, ChunkHit]) -> bool:
         if self.embedder is None or not text.strip():
             return False
@@ -164,6 +233,7 @@ class Searcher:
                 f"vectors unused: the {self.embedder.id} embedder failed "
                 f"({type(exc).__name__}: {str(exc)[:120]})"
             )
+            self.vectors_why = str(exc)[:120] or type(exc).__name__
             self.embedder = None
             return False
         top = self._vsearch.top(qv, CANDIDATES)
@@ -218,6 +288,8 @@ class Searcher:
         words = q.terms(query)
         ranked_words, dropped = self._prune_common(words)
         hits = {h.chunk_id: h for h in self._fts(ranked_words, f)}
+        self._cjk(ranked_words, f, hits)
+        self._expanded(ranked_words, f, hits)
         have_vectors = self._vectors(query, f, hits)
         chunk_hits = list(hits.values())
         fuse(chunk_hits, self.settings, have_vectors)
@@ -226,6 +298,8 @@ class Searcher:
         dates = date_ranges(query, f.now)
         ranked = rank(chunk_hits, files, self._signals(paths), self.settings, limit, dates=dates)
         tag = {"vectors": "on" if have_vectors else "off", **window(dates)}
+        if self.vectors_why and not have_vectors:
+            tag["vectors_why"] = self.vectors_why
         out = to_hits(ranked, limit, words, self._reader(files) if snippets else None, tag)
         if out and dropped and out[0].explain is not None:
             out[0].explain["common_words_skipped"] = " ".join(dropped)
@@ -285,6 +359,8 @@ class Search:
         settings: Settings | None = None,
         embedder_name: str | None = None,
         on_fallback: Callable[[str], None] | None = None,
+        *,
+        local_model: bool = False,
     ):
         self.root = Path(root)
         self.settings = settings
@@ -292,7 +368,7 @@ class Search:
         self.why: str | None = None
         self.engine: Engine
         try:
-            self.engine = Searcher(self.root, settings, embedder_name)
+            self.engine = Searcher(self.root, settings, embedder_name, local_model=local_model)
         except IndexUnavailable as exc:
             self.engine, self.why = self._scanner(), str(exc)
 

@@ -69,6 +69,8 @@ def parse_ref(ref: str) -> Ref:
     if m.group("ord") is not None:
         return Ref(m.group("path"), ord=int(m.group("ord")))
     if m.group("a") is not None:
+        if m.group("b") is not None and int(m.group("b")) < int(m.group("a")):
+            raise BadRef(f"{ref}: the range {m.group('a')}-{m.group('b')} ends before it starts")
         return Ref(m.group("path"), line=int(m.group("a")))
     return Ref(m.group("path"))
 
@@ -94,9 +96,23 @@ def append(root: Path, events: list[dict]) -> Path:
         path = signal_file(root, now, hits)
         path.parent.mkdir(parents=True, exist_ok=True)
         lines = "".join(json.dumps({"ts": stamp, **e}, ensure_ascii=False) + "\n" for e in mine)
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(lines)
+        _append_lines(path, lines.encode("utf-8"))
     return path
+
+
+def _append_lines(path: Path, data: bytes) -> None:
+    """One ``O_APPEND`` write of whole lines. A writer killed mid-line leaves a line with
+    no newline; the next event would be glued to it and both lost to the JSON reader, so
+    a file that does not end with a newline gets one first (in the same write)."""
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data
+        while data:
+            data = data[os.write(fd, data):]
+    finally:
+        os.close(fd)
 
 
 Key = tuple[str, int]
@@ -151,11 +167,13 @@ def _files(root: Path, hits: bool = True) -> list[os.DirEntry[str]]:
     any an older memrepo committed under ``raw/signals/``)."""
     found: list[os.DirEntry[str]] = []
     for folder in (SIGNALS_DIR, HITS_DIR) if hits else (SIGNALS_DIR,):
+        if (Path(root) / folder).is_symlink():
+            continue  # a memory repo holds regular files: never read through a link
         try:
             with os.scandir(Path(root) / folder) as it:
                 found += [
                     e for e in it
-                    if e.name.endswith(".jsonl") and e.is_file()
+                    if e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False)
                     and (hits or not e.name.startswith(HITS_PREFIX))
                     and (folder == SIGNALS_DIR or e.name.startswith(HITS_PREFIX))
                 ]

@@ -12,30 +12,47 @@ becomes one line with its result.
 
 from __future__ import annotations
 
-import base64
 import json
 from typing import Any
 
 from memrepo.transcript.render import Conversation
 
-from ._common import Builder, digest, session_id, timestamp
+from ._common import (
+    Builder,
+    ShapeError,
+    at,
+    b64decode,
+    check_depth,
+    count,
+    digest,
+    need_dict,
+    need_list,
+    need_str,
+    session_id,
+    timestamp,
+    too_deep,
+)
 
 FORMAT = "claude-code"
 
 
-def _records(data: bytes) -> list[dict[str, Any]]:
-    """One record per line; a bad line is a JSONDecodeError placed in the whole file."""
+def _records(data: bytes) -> list[tuple[int, dict[str, Any]]]:
+    """(line, record) per line; a bad line is a JSONDecodeError placed in the whole file,
+    a record nested too deeply a ShapeError on its line."""
     out = []
     text = data.decode("utf-8")
     offset = 0
-    for line in text.splitlines(keepends=True):
+    for number, line in enumerate(text.splitlines(keepends=True), 1):
         if line.strip():
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise json.JSONDecodeError(exc.msg, text, offset + exc.pos) from None
+            except RecursionError:
+                raise too_deep(line.encode("utf-8"), number - 1) from None
+            check_depth(rec, "record", number)
             if isinstance(rec, dict):
-                out.append(rec)
+                out.append((number, rec))
         offset += len(line)
     return out
 
@@ -49,32 +66,39 @@ def parse(data: bytes, ictx: Any) -> list[Conversation]:
     tokens_in = tokens_out = 0
     seen_usage: set[str] = set()
     times = []
-    for rec in records:
-        kind = rec.get("type")
-        if kind == "summary":
-            title = title or rec.get("summary")
-            continue
-        if kind not in ("user", "assistant") or rec.get("isSidechain") or rec.get("isMeta"):
-            continue
-        if rec.get("isCompactSummary"):
-            continue  # Claude Code's summary of the turns above it, written after a compaction
-        sid_source = sid_source or rec.get("sessionId")
-        when = timestamp(rec.get("timestamp"))
-        if when:
-            times.append(when)
-        msg = rec.get("message") or {}
-        content = msg.get("content")
-        if kind == "assistant":
-            model = model or msg.get("model")
-            usage = msg.get("usage") or {}
-            mid = msg.get("id") or rec.get("uuid") or str(len(seen_usage))
-            if usage and mid not in seen_usage:
-                seen_usage.add(mid)
-                tokens_in += int(usage.get("input_tokens") or 0)
-                tokens_out += int(usage.get("output_tokens") or 0)
-            _assistant(b, content, when)
-        else:
-            _user(b, content, when)
+    for line, rec in records:
+        with at("record", line):
+            kind = rec.get("type")
+            if kind == "summary":
+                title = title or need_str(rec.get("summary"), "summary", line) or None
+                continue
+            if kind not in ("user", "assistant") or rec.get("isSidechain") or rec.get("isMeta"):
+                continue
+            if rec.get("isCompactSummary"):
+                continue  # Claude Code's summary of the turns above it, after a compaction
+            sid = rec.get("sessionId")
+            sid_source = sid_source or (str(sid) if sid not in (None, "") else None)
+            when = timestamp(rec.get("timestamp"), "timestamp", line)
+            if when:
+                times.append(when)
+            msg = need_dict(rec.get("message"), "message", line)
+            content = msg.get("content")
+            if content is not None and not isinstance(content, (str, list)):
+                raise ShapeError("message.content", "must be a string or a list of blocks",
+                                 line)
+            if kind == "assistant":
+                model = model or need_str(msg.get("model"), "message.model", line) or None
+                usage = need_dict(msg.get("usage"), "message.usage", line)
+                mid = msg.get("id") or rec.get("uuid") or str(len(seen_usage))
+                if usage and mid not in seen_usage:
+                    seen_usage.add(str(mid))
+                    tokens_in += count(usage.get("input_tokens"), "usage.input_tokens",
+                                       line) or 0
+                    tokens_out += count(usage.get("output_tokens"), "usage.output_tokens",
+                                        line) or 0
+                _assistant(b, content, when)
+            else:
+                _user(b, content, when)
     if not times and not b.turns:
         return []
     source_id = sid_source or digest(data)
@@ -94,11 +118,21 @@ def parse(data: bytes, ictx: Any) -> list[Conversation]:
     return [conv]
 
 
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    """The content blocks of a message, each an object with a string ``type``."""
+    blocks = need_list(content, "message.content")
+    for i, block in enumerate(blocks):
+        where = f"message.content[{i}]"
+        need_dict(block, where)
+        need_str(block.get("type"), f"{where}.type")
+    return blocks
+
+
 def _assistant(b: Builder, content: Any, when: Any) -> None:
     if isinstance(content, str):
         b.text("agent", content, when)
         return
-    for block in content or []:
+    for block in _blocks(content):
         t = block.get("type")
         if t == "text":
             b.text("agent", block.get("text", ""), when)
@@ -111,24 +145,31 @@ def _user(b: Builder, content: Any, when: Any) -> None:
     if isinstance(content, str):
         b.text("user", content, when)
         return
-    for block in content or []:
+    for i, block in enumerate(_blocks(content)):
         t = block.get("type")
+        where = f"message.content[{i}]"
         if t == "tool_result":
-            b.tool_result(block.get("tool_use_id"), block.get("content"),
-                          bool(block.get("is_error")), when=when)
+            result = block.get("content")
+            if result is not None and not isinstance(result, (str, list)):
+                raise ShapeError(f"{where}.content", "must be a string or a list of blocks")
+            b.tool_result(block.get("tool_use_id"), result, bool(block.get("is_error")),
+                          when=when)
         elif t == "text":
-            b.text("user", block.get("text", ""), when)
+            b.text("user", need_str(block.get("text"), f"{where}.text"), when)
         elif t in ("image", "document"):
-            _media(b, "user", block, when)
+            _media(b, "user", block, when, where)
 
 
-def _media(b: Builder, role: str, block: dict[str, Any], when: Any) -> None:
-    source = block.get("source") or {}
-    media = source.get("media_type", "application/octet-stream")
+def _media(b: Builder, role: str, block: dict[str, Any], when: Any, where: str) -> None:
+    """An image or document block (``where`` is its place in the log, for errors)."""
+    source = need_dict(block.get("source"), f"{where}.source")
+    media = need_str(source.get("media_type"), f"{where}.source.media_type", None,
+                     "application/octet-stream")
     ext = media.split("/")[-1].replace("jpeg", "jpg")
     if source.get("type") == "base64":
-        b.attach(role, f"{block.get('type')}.{ext}", base64.b64decode(source.get("data", "")), when)
+        data = b64decode(source.get("data", ""), f"{where}.source.data")
+        b.attach(role, f"{block.get('type')}.{ext}", data, when)
     elif source.get("type") == "url":
-        b.reference(role, source.get("url", ""), when)
+        b.reference(role, need_str(source.get("url"), f"{where}.source.url"), when)
     else:
         b.attach(role, f"{block.get('type')}.{ext}", None, when)

@@ -20,6 +20,10 @@ from memrepo.errors import MemrepoError
 from memrepo.transcript.capture import find_transcript, secrets_allowlist, write_conversation
 from memrepo.transcript.render import Conversation
 
+from ._common import MAX_DEPTH, ShapeError, too_deep
+
+MAX_DEPTH_TEXT = f"{MAX_DEPTH} levels"
+
 #: format name -> module in memrepo.transcript.importers (each has ``parse(data, ctx) -> list``).
 FORMATS = {
     "claude-code": "claude_code",
@@ -58,15 +62,22 @@ def _json_error(path: Path, exc: json.JSONDecodeError) -> MemrepoError:
 
 
 def decode_text(path: Path, data: bytes) -> str:
-    """The file as UTF-8 text (a BOM allowed), else a plain error naming the first bad byte."""
+    """The file as UTF-8 text (a BOM allowed), else a plain error naming the line and the
+    first bad byte; NUL bytes mean a binary file, never a conversation log."""
     body = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
     try:
-        return body.decode("utf-8")
+        text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         offset = exc.start + len(data) - len(body)
+        line = data[:offset].count(b"\n") + 1
         raise MemrepoError(
-            f"not UTF-8 (byte 0x{data[offset]:02x} at offset {offset})", path
+            f"not UTF-8 text (byte 0x{data[offset]:02x} at offset {offset})", path, line
         ) from None
+    nul = text.find("\0")
+    if nul >= 0:
+        raise MemrepoError("a binary file (NUL bytes), not a conversation log", path,
+                           text.count("\n", 0, nul) + 1)
+    return text
 
 
 #: Record types of a Claude Code session log; a log may open with any of them (a
@@ -106,6 +117,9 @@ def detect(path: Path, data: bytes) -> str:
         if _claude_code_records(data):
             return "claude-code"
         raise _json_error(path, whole) from None
+    except RecursionError:
+        deep = too_deep(data)
+        raise MemrepoError(f"JSON {deep.message}", path, deep.line) from None
     items = doc if isinstance(doc, list) else [doc]
     first = items[0] if items and isinstance(items[0], dict) else {}
     if "mapping" in first:
@@ -115,14 +129,15 @@ def detect(path: Path, data: bytes) -> str:
     messages = first.get("messages") if isinstance(doc, dict) else items
     if isinstance(doc, dict) and "choices" in doc:
         return "openai"
-    for m in messages or []:
+    for m in messages if isinstance(messages, list) else []:
         if not isinstance(m, dict):
             continue
         if m.get("role") in ("tool", "developer", "function") or "tool_calls" in m:
             return "openai"
         content = m.get("content")
         if isinstance(content, list):
-            kinds = {c.get("type") for c in content if isinstance(c, dict)}
+            kinds = {c.get("type") for c in content
+                     if isinstance(c, dict) and isinstance(c.get("type"), str)}
             if kinds & {"tool_use", "tool_result", "thinking", "image", "document"}:
                 return "anthropic"
             if kinds & {"image_url", "input_audio", "input_text"}:
@@ -148,6 +163,13 @@ def parse(path: Path, fmt: str, ictx: ImportContext) -> tuple[str, list[Conversa
         conversations = module.parse(data, ictx)
     except json.JSONDecodeError as exc:
         raise _json_error(path, exc) from None
+    except RecursionError:
+        raise MemrepoError(f"not a valid {fmt} log: nested deeper than {MAX_DEPTH_TEXT}",
+                           path) from None
+    except ShapeError as exc:
+        raise MemrepoError(f"not a valid {fmt} log: {exc}", path, exc.line) from None
+    except MemrepoError:
+        raise
     except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
         raise MemrepoError(f"not a valid {fmt} log: {type(exc).__name__}: {exc}", path) from None
     return fmt, [c for c in conversations if has_turns(c)]
@@ -172,8 +194,13 @@ def import_file(
     commit: bool = True,
 ) -> list[ImportResult]:
     """Import every conversation in ``path``; already-imported sessions are skipped."""
+    if session_id is not None and not session_id.strip():
+        raise MemrepoError("--session is empty: leave it out to use the log's own session id")
     if started is None:
         started = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.timezone.utc)
+    why = documents.date_range_problem(started)
+    if why:
+        raise MemrepoError(f"--started: {why}")
     ictx = ImportContext(path, started, session_id, model, channel, tuple(secrets_allowlist(root)))
     used, conversations = parse(path, fmt, ictx)
     if not conversations:
@@ -191,7 +218,13 @@ def import_file(
                 detail += "; the log has changed since, and a closed transcript never changes"
             results.append(ImportResult("skipped", existing, conv.session_id, None, detail))
             continue
-        rel, sha = write_conversation(root, conv, timezone=timezone, commit=commit)
+        try:
+            rel, sha = write_conversation(root, conv, timezone=timezone, commit=commit)
+        except MemrepoError as exc:  # said about the transcript: say which log it came from
+            raise MemrepoError(f"not imported: {exc}", path) from None
+        except OSError as exc:
+            what = f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc)
+            raise MemrepoError(f"not imported: {what}", path) from None
         results.append(ImportResult("imported" if commit else "written", rel, conv.session_id,
                                     sha))
     return results

