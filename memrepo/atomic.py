@@ -1,11 +1,27 @@
-"""Atomic file writes: a reader (or a crash) sees the old file or the new one, never half."""
+"""Atomic file writes: a reader (or a crash) sees the old file or the new one, never half.
+
+A process killed between writing its temp file and renaming it leaves the temp file
+(``.NAME.PID.XXXXXXXX.tmp``, beside the target): the writer's pid is in the name so that
+``memory doctor`` can tell a leftover (:func:`leftover_tmp_files`) from a temp file a live
+process is still writing.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
+import time
 from pathlib import Path
+
+#: A temp file younger than this is never a leftover: its writer may still be at work.
+TMP_GRACE = 600.0
+#: Older than this, a temp file is a leftover even if a process with its pid runs (pids
+#: are reused).
+TMP_ABANDONED = 86400.0
+#: Temp files of :func:`atomic_write` and of the index rebuild (``.memory.db.PID.tmp``).
+_TMP = re.compile(r"^\..+?(?:\.(?P<pid>[0-9]+))?(?:\.(?P<rand>[a-z0-9_]{8}))?\.tmp$")
 
 
 def atomic_write(path: str | Path, data: str | bytes, *, mode: int | None = None) -> None:
@@ -18,7 +34,8 @@ def atomic_write(path: str | Path, data: str | bytes, *, mode: int | None = None
             mode = os.stat(path).st_mode & 0o7777
         except FileNotFoundError:
             mode = 0o644
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.",
+                               suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
@@ -45,3 +62,39 @@ def _fsync_dir(directory: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def leftover_tmp_files(root: Path, grace: float = TMP_GRACE,
+                       now: float | None = None) -> list[Path]:
+    """Temp files of interrupted atomic writes under ``root`` (``.git`` aside): older than
+    ``grace`` and written by a process that is gone (or older than TMP_ABANDONED)."""
+    now = time.time() if now is None else now
+    out = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in files:
+            m = _TMP.match(name)
+            if m is None or not (m["pid"] or m["rand"]):
+                continue  # a file of the user's own that happens to end in .tmp
+            full = Path(folder) / name
+            try:
+                age = now - full.stat().st_mtime
+            except OSError:
+                continue
+            pid = int(m["pid"]) if m["pid"] else None
+            if age > TMP_ABANDONED or (age > grace and not _alive(pid)):
+                out.append(full)
+    return sorted(out)
+
+
+def _alive(pid: int | None) -> bool:
+    """Whether a process ``pid`` runs (False for no pid: nothing can own the file then)."""
+    if pid is None or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return pid < 2**31  # someone else's process
+    return True

@@ -12,8 +12,11 @@ integration runs a ``memory`` that runs, on a repo that exists, once). Each retu
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 from memrepo import git, scaffold
 from memrepo.agents import install as agent_install
@@ -90,21 +93,78 @@ def _runner(repo: MemoryRepo) -> str:
     try:
         return repo.config["git"]["hook_runner"]
     except MemrepoError:  # an invalid config is its own failed check
-        return "pre-commit"
+        return install.DEFAULT_RUNNER
 
 
-def _memory_on_path_check() -> Check:
+def _hooks_run_check(repo: MemoryRepo) -> list[Check]:
+    """Each installed direct shim run as git runs it (repo root, PATH=/usr/bin:/bin, no
+    virtualenv) with MEMREPO_HOOK_PROBE: a deleted venv or a memrepo gone from it fails
+    here instead of on the next commit."""
+    if git.toplevel(repo.root) is None or _runner(repo) != "direct":
+        return []
+    failed = {k: v for k, v in install.probe_hooks(repo.root).items() if v}
+    if failed:
+        detail = "; ".join(f"{k}: {v}" for k, v in failed.items())
+        return [Check("git hooks run", False, f"as git runs them (PATH={install.MINIMAL_PATH}):"
+                      f" {detail}", "memory doctor --fix (from a memrepo install that runs)")]
+    return [Check("git hooks run", True,
+                  f"each hook starts memrepo with PATH={install.MINIMAL_PATH}")]
+
+
+def _pre_commit_config_advice(repo: MemoryRepo) -> list[Check]:
+    """The direct runner does not read .pre-commit-config.yaml: other hooks listed there
+    run only when the pre-commit framework's git hook is chained (a warning otherwise)."""
+    if _runner(repo) != "direct" or git.toplevel(repo.root) is None:
+        return []
+    others = install.other_pre_commit_hooks(repo.root)
+    if not others:
+        return []
+    hooks = git.hooks_dir(repo.root)
+    chained = [k for k in install.HOOK_TYPES
+               if (hooks / (k + install.CHAIN_SUFFIX)).is_file()
+               and install.runner_of((hooks / (k + install.CHAIN_SUFFIX)).read_text(
+                   encoding="utf-8", errors="replace")) == "pre-commit"]
+    ids = ", ".join(others)
+    if chained:
+        return [Check("other pre-commit hooks", True,
+                      f"{ids} run first, through the pre-commit framework chained at "
+                      + ", ".join(chained))]
+    return [Check(
+        "other pre-commit hooks", False,
+        f"{install.PRE_COMMIT_CONFIG} lists hooks that are not memrepo's ({ids}); the direct "
+        "runner does not run them",
+        "`pre-commit install` then `memory doctor --fix` (memrepo chains the framework and "
+        "runs it first), or `memory init --hooks pre-commit`", warning=True,
+    )]
+
+
+def _memory_on_path_check(runner: str = "pre-commit") -> Check:
+    """The pre-commit runner's hooks run `memory` from the PATH git inherits; the direct
+    runner's do not need it (a warning then: the command line does)."""
     exe = install.memory_on_path()
     if exe is None:
+        if runner == "direct":
+            return Check("memory on PATH", True, "not on PATH (the direct hooks do not need "
+                         "it; `python -m memrepo` works as the command too)")
         return Check(
             "memory on PATH",
             False,
-            "the hooks call `memory`, which is not on PATH",
-            "activate the environment memrepo is installed in, or add its bin/ to PATH",
+            "the pre-commit runner's hooks call `memory`, which is not on PATH",
+            "memory init --hooks direct (hooks that name their Python), or add memrepo's "
+            "bin/ to PATH for good",
         )
     proc = subprocess.run([exe, "--version"], capture_output=True, text=True)
     if proc.returncode != 0:
         return Check("memory on PATH", False, f"{exe} does not run: {proc.stderr.strip()}")
+    venv = os.environ.get("VIRTUAL_ENV")
+    if runner == "pre-commit" and venv and Path(exe).parent == Path(venv) / "bin":
+        return Check(
+            "memory on PATH", False,
+            f"{exe} is on PATH only because its virtualenv is active: git runs the hooks "
+            "with your shell's PATH, so a shell without it fails every commit",
+            "memory init --hooks direct, or put memrepo's bin/ on PATH for good",
+            warning=True,
+        )
     return Check("memory on PATH", True, f"{exe} ({proc.stdout.strip()})")
 
 
@@ -130,15 +190,57 @@ def foundation_checks(repo: MemoryRepo) -> list[Check]:
         _config_check(repo),
         _layout_check(repo),
         _hooks_check(repo),
+        *_hooks_run_check(repo),
+        *_pre_commit_config_advice(repo),
         *_runner_advice(repo),
-        _memory_on_path_check(),
+        _memory_on_path_check(_runner(repo)),
         _lfs_check(repo),
     ]
 
 
+def leftover_tmp_checks(repo: MemoryRepo) -> list[Check]:
+    """Temp files of atomic writes a killed process left (transcripts, knowledge files,
+    ``memory.db``): older than a grace period and not owned by a live process."""
+    from memrepo.atomic import TMP_GRACE, leftover_tmp_files
+
+    left = [p.relative_to(repo.root).as_posix() for p in leftover_tmp_files(repo.root)]
+    if not left:
+        return [Check("leftover temp files", True, "none")]
+    shown = ", ".join(left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5 else "")
+    return [Check("leftover temp files", False,
+                  f"{len(left)} *.tmp file(s) of interrupted writes, older than "
+                  f"{TMP_GRACE / 60:g} min: {shown}", "memory doctor --fix (removes them)",
+                  warning=True)]
+
+
+def merge_driver_checks(repo: MemoryRepo) -> list[Check]:
+    """memrepo's merge driver for knowledge files: defined in this clone's git config
+    with an interpreter that exists, and named by .gitattributes. Without it a `git pull`
+    stops on every pair of bullets two clones appended (`memory sync` defines it for its
+    own rebase, so only merges run by hand miss it: a warning)."""
+    from memrepo.commit import merge
+
+    if git.toplevel(repo.root) is None:
+        return []
+    command = merge.configured(repo.root)
+    if command is not None and not merge.driver_runs(command):
+        return [Check("merge driver", False, f"{merge.DRIVER_KEY} names an interpreter that "
+                      f"is gone ({command}): every merge of a knowledge file would stop",
+                      "memory doctor --fix")]
+    attr = merge.attribute_of(repo.root, "knowledge/memory/MEMORY.md")
+    if command is None or attr != merge.NAME:
+        what = (f"{merge.DRIVER_KEY} is not set in this clone" if command is None else
+                f".gitattributes gives knowledge files merge={attr}, not merge={merge.NAME}")
+        return [Check("merge driver", False, f"{what}: merges outside `memory sync` (git "
+                      "pull, git rebase) stop on bullets both sides added",
+                      "memory doctor --fix", warning=True)]
+    return [Check("merge driver", True, f"knowledge files merge with {command}")]
+
+
 #: Every check, in report order (foundation first).
 CHECKS: list[CheckFn] = [foundation_checks, capture.health_checks, index_health.checks,
-                         agent_state.health_checks, agent_install.health_checks]
+                         agent_state.health_checks, agent_install.health_checks,
+                         leftover_tmp_checks, merge_driver_checks]
 
 
 def run_checks(repo: MemoryRepo) -> list[Check]:
@@ -153,6 +255,17 @@ def run_checks(repo: MemoryRepo) -> list[Check]:
     return checks
 
 
+def _remove_leftover_tmp(repo: MemoryRepo) -> list[str]:
+    """Doctor --fix: remove the temp files :func:`leftover_tmp_checks` reports."""
+    from memrepo.atomic import leftover_tmp_files
+
+    out = []
+    for path in leftover_tmp_files(repo.root):
+        path.unlink(missing_ok=True)
+        out.append(f"removed {path.relative_to(repo.root).as_posix()}")
+    return out
+
+
 def fix(repo: MemoryRepo) -> tuple[list[str], list[str]]:
     """Re-run the idempotent parts of init (missing files and directories, the hooks),
     close sessions a crashed agent left open and bring the index to HEAD; (what was fixed,
@@ -161,9 +274,15 @@ def fix(repo: MemoryRepo) -> tuple[list[str], list[str]]:
     status, detail = install.install_hooks(repo.root, _runner(repo))
     if status != "found":
         done.append(f"{status} git hooks ({detail})")
+    rewritten = install.rewrite_failing_shims(repo.root)
+    if rewritten:
+        done.append(f"rewrote git hooks for {sys.executable}: {', '.join(rewritten)}")
     failed = []
+    for ok, line in capture.repair_sessions(repo):  # before closing stale ones
+        (done if ok else failed).append(line)
     for ok, line in capture.close_stale_sessions(repo):
         (done if ok else failed).append(line)
+    done += _remove_leftover_tmp(repo)
     try:  # the index: brought to HEAD (rebuilt when its schema or embedder is not current)
         res = sync(repo.root, embedder_name=repo.config["search"]["embedder"])
         if res is not None and res.mode != "noop":

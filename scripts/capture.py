@@ -28,12 +28,18 @@ def _root(ctx: click.Context) -> Path:
     return discover((ctx.obj or {}).get("repo")).root
 
 
-def _text(text: str | None) -> str:
+def _text(text: str | None) -> tuple[str, str]:
+    """(the turn's text, where it came from): TEXT, else stdin read as bytes and decoded
+    strictly, so bytes that are not UTF-8 are an error naming stdin, not a mangled turn."""
     if text is not None:
-        return text
+        return text, "TEXT"
     if sys.stdin is None or sys.stdin.isatty():
         raise click.UsageError("give the text as an argument or on stdin")
-    return sys.stdin.read()
+    from memrepo.transcript.capture import text_from_bytes
+
+    stream = getattr(sys.stdin, "buffer", None)
+    data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
+    return text_from_bytes(data, "stdin"), "stdin"
 
 
 def _when(value: str | None) -> dt.datetime | None:
@@ -41,10 +47,15 @@ def _when(value: str | None) -> dt.datetime | None:
         return None
     from memrepo.documents import parse_datetime
 
-    parsed = parse_datetime(value)
+    try:
+        parsed = parse_datetime(value)
+        if parsed is not None and not parsed.tzinfo:
+            parsed = parsed.astimezone()
+    except (ValueError, OverflowError):
+        raise click.BadParameter(f"{value!r} is out of the range of datetimes") from None
     if parsed is None:
         raise click.BadParameter(f"not an ISO 8601 datetime: {value!r}")
-    return parsed if parsed.tzinfo else parsed.astimezone()
+    return parsed
 
 
 @click.group()
@@ -99,7 +110,9 @@ def append(ctx: click.Context, session_id: str, role: str, memory: bool, at: str
     """Append one turn: TEXT, or stdin when TEXT is not given."""
     from memrepo.transcript import capture as cap
 
-    count = cap.append(_root(ctx), session_id, role, _text(text), memory=memory, when=_when(at))
+    said, source = _text(text)
+    count = cap.append(_root(ctx), session_id, role, said, memory=memory, when=_when(at),
+                       source=source)
     if count:
         click.echo(f"redacted {count} secret(s)", err=True)
     return 0

@@ -209,9 +209,14 @@ def test_attachments_are_redacted_in_name_reference_and_text(crepo: Path, tmp_pa
     note = tmp_path / f"creds-{GH}.txt"
     note.write_text(f"aws {AWS}\nkeep this line\n")
     blob = tmp_path / "photo.bin"
-    blob.write_bytes(b"\x00\x01binary " + AWS.encode())
+    blob.write_bytes(b"\x00\x01binary photo")
+    leaky = tmp_path / "leaky.bin"
+    leaky.write_bytes(b"\x00\x01binary " + AWS.encode())
     rel = capture.attach(crepo, "ses_att", note, role="user")
     rel_bin = capture.attach(crepo, "ses_att", blob)
+    # a binary cannot be redacted: refused now, not at `end` (which it would block)
+    with pytest.raises(MemrepoError, match=r"leaky\.bin.*aws-access-key.*nothing was attached"):
+        capture.attach(crepo, "ses_att", leaky)
     assert GH not in rel and "REDACTED-github-token" in rel
     stored = (crepo / rel).read_text()
     assert AWS not in stored and "[REDACTED:aws-access-key]" in stored

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 import pytest
+from conftest import invoke_memory
 
 from memrepo.scripts import cli
 
@@ -29,6 +30,13 @@ def _failing(exc: BaseException) -> click.Command:
          "memory: a -> b: Invalid cross-device link\n"),
         (UnicodeDecodeError("utf-8", b"caf\xe9", 3, 4, "invalid continuation byte"),
          "memory: a file is not UTF-8 text (byte 0xe9 at offset 3)\n"),
+        # stdin that is not UTF-8 reaches Python as lone surrogates (issue #14)
+        (UnicodeEncodeError("utf-8", "caf\udce9", 3, 4, "surrogates not allowed"),
+         "memory: the input (stdin or an argument) is not UTF-8 text (byte 0xe9 at character "
+         "3)\n"),
+        (RecursionError("maximum recursion depth exceeded"),
+         "memory: the input is nested too deeply to read (a file, or stdin, that nests lists "
+         "or objects thousands of levels deep)\n"),
     ],
 )
 def test_system_errors_are_one_line(
@@ -47,6 +55,17 @@ def test_bugs_keep_their_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cli.importlib, "import_module",
                         lambda name: type("M", (), {"y": _failing(KeyError("bug"))}))
     with pytest.raises(KeyError):
+        cli.main(["boom"])
+
+
+def test_an_encode_error_that_is_not_about_input_stays_a_bug(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    exc = UnicodeEncodeError("ascii", "café", 3, 4, "ordinal not in range")
+    monkeypatch.setitem(cli.COMMANDS, "boom", "x:y")
+    monkeypatch.setattr(cli.importlib, "import_module",
+                        lambda name: type("M", (), {"y": _failing(exc)}))
+    with pytest.raises(UnicodeEncodeError):
         cli.main(["boom"])
 
 
@@ -169,3 +188,27 @@ def test_capture_append_with_repo_after_it_stays_on_the_fast_path(
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "hello from elsewhere" in (crepo / session.path).read_text()
+
+
+def test_bad_values_the_torture_corpus_found_are_usage_errors(crepo: Path) -> None:
+    """bench/torture/bad_input.py: each was exit 0 (or a traceback) before."""
+    cases = [
+        (("condense", "daily", "--date", "0001-01-01"), "out of range"),
+        (("search", "--category", "", "x"), "an empty category"),
+        (("compile", "--budget", "0", "hello"), "--budget"),
+        (("reinforce", "knowledge/memory/MEMORY.md:9-2"), "ends before it starts"),
+    ]
+    for args, said in cases:
+        res = invoke_memory(crepo, *args)
+        assert res.returncode != 0 and said in res.stderr, (args, res.returncode, res.stderr)
+    assert not list((crepo / "raw").glob("signals/*.jsonl"))  # the refused REF wrote nothing
+
+
+def test_a_huge_topic_word_still_makes_a_file_name(crepo: Path) -> None:
+    from memrepo.layout import SLUG_CHARS, slugify
+
+    assert len(slugify("a" * 300)) == SLUG_CHARS
+    assert slugify("---") == "session"
+    res = invoke_memory(crepo, "capture", "start", "--session", "s1", "--topic", "w" * 300)
+    assert res.returncode == 0, res.stderr
+    assert len(Path(res.stdout.strip()).name) < 120

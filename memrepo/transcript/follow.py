@@ -184,7 +184,7 @@ def _write_new(root: Path, log: Path, data: bytes, p: Progress | None, out: Foll
         if not p.open:
             _start_part(root, p, conv, drafts[0].when)
         prev = turns[p.turns - 1].blocks[p.blocks - 1] if continuing else None
-        out.redactions = _append(root, p.session, conv, drafts, prev, lock_wait)
+        out.redactions = _append_parts(root, p, conv, drafts, prev, lock_wait)
         out.appended = len(drafts)
         out.path = capture.load_session(root, p.session).path
         p.turns, p.blocks = len(turns), len(turns[-1].blocks)
@@ -269,6 +269,32 @@ def _start_part(root: Path, p: Progress, conv: Conversation, when: dt.datetime |
     p.part, p.session, p.open = n, session.session_id, True
 
 
+def _append_parts(root: Path, p: Progress, conv: Conversation, drafts: list[DraftTurn],
+                  prev: str | None, lock_wait: float) -> int:
+    """:func:`_append`, going on in a new part when the open one would grow past
+    ``validation.max_file_kb`` (capture refuses such an append; a closed part never
+    changes, so the part is closed and the turns continue in the next one)."""
+    from memrepo.transcript import capture
+
+    try:
+        return _append(root, p.session, conv, drafts, prev, lock_wait)
+    except capture.TranscriptFull:
+        pass
+    count = 0
+    for i, draft in enumerate(drafts):
+        first = prev if i == 0 else None
+        try:
+            count += _append(root, p.session, conv, [draft], first, lock_wait)
+            continue
+        except capture.TranscriptFull:
+            done = capture.end(root, p.session)
+            p.open = False
+            p.closed.append(done.path)
+            _start_part(root, p, conv, draft.when)
+        count += _append(root, p.session, conv, [draft], None, lock_wait)
+    return count
+
+
 def _is_ref(block: str) -> bool:
     """A ``> [tool:…]`` / ``> [attachment:…]`` line (adjacent ones are not spaced apart)."""
     from memrepo.transcript.render import ATTACH
@@ -301,13 +327,7 @@ def _append(root: Path, sid: str, conv: Conversation, drafts: list[DraftTurn],
         for path, blob in attachments.items():
             if not (root / path).exists():
                 atomic_write(root / path, blob)
-        fd = os.open(root / session.path, os.O_WRONLY | os.O_APPEND)
-        try:
-            raw = body.encode("utf-8")
-            while raw:
-                raw = raw[os.write(fd, raw):]
-        finally:
-            os.close(fd)
+        capture.write_turn(root, session, body)
     return body.count("[REDACTED:")
 
 

@@ -177,8 +177,13 @@ def slug_from_messages(messages: Sequence[str], max_words: int = 6) -> str:
             if w not in _STOPWORDS and (len(w) > 1 or w.isdigit()):
                 words.append(w)
             if len(words) >= max_words:
-                return "-".join(words)
-    return "-".join(words) or PROVISIONAL_SLUG
+                return _cap("-".join(words))
+    return _cap("-".join(words)) or PROVISIONAL_SLUG
+
+
+def _cap(slug: str) -> str:
+    """At most layout.SLUG_CHARS: a 300-character word must not make a name the disk refuses."""
+    return slug[: layout.SLUG_CHARS].rstrip("-")
 
 
 _STOPWORDS = frozenset(
