@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import posixpath
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -181,11 +182,32 @@ def check_value_types(
             )
 
 
+#: knowledge/ and topics/ names (seed 000 §2: kebab-case, ``_index.md``): a name with
+#: spaces or capitals is hard to link (``[[bob-smith]]``) and to type; warned, not refused.
+_KEBAB = re.compile(r"(?:_?[a-z0-9]+(?:[-.][a-z0-9]+)*)\.md")
+#: Names the layout itself gives in capitals (identity files, MEMORY.md and its archive).
+_UPPER_OK = re.compile(r"[A-Z][A-Z0-9_-]*\.md")
+
+
+def check_name(path: str, ctx: Context) -> None:
+    """Warn about a knowledge or topic file name that is not kebab-case."""
+    if not path.startswith(("knowledge/", "topics/")):
+        return
+    name = posixpath.basename(path)
+    if _KEBAB.fullmatch(name) or _UPPER_OK.fullmatch(name):
+        return
+    want = layout.slugify(name.removesuffix(".md")) + ".md"
+    ctx.report.warning(path, None, f"file names here are kebab-case (e.g. {want}): "
+                       "links and people's names are written that way", CHECK_ID)
+
+
 def check(paths: Sequence[str], ctx: Context) -> None:
     """Check every memory markdown file among ``paths``."""
     for path in paths:
         if layout.needs_frontmatter(path):
             check_file(path, ctx)
+            if ctx.data(path, CHECK_ID) is not None:  # deleted: nothing to rename
+                check_name(path, ctx)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

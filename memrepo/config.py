@@ -74,8 +74,6 @@ SCHEMA: dict[str, dict[str, Setting]] = {
     "search": {
         "bm25_weight": _num(0.7, "weight of full-text (BM25) scores in hybrid search"),
         "vector_weight": _num(0.3, "weight of vector similarity in hybrid search"),
-        "embedding_model": Setting("text-embedding-3-small", str, "embedding model name"),
-        "embedding_dimensions": _int(1536, "embedding vector size", low=1),
         "embedder": Setting(
             "none",
             str,
@@ -95,6 +93,8 @@ SCHEMA: dict[str, dict[str, Setting]] = {
             1.0, "files dated on a day (or month) the query names: score x (1 + this)"
         ),
         "superseded_factor": _num(0.5, "score multiplier for superseded (and archived) files"),
+        "reinforce_weight": _num(3.0, "signal score of each `memory reinforce` (seed 001: 3)"),
+        "demote_weight": _num(1.0, "signal score taken off by each `memory demote` (seed 001: 1)"),
         "expansion_weight": _num(
             0.0, "weight of the query words' nearest words (a static table, no model) in "
             "BM25; 0 turns query expansion off"
@@ -181,6 +181,20 @@ def _type_name(kind: type | tuple[type, ...]) -> str:
     return names.get(kind, kind.__name__)
 
 
+#: Keys an older memory-config.yaml (or seed 000 §9.3) has that memrepo never read: the
+#: model is ``search.embedder`` and its size comes with it. Accepted and ignored, so such
+#: a config still loads; ``memory doctor`` names them (seed audit rows 92, "config keys").
+IGNORED_KEYS: dict[str, str] = {
+    "search.embedding_model": "the model is search.embedder (none, hash, wordllama, minilm)",
+    "search.embedding_dimensions": "the vector size comes with search.embedder's model",
+}
+#: What such a key's value still has to be: a config that loads stays one that validates.
+_IGNORED_SHAPES = {
+    "search.embedding_model": Setting("", str, "ignored"),
+    "search.embedding_dimensions": _int(1, "ignored", low=1),
+}
+
+
 def validate(data: Any, text: str = "", source: str = CONFIG_FILE) -> Config:
     """Merge ``data`` over the defaults, refusing unknown keys and wrong types."""
     cfg = Config(defaults())
@@ -204,6 +218,11 @@ def validate(data: Any, text: str = "", source: str = CONFIG_FILE) -> Config:
         for key, value in values.items():
             path = f"{section}.{key}"
             setting = SCHEMA[section].get(key)
+            if path in IGNORED_KEYS:
+                problem = _value_problem(_IGNORED_SHAPES[path], value)
+                if problem:
+                    raise fail(f"'{path}' {problem}", section, key)
+                continue
             if setting is None:
                 known = ", ".join(SCHEMA[section])
                 raise fail(f"unknown key '{path}' (known: {known})", section, str(key))

@@ -36,7 +36,30 @@ def _config_check(repo: MemoryRepo) -> Check:
         repo.config  # noqa: B018 - loading validates
     except MemrepoError as exc:
         return Check("config", False, str(exc), "fix memory-config.yaml (see `memory config show`)")
+    ignored = _ignored_keys(repo)
+    if ignored:
+        return Check("config", True, "memory-config.yaml is valid; ignored: " + "; ".join(
+            f"{k} ({why})" for k, why in ignored.items()))
     return Check("config", True, "memory-config.yaml is valid")
+
+
+def _ignored_keys(repo: MemoryRepo) -> dict[str, str]:
+    """The keys of the config file memrepo accepts but never reads (config.IGNORED_KEYS)."""
+    from memrepo import yamlsafe
+    from memrepo.config import IGNORED_KEYS
+    from memrepo.layout import CONFIG_FILE
+
+    try:
+        data = yamlsafe.load((repo.root / CONFIG_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, MemrepoError, yamlsafe.YAMLProblem):
+        return {}
+    found = {}
+    for key, why in IGNORED_KEYS.items():
+        section, name = key.split(".")
+        if isinstance(data, dict) and isinstance(data.get(section), dict) \
+                and name in data[section]:
+            found[key] = why
+    return found
 
 
 def _layout_check(repo: MemoryRepo) -> Check:

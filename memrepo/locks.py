@@ -22,13 +22,15 @@ class LockBusy(Exception):
     """Another process holds the lock and ``wait`` ran out."""
 
 
-def _try(path: Path) -> int | None:
+def try_lock(path: Path, mode: int = 0o644) -> int | None:
+    """An fd holding the lock on ``path`` now, or None when another process holds it
+    (the caller closes the fd to release it)."""
     if fcntl is None:  # pragma: no cover - Windows
         try:
             return os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
         except FileExistsError:
             return None
-    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, mode)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -42,7 +44,7 @@ def file_lock(path: Path, wait: float = 0.0, poll: float = 0.01) -> Iterator[Non
     """Hold an exclusive lock on ``path``, waiting up to ``wait`` seconds, else LockBusy."""
     path.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + wait
-    while (fd := _try(path)) is None:
+    while (fd := try_lock(path)) is None:
         if time.monotonic() >= deadline:
             raise LockBusy(str(path))
         time.sleep(poll)

@@ -295,3 +295,22 @@ def test_a_broken_config_is_reported_not_raised(vrepo: VRepo) -> None:
     assert code == 1
     assert out.startswith("memory-config.yaml:2: error: unknown key 'validation.memory_warn_line'")
     assert out.endswith("[config]\n")
+
+
+def test_a_name_that_is_not_kebab_case_is_warned_not_refused(crepo) -> None:
+    """Seed 000 §2 naming (seed audit row 151): `Bob Smith.md` gets a warning, the
+    layout's own names (MEMORY.md, SOUL.md, _index.md, journals) none."""
+    import subprocess
+
+    (crepo / "knowledge/people/Bob Smith.md").write_text(
+        "---\ntype: person\nname: Bob\n---\n\n- Bob runs the ops rota.\n", encoding="utf-8")
+    (crepo / "knowledge/people/carol-ann.md").write_text(
+        "---\ntype: person\nname: Carol Ann\n---\n\n- Carol owns billing.\n", encoding="utf-8")
+    subprocess.run(["git", "add", "-A"], cwd=crepo, check=True)
+    res = subprocess.run(["git", "commit", "-m", "knowledge: people"], cwd=crepo,
+                         capture_output=True, text=True)
+    said = res.stdout + res.stderr
+    assert res.returncode == 0, said
+    assert "knowledge/people/Bob Smith.md: warning: file names here are kebab-case " \
+        "(e.g. bob-smith.md)" in said
+    assert said.count("kebab-case") == 1

@@ -212,3 +212,10 @@ def test_a_huge_topic_word_still_makes_a_file_name(crepo: Path) -> None:
     res = invoke_memory(crepo, "capture", "start", "--session", "s1", "--topic", "w" * 300)
     assert res.returncode == 0, res.stderr
     assert len(Path(res.stdout.strip()).name) < 120
+
+
+def test_an_offset_past_a_day_is_a_clear_refusal(crepo: Path) -> None:
+    res = invoke_memory(crepo, "capture", "start", "--session", "tz1", "--timezone", "+25:00")
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    assert "not a UTC offset between -23:59 and +23:59" in res.stderr
+    assert not list((crepo / "raw/conversations").rglob("*tz1*"))

@@ -155,3 +155,18 @@ def test_ranking_defaults_are_the_config_defaults() -> None:
     from memrepo.index.ranking import Settings, settings_from_config
 
     assert settings_from_config({}) == settings_from_config(defaults()["search"]) == Settings()
+
+
+def test_keys_memrepo_never_read_are_ignored_and_named_by_doctor(crepo) -> None:
+    """Seed audit: search.embedding_model / embedding_dimensions were accepted, never used."""
+    from conftest import invoke_memory
+
+    from memrepo.config import IGNORED_KEYS, render_default_config
+
+    assert "embedding_model" not in render_default_config()  # new repos don't get them
+    cfg = crepo / "memory-config.yaml"
+    cfg.write_text(cfg.read_text().replace(
+        "search:\n", "search:\n  embedding_model: nonexistent-model\n  embedding_dimensions: 7\n", 1))
+    assert invoke_memory(crepo, "config", "get", "search.embedder").returncode == 0
+    said = invoke_memory(crepo, "doctor").stdout
+    assert all(key in said for key in IGNORED_KEYS) and "ignored" in said

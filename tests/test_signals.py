@@ -266,3 +266,20 @@ def test_a_symlinked_signal_file_is_never_read(irepo: IRepo, tmp_path) -> None:
     (irepo.root / "raw/signals").mkdir(parents=True, exist_ok=True)
     (irepo.root / "raw/signals/2024-01.jsonl").symlink_to(outside)
     assert signals.aggregate(irepo.root) == {}
+
+
+def test_signal_weights_come_from_the_config_without_a_refold(irepo_indexed: IRepo) -> None:
+    """search.reinforce_weight / demote_weight weigh the stored counts at ranking time."""
+    r = irepo_indexed
+    first, second = _two_equal_files(r)
+    r.write("memory-config.yaml", "search:\n  recency_per_day: 0\n")  # weights alone decide
+    assert invoke_memory(r.root, "reinforce", second).returncode == 0
+    assert invoke_memory(r.root, "demote", second).returncode == 0
+    # the seed's weights: +3 - 1 = +2 puts the second file first
+    assert _paths(r.root, "backup midnight")[0] == second
+    # a demote that weighs more than a reinforce: the same two events now push it down
+    r.write("memory-config.yaml",
+            "search:\n  recency_per_day: 0\n  reinforce_weight: 1\n  demote_weight: 4\n")
+    assert _paths(r.root, "backup midnight") == [first, second]
+    out = invoke_memory(r.root, "reinforce", second).stdout
+    assert "score now -2" in out  # 2 x 1 - 1 x 4, with the configured weights

@@ -355,3 +355,16 @@ def test_cli_recalls_from_the_repo(memrepo_root: Path, tmp_path: Path) -> None:
         tmp_path, "--repo", str(root), "trim", "--messages", str(path), "--context-window", "3000"
     )
     assert elsewhere.stdout == proc.stdout
+
+
+def test_a_messages_file_nested_too_deep_is_refused_naming_it(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    res = subprocess.run([sys.executable, "-m", "memrepo", "trim", "--messages", str(deep),
+                          "--context-window", "1000"], capture_output=True, text=True,
+                         cwd=tmp_path)
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    assert f"{deep}:1: nested deeper than JSON's parser goes" in res.stderr

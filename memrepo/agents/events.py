@@ -284,7 +284,7 @@ def recall(root: Path, harness: str, payload: dict[str, Any]) -> str:
         return ""
     from memrepo.context.compiler import CompileRequest, compile_context
     from memrepo.context.watchers.gate import Gate
-    from memrepo.index.query import terms
+    from memrepo.index.query import shared_words, terms
 
     watch = repo.config["watchers"]
     # the topic gate offline (its cached answers, else the tier-2 thresholds): no model
@@ -309,7 +309,7 @@ def recall(root: Path, harness: str, payload: dict[str, Any]) -> str:
             continue
         if own and _is_own(s.path, own):
             continue
-        if s.slot == 3 and _shared(words, s.text) < need:
+        if s.slot == 3 and shared_words(words, s.text) < need:
             continue
         fresh.append(s)
     for i, s in enumerate(fresh):  # a continuation marker needs its file's first passage
@@ -371,23 +371,6 @@ def _take(sections: list[Any], limit: int) -> list[Any]:
     return out
 
 
-def _shared(words: Sequence[str], text: str) -> int:
-    """How many of ``words`` occur in ``text``; a word of five letters or more by a stem
-    (its first ``len - 3``, at least four), so that "failed" finds "failure" and
-    "deploys" "deploy", as the index's stemmer would."""
-    from memrepo.index import cjk
-
-    have = set(re.findall(r"\w+", text.lower()))
-    n = 0
-    for w in words:
-        if not w.isascii() and cjk.has_run(w):  # an unsegmented word sits inside a run
-            n += all(r in text for r in cjk.runs(w))
-        elif len(w) < 5:
-            n += w in have
-        else:
-            stem = w[: max(4, len(w) - 3)]
-            n += any(h.startswith(stem) for h in have)
-    return n
 
 
 def _remember_shown(root: Path, harness: str, payload: dict[str, Any], sections: list[Any]

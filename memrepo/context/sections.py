@@ -30,7 +30,8 @@ class Section:
     """One labelled piece of the prompt: where it comes from and why it is there."""
 
     slot: int
-    kind: str  # identity | memory | journal | projects | topic | subscription | knowledge | linked | history
+    #: identity | memory | journal | projects | topic | subscription | knowledge | linked | history
+    kind: str
     path: str
     start_line: int
     end_line: int

@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 
 from memrepo.context.tokens import estimate_tokens
 from memrepo.index import cjk
+from memrepo.index.query import shared_words
 from memrepo.transcript import messages as m
 
 log = logging.getLogger(__name__)
@@ -378,22 +379,6 @@ def _norm(line: str) -> str:
     return _BULLET.sub("", " ".join(line.split())).lower()
 
 
-def _shared(words: list[str], text: str) -> int:
-    """How many of the query's search ``words`` occur in ``text`` (a word of five letters
-    or more by its stem, as the index's stemmer would find it; a word of a script written
-    without spaces anywhere in the text, where it has no word boundary)."""
-    low = text.lower()
-    have = set(_WORD.findall(low))
-    n = 0
-    for w in words:
-        if not w.isascii():
-            n += w in low
-        elif len(w) < 5:
-            n += w in have
-        else:
-            stem = w[: max(4, len(w) - 3)]
-            n += any(h.startswith(stem) for h in have)
-    return n
 
 
 def repo_recall(root: Path, query: str, seen: list[str]) -> RepoRecall:
@@ -422,7 +407,7 @@ def repo_recall(root: Path, query: str, seen: list[str]) -> RepoRecall:
             lines = read_span(root, p.path, p.start_line, p.end_line)
             body = [(p.start_line + i, x) for i, x in enumerate(lines) if x.strip()]
             text = "\n".join(x for _, x in body)
-            if not body or _shared(words, text) < need:
+            if not body or shared_words(words, text) < need:
                 continue
             long = [x for _, x in body if len(x.strip()) > 20]
             if long and sum(_norm(x) in held for x in long) * 2 >= len(long):
@@ -432,7 +417,7 @@ def repo_recall(root: Path, query: str, seen: list[str]) -> RepoRecall:
                     s = x.strip()
                     if s.startswith("#") or SUPERSEDED_LINE.match(x) or _norm(x) in held:
                         continue
-                    k = _shared(words, s)
+                    k = shared_words(words, s)
                     if k:
                         s = _BULLET.sub("", s)
                         facts.append((-k, rank_, f"- {s} ({p.path}:{n})"))

@@ -12,12 +12,8 @@ Events written before anchors (no text) keep their number too.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import os
 from pathlib import Path
-
-from memrepo import git
-from memrepo.errors import GitError
 
 #: How much of a line an event keeps: enough to tell entries apart, little to duplicate.
 TEXT_CHARS = 200
@@ -97,6 +93,8 @@ def _struck(line: str) -> bool:
 
 def _most_alike(lines: list[str], text: str, line: int) -> int | None:
     """The line most like ``text`` (ties: the nearest to ``line``), if alike enough."""
+    import difflib  # only when an anchored line moved: the commit hook rarely pays it
+
     matcher = difflib.SequenceMatcher(autojunk=False)
     matcher.set_seq2(text)
     best: tuple[float, int, int] | None = None
@@ -115,6 +113,9 @@ def _most_alike(lines: list[str], text: str, line: int) -> int | None:
 def _renames(root: Path, since: str | None) -> dict[str, str]:
     """old path -> new path for every rename git detects since ``since``, oldest first (so
     a file renamed twice chains a -> b -> c)."""
+    from memrepo import git  # only when a signalled file is gone: search never pays it
+    from memrepo.errors import GitError
+
     args = ["log", "--reverse", "-M", "--diff-filter=R", "--name-status", "--format=", "-z"]
     if since:
         args.append(f"--since={since}")

@@ -73,8 +73,11 @@ class Scanner:
     def _signal_map(self) -> dict[str, list[tuple[int, float, str | None]]]:
         if self._signals is None:
             self._signals = {}
+            s = self.settings
             for (path, line), a in sig.aggregate(self.root).items():
-                self._signals.setdefault(path, []).append((line, a.score, a.reinforced))
+                score = sig.weighted(a.reinforces, a.demotes, s.reinforce_weight,
+                                     s.demote_weight)
+                self._signals.setdefault(path, []).append((line, score, a.reinforced))
         return self._signals
 
     def search(

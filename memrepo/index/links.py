@@ -14,6 +14,7 @@ search or included by the same compile. It is read from this clone's hit log
 
 from __future__ import annotations
 
+import functools
 import json
 import posixpath
 import re
@@ -25,12 +26,20 @@ from typing import Any
 
 from memrepo.layout import HITS_DIR, HITS_PREFIX
 
-#: ``[[target]]``, ``[[target|label]]``, ``[[target#heading]]``; no newline or bracket
-#: inside, and bounded, so a hostile line cannot make the pattern backtrack.
-_WIKI = re.compile(r"\[\[([^\[\]|#\n]{1,200})(?:#[^\[\]|\n]{0,200})?(?:\|[^\[\]\n]{0,200})?\]\]")
-#: ``[label](relative/path.md)`` or ``(path.md#anchor)``; not images (``![...]``).
-_MD = re.compile(r"(?<!!)\[[^\[\]\n]{0,300}\]\(\s*<?([^()\s<>]{1,300}?\.md)(?:#[^()\s]*)?>?\s*\)")
-_FENCE = re.compile(r"^\s*(```|~~~)")
+
+@functools.cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """(wikilink, markdown link, code fence), compiled on first use: ~2 ms the commit hook
+    need not pay when no staged file has a ``[``.
+
+    ``[[target]]``, ``[[target|label]]``, ``[[target#heading]]``: no newline or bracket
+    inside, and bounded, so a hostile line cannot make the pattern backtrack;
+    ``[label](relative/path.md)`` or ``(path.md#anchor)``, not images (``![...]``)."""
+    wiki = re.compile(
+        r"\[\[([^\[\]|#\n]{1,200})(?:#[^\[\]|\n]{0,200})?(?:\|[^\[\]\n]{0,200})?\]\]")
+    md = re.compile(
+        r"(?<!!)\[[^\[\]\n]{0,300}\]\(\s*<?([^()\s<>]{1,300}?\.md)(?:#[^()\s]*)?>?\s*\)")
+    return wiki, md, re.compile(r"^\s*(```|~~~)")
 
 
 @dataclass(frozen=True)
@@ -44,19 +53,22 @@ class Link:
 def extract(path: str, text: str) -> list[Link]:
     """The links written in ``text`` (the file ``path``), outside fenced code."""
     out: list[Link] = []
+    if "[" not in text:
+        return out
+    wiki, md, fence = _patterns()
     fenced = False
     here = posixpath.dirname(path)
     for n, line in enumerate(text.splitlines(), 1):
-        if _FENCE.match(line):
+        if fence.match(line):
             fenced = not fenced
             continue
         if fenced or "[" not in line:
             continue
-        for m in _WIKI.finditer(line):
+        for m in wiki.finditer(line):
             name = m.group(1).strip().removesuffix(".md")
             if name:
                 out.append(Link(path, n, "wiki", name))
-        for m in _MD.finditer(line):
+        for m in md.finditer(line):
             target = m.group(1)
             if "://" in target or target.startswith(("/", "mailto:")):
                 continue

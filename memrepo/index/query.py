@@ -225,3 +225,26 @@ def terms(query: str) -> list[str]:
 def fts_match(words: list[str]) -> str:
     """An FTS5 MATCH expression: each word quoted, OR-joined ('' when nothing is left)."""
     return " OR ".join('"' + w.replace('"', "") + '"' for w in words)
+
+
+_WORD_RUN = re.compile(r"\w+")
+
+
+def shared_words(words: list[str] | tuple[str, ...], text: str) -> int:
+    """How many of a query's search ``words`` occur in ``text``: a word of five letters or
+    more by its stem (its first ``len - 3``, at least four), as the index's stemmer would
+    find it ("failed" finds "failure"); a word of a script written without spaces anywhere
+    in the text, where it has no word boundary. What recall and the trim's repo search ask
+    of a passage before they show it."""
+    low = text.lower()
+    have = set(_WORD_RUN.findall(low))
+    n = 0
+    for w in words:
+        if not w.isascii():
+            n += w in low
+        elif len(w) < 5:
+            n += w in have
+        else:
+            stem = w[: max(4, len(w) - 3)]
+            n += any(h.startswith(stem) for h in have)
+    return n

@@ -82,6 +82,9 @@ class Settings:
     rollup: tuple[float, ...] = (1.0,)
     recency_per_day: float = 0.01
     reinforce_factor: float = 0.2
+    #: seed 001: +3 per reinforce, -1 per demote (search.reinforce_weight / demote_weight)
+    reinforce_weight: float = 3.0
+    demote_weight: float = 1.0
     superseded_factor: float = 0.5
     archived_factor: float = 0.5
     #: 10, not 3: a session holding 4+ evidence turns could not show them all (LoCoMo dev
@@ -248,6 +251,8 @@ def settings_from_config(search_cfg: dict) -> Settings:
         per_file=int(search_cfg.get("per_file", d.per_file)),
         date_boost=float(search_cfg.get("date_boost", d.date_boost)),
         expansion_weight=float(search_cfg.get("expansion_weight", d.expansion_weight)),
+        reinforce_weight=float(search_cfg.get("reinforce_weight", d.reinforce_weight)),
+        demote_weight=float(search_cfg.get("demote_weight", d.demote_weight)),
     )
 
 

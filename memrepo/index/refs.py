@@ -157,6 +157,19 @@ def resolve_file(root: Path, given: str) -> str:
     return r.path
 
 
+def _weights(root: Path) -> tuple[float, float]:
+    """(reinforce, demote) weights of the repo's config (the defaults when it is broken:
+    the event is already written, and the score shown is only a report)."""
+    from memrepo.config import load_config
+    from memrepo.errors import ConfigError
+
+    try:
+        cfg = load_config(root)["search"]
+    except (ConfigError, OSError):
+        return signals.WEIGHTS["reinforce"], -signals.WEIGHTS["demote"]
+    return float(cfg["reinforce_weight"]), float(cfg["demote_weight"])
+
+
 def record(root: Path, ref: str, event: str) -> Recorded:
     """Check ``ref``, append the ``event`` (reinforce, demote) for it to raw/signals/, and
     fold it into the index at once, so the next search ranks with it."""
@@ -177,9 +190,10 @@ def record(root: Path, ref: str, event: str) -> Recorded:
                 signals.apply(con, [ev])
                 con.execute("COMMIT")
                 row = con.execute(
-                    "SELECT score FROM signals WHERE path = ? AND line = ?", (r.path, r.line or 0)
+                    "SELECT reinforces, demotes FROM signals WHERE path = ? AND line = ?",
+                    (r.path, r.line or 0),
                 ).fetchone()
-                score = row[0] if row else None
+                score = signals.weighted(*row, *_weights(root)) if row else None
             except sqlite3.DatabaseError:
                 score = None
     finally:

@@ -257,7 +257,9 @@ def after_commit(root: Path, state: Path | None = None) -> str:
             pass
         _private_dir(sdir)
         (sdir / CATCHUP_PENDING).touch()
-        fd = _try_lock(sdir / CATCHUP_LOCK)
+        from memrepo.locks import try_lock
+
+        fd = try_lock(sdir / CATCHUP_LOCK, 0o600)
         if fd is None:
             return "running"  # it sees the pending mark and takes one more round
         try:
@@ -267,19 +269,6 @@ def after_commit(root: Path, state: Path | None = None) -> str:
         return "spawned"
     except Exception as exc:  # never fail a commit
         return f"failed: {type(exc).__name__}: {exc}"
-
-
-def _try_lock(path: Path) -> int | None:
-    """An fd holding the flock on ``path``, or None when another process holds it."""
-    import fcntl
-
-    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
 
 
 def _locked(path: Path) -> bool:

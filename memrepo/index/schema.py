@@ -70,6 +70,8 @@ CREATE TABLE signals (
     reinforced TEXT,             -- ISO date of the last reinforce (resets recency)
     hits INTEGER NOT NULL,
     last_hit TEXT,
+    reinforces INTEGER NOT NULL DEFAULT 0, -- counts: search weighs them (search.*_weight)
+    demotes INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (path, line)
 );
 """

@@ -273,10 +273,12 @@ class Searcher:
         for i in range(0, len(paths), 500):
             part = paths[i : i + 500]
             sql = (
-                "SELECT path, line, score, reinforced FROM signals "
+                "SELECT path, line, reinforces, demotes, reinforced FROM signals "
                 f"WHERE path IN ({_in(len(part))}) AND (score != 0 OR reinforced IS NOT NULL)"
             )
-            for p, line, score, when in self.con.execute(sql, part):
+            s = self.settings
+            for p, line, up, down, when in self.con.execute(sql, part):
+                score = signals.weighted(up, down, s.reinforce_weight, s.demote_weight)
                 out.setdefault(p, []).append((line, score, when))
         return out
 

@@ -27,7 +27,9 @@ from memrepo.index.anchors import TEXT_CHARS, Relocator
 from memrepo.index.paths import is_utf8, printable
 from memrepo.layout import HITS_DIR, HITS_PREFIX, SIGNALS_DIR
 
+#: Seed 001's weights, the defaults of ``search.reinforce_weight`` / ``demote_weight``.
 WEIGHTS = {"reinforce": 3.0, "demote": -1.0, "hit": 0.0}
+_COLUMNS = "path, line, score, reinforced, hits, last_hit, reinforces, demotes"
 #: The largest line (or chunk) number SQLite's INTEGER holds: beyond it, inserting the
 #: aggregate raises OverflowError, so such numbers never reach a file or the table.
 MAX_NUMBER = 2**63 - 1
@@ -120,13 +122,17 @@ Key = tuple[str, int]
 
 @dataclass
 class Aggregate:
-    score: float = 0.0
+    score: float = 0.0  # with the default WEIGHTS (prune's "cold"); ranking uses the counts
     reinforced: str | None = None
     hits: int = 0
     last_hit: str | None = None
+    reinforces: int = 0
+    demotes: int = 0
 
     def add(self, event: str, date: str) -> None:
         self.score += WEIGHTS.get(event, 0.0)
+        self.reinforces += event == "reinforce"
+        self.demotes += event == "demote"
         if event == "reinforce" and (self.reinforced is None or date > self.reinforced):
             self.reinforced = date
         if event == "hit":
@@ -227,8 +233,9 @@ def store(con: sqlite3.Connection, agg: dict[Key, Aggregate]) -> None:
     """Replace the index's signals table (inside the caller's transaction)."""
     con.execute("DELETE FROM signals")
     con.executemany(
-        "INSERT INTO signals(path, line, score, reinforced, hits, last_hit) VALUES (?,?,?,?,?,?)",
-        [(p, ln, a.score, a.reinforced, a.hits, a.last_hit) for (p, ln), a in agg.items()],
+        f"INSERT INTO signals({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)",
+        [(p, ln, a.score, a.reinforced, a.hits, a.last_hit, a.reinforces, a.demotes)
+         for (p, ln), a in agg.items()],
     )
 
 
@@ -238,12 +245,20 @@ def apply(con: sqlite3.Connection, events: list[dict]) -> None:
     for ev in events:
         key = (ev["path"], int(ev.get("line") or 0))
         row = con.execute(
-            "SELECT score, reinforced, hits, last_hit FROM signals WHERE path=? AND line=?", key
+            "SELECT score, reinforced, hits, last_hit, reinforces, demotes FROM signals "
+            "WHERE path=? AND line=?", key
         ).fetchone()
         agg = Aggregate(*row) if row else Aggregate()
         agg.add(ev["event"], today)
         con.execute(
-            "INSERT OR REPLACE INTO signals(path, line, score, reinforced, hits, last_hit) "
-            "VALUES (?,?,?,?,?,?)",
-            (*key, agg.score, agg.reinforced, agg.hits, agg.last_hit),
+            f"INSERT OR REPLACE INTO signals({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)",
+            (*key, agg.score, agg.reinforced, agg.hits, agg.last_hit, agg.reinforces,
+             agg.demotes),
         )
+
+
+def weighted(reinforces: int, demotes: int, reinforce_weight: float,
+             demote_weight: float) -> float:
+    """A place's signal score with the configured weights (``search.reinforce_weight``,
+    ``search.demote_weight``): applied when ranking, so changing them needs no re-fold."""
+    return reinforces * reinforce_weight - demotes * demote_weight

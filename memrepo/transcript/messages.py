@@ -175,6 +175,8 @@ def _json_lines(raw: str, name: str, first: json.JSONDecodeError) -> list[Any]:
             continue
         try:
             out.append(json.loads(line))
+        except RecursionError:
+            raise MemrepoError("nested deeper than JSON's parser goes", name, n) from None
         except ValueError as exc:
             if not out:  # not JSONL at all: the JSON document's own error is the useful one
                 raise MemrepoError(f"invalid JSON: {first.msg}", name, first.lineno) from None
@@ -193,6 +195,8 @@ def parse_messages(raw: str, name: str) -> tuple[list[dict[str, Any]], dict[str,
     lines: list[int] | None = None
     try:
         data: Any = json.loads(raw)
+    except RecursionError:
+        raise MemrepoError("nested deeper than JSON's parser goes", name, 1) from None
     except json.JSONDecodeError as exc:
         data = _json_lines(raw, name, exc)
         lines = [n for n, line in enumerate(raw.splitlines(), 1) if line.strip()]

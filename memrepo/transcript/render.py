@@ -61,6 +61,9 @@ def resolve_timezone(name: str | None = None) -> tuple[dt.tzinfo, str]:
         return dt.timezone.utc, "UTC"
     m = re.fullmatch(r"([+-])(\d{2}):?(\d{2})", name)
     if m:
+        if int(m[2]) > 23 or int(m[3]) > 59:
+            raise MemrepoError(f"time zone {name!r} is not a UTC offset between -23:59 and "
+                               "+23:59 (or an IANA name such as Europe/Paris)")
         delta = dt.timedelta(hours=int(m[2]), minutes=int(m[3]))
         delta = -delta if m[1] == "-" else delta
         return dt.timezone(delta), offset_label(delta)
