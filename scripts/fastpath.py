@@ -121,9 +121,15 @@ def run(argv: Sequence[str]) -> int | None:
         from memrepo.repo import discover
         from memrepo.transcript import capture
 
-        text = call["text"] if call["text"] is not None else sys.stdin.read()
+        if call["text"] is not None:
+            text, source = str(call["text"]), "TEXT"
+        else:  # bytes decoded strictly: what is not UTF-8 is an error naming stdin
+            stream = getattr(sys.stdin, "buffer", None)
+            data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
+            text, source = capture.text_from_bytes(data, "stdin"), "stdin"
         count = capture.append(discover(call["repo"]).root, str(call["session"]),
-                               str(call["role"]), str(text), memory=bool(call["memory"]))
+                               str(call["role"]), text, memory=bool(call["memory"]),
+                               source=source)
     except MemrepoError as exc:
         print(f"memory: {exc}", file=sys.stderr)
         return 1

@@ -175,3 +175,110 @@ def test_files_in_new_directories_are_found(crepo: Path) -> None:
     (crepo / "scratch" / "tmp" / "x.md").write_text("scratch\n")
     take, skipped = batch.candidates(crepo)
     assert take == ["knowledge/projects/garden/context.md"] and skipped == []
+
+
+# --- issue #14: memrepo's commits side by side ------------------------------------------
+
+
+def test_a_batch_whose_changes_another_commit_took_first_is_nothing_to_commit(
+    crepo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HEAD moves (a commit not made by memrepo) with the same content: the batch is
+    built again on it, finds HEAD's tree, and says "nothing to commit", exit 0."""
+    from memrepo.commit import inline
+
+    edit_knowledge(crepo)
+    real = inline.commit_tree
+    calls = []
+
+    def someone_commits_first(root: Path, message: str, prepared) -> None:
+        if not calls:
+            run_git(crepo, "add", "-A", "--", "knowledge")
+            run_git(crepo, "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", "by hand")
+        calls.append(prepared.parent)
+        real(root, message, prepared)
+
+    monkeypatch.setattr(inline, "commit_tree", someone_commits_first)
+    head = run_git(crepo, "rev-parse", "HEAD").stdout
+    proc = invoke_memory(crepo, "commit")
+    assert proc.returncode == 0 and "nothing to commit" in proc.stdout, proc.stderr
+    assert len(calls) == 2 and calls[0] == head.strip() != calls[1]
+    assert run_git(crepo, "log", "-1", "--format=%s").stdout.strip() == "by hand"
+    assert run_git(crepo, "status", "--porcelain", "--", "knowledge").stdout == ""
+
+
+def test_a_transcript_whose_end_is_closing_it_is_left_to_that_end(crepo: Path) -> None:
+    capture.start(crepo, session_id="ses_cl", topic="closing race")
+    capture.append(crepo, "ses_cl", "user", "hello")
+    ended = capture.end(crepo, "ses_cl", commit=False)
+    state = crepo / batch.SESSIONS_DIR / "ses_cl.json"
+    state.write_text(json.dumps({"session_id": "ses_cl", "path": ended.path, "timezone": "UTC",
+                                 "phase": "closing", "closing_path": ended.path}))
+    take, skipped = batch.candidates(crepo)
+    assert ended.path not in take
+    assert skipped == [f"{ended.path} (closing: its 'capture end' commits it)"]
+    state.write_text(state.read_text().replace('"closing"', '"open"', 1))
+    assert batch.candidates(crepo)[0] == [ended.path]
+
+
+def test_memrepo_commits_wait_for_the_commit_lock(
+    crepo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One memrepo commit at a time per work tree: a commit waits for the lock, and says
+    which file when it waited too long."""
+    from memrepo.commit import write as cw
+    from memrepo.errors import MemrepoError
+    from memrepo.locks import file_lock
+
+    lock = crepo / ".git" / cw.COMMIT_LOCK
+    edit_knowledge(crepo)
+    monkeypatch.setattr(cw, "COMMIT_LOCK_WAIT", 0.1)
+    with file_lock(lock), pytest.raises(MemrepoError, match=r"memrepo-commit\.lock"), \
+            cw.commit_lock(crepo):
+        pass
+    with file_lock(lock):
+        proc = invoke_memory(crepo, "commit")
+    assert proc.returncode == 1 and "memrepo-commit.lock" in proc.stderr
+    monkeypatch.setattr(cw, "COMMIT_LOCK_WAIT", 10.0)
+    released = threading.Event()
+
+    def hold() -> None:
+        with file_lock(lock):
+            released.wait(5)
+            time.sleep(0.2)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    time.sleep(0.05)
+    released.set()
+    t0 = time.monotonic()
+    assert batch.run(crepo, use_llm=False, push=False).committed  # waited, then committed
+    t.join()
+    assert time.monotonic() - t0 >= 0.15
+
+
+def test_commits_side_by_side_keep_the_index_equal_to_head(crepo: Path) -> None:
+    """Threads committing different files at once (each its own lock file handle, as
+    processes would be): every commit lands and the index loses no entry."""
+    from memrepo.commit.write import commit_paths
+
+    names = [f"knowledge/reference/side-{i}.md" for i in range(4)]
+    for n in names:
+        write(crepo, n, f"---\ntype: reference\n---\n# {n}\n")
+    errors: list[BaseException] = []
+
+    def one(rel: str) -> None:
+        try:
+            commit_paths(crepo, [rel], f"memory: add {rel}\n")
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in names]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert run_git(crepo, "diff", "--cached", "--name-only").stdout == ""
+    tracked = run_git(crepo, "ls-files", "knowledge/reference").stdout.split()
+    assert set(names) <= set(tracked)

@@ -295,3 +295,61 @@ def test_prefetch_lets_one_call_per_transcript_write_the_prompt_cache_first(lrep
         mine = sorted((s, e) for t, s, e in spans if t == p)
         lead_end = mine[0][1]
         assert all(start >= lead_end for start, _ in mine[1:]), p
+
+
+# --- issue #14: a workspace never writes over a note remembered meanwhile ---------------
+
+
+def test_workspace_write_keeps_a_note_remembered_after_it_read_the_journal(crepo: Path):
+    import datetime as dt
+
+    from memrepo.layout import journal_path
+    from memrepo.lifecycle import journal
+    from memrepo.lifecycle.extract.apply import Workspace
+    from memrepo.lifecycle.extract.extractors import Item
+
+    now = dt.datetime.now().astimezone()
+    rel = journal_path(now.date())
+    journal.remember(crepo, "first note, before the workspace read")
+    ws = Workspace(crepo)
+    ws.lines(rel)
+    journal.remember(crepo, "a note remembered while the flush ran", tags=["race"])  # exit 0
+    ws.apply([Item("t", "the flush's own bullet", rel, "Notes", "s1", now.date().isoformat())])
+    assert ws.write() == [rel]
+    text = read(crepo, rel)
+    for said in ("first note, before the workspace read",
+                 "a note remembered while the flush ran", "the flush's own bullet"):
+        assert text.count(said) == 1, text
+    doc = parse_document(text, rel)
+    assert "race" in doc.meta["tags"]
+
+
+def test_workspace_write_merges_into_a_journal_started_meanwhile(crepo: Path):
+    import datetime as dt
+
+    from memrepo.layout import journal_path
+    from memrepo.lifecycle import journal
+    from memrepo.lifecycle.extract.apply import Workspace
+    from memrepo.lifecycle.extract.extractors import Item
+
+    day = dt.date.today()
+    rel = journal_path(day)
+    ws = Workspace(crepo)
+    ws.lines(rel, {"type": "journal"}, day.isoformat())  # missing: started from the template
+    journal.remember(crepo, "the day's first note, written by another process")
+    ws.apply([Item("t", "extracted later", rel, "Notes", "s1", day.isoformat())])
+    ws.write()
+    text = read(crepo, rel)
+    assert text.count("the day's first note, written by another process") == 1
+    assert text.count("extracted later") == 1
+    assert text.count(f"## {day.isoformat()}") <= 1
+
+
+def test_merge_written_inserts_disk_lines_where_they_sat():
+    from memrepo.lifecycle.extract.apply import merge_written
+
+    base = "# T\n\n## A\n- a1\n\n## B\n- b1\n"
+    disk = "# T\n\n## A\n- a1\n- a2 (disk)\n\n## B\n- b1\n- b2 (disk)\n"
+    new = "# T\n\n## A\n- a1\n- a3 (ours)\n\n## B\n- b1\n"
+    out = merge_written(base, disk, new, "x.md")
+    assert out == "# T\n\n## A\n- a1\n- a2 (disk)\n- a3 (ours)\n\n## B\n- b1\n- b2 (disk)\n"

@@ -98,3 +98,19 @@ def test_python_dash_m_memrepo_is_the_memory_command(crepo: Path) -> None:
     hooked = subprocess.run([sys.executable, "-m", "memrepo", "hook", "post-commit"], cwd=crepo,
                             capture_output=True, text=True)
     assert hooked.returncode == 0, hooked.stderr
+
+
+def test_stdin_that_is_not_utf8_is_refused_naming_stdin(
+    crepo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    s = capture.start(crepo, session_id="ses_bytes", topic="bytes")
+    before = (crepo / s.path).read_bytes()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"caf\xe9 au lait\n")))
+    argv = ["capture", "append", "--repo", str(crepo), "--session", "ses_bytes", "--role", "user"]
+    assert fastpath.run(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("memory: stdin is not UTF-8 text (byte 0xe9 at offset 3)"), err
+    assert (crepo / s.path).read_bytes() == before
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO("café\n".encode())))
+    assert fastpath.run(argv) == 0
+    assert "café" in (crepo / s.path).read_text(encoding="utf-8")

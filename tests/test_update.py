@@ -197,3 +197,32 @@ def test_cli(mem: Path) -> None:
     assert lines(mem, rel)[13].endswith(": Alice is on call in May")
     r = run_memory(mem, "update", f"{rel}:2", "x")
     assert r.returncode == 1 and "is not an entry" in r.stderr and r.stdout == ""
+
+
+def test_a_journal_note_is_written_committed_and_undone_under_the_journal_lock(
+    mem: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #14: ``before``, the write and the undo of a refused commit all hold the
+    journal lock, so a note another writer adds in between is never undone with ours."""
+    from memrepo.commit import write
+    from memrepo.lifecycle import journal
+    from memrepo.locks import LockBusy, file_lock
+
+    now = dt.datetime(2026, 7, 1, 9, 0).astimezone()
+    rel = "knowledge/journal/2026-07-01.md"
+    update.remember(mem, "kept note", now=now)
+    held = []
+
+    def refuse(root: Path, paths: list[str], message: str) -> str:
+        with pytest.raises(LockBusy), file_lock(mem / journal.LOCK_FILE):
+            pass
+        held.append(paths)
+        raise MemrepoError("the pre-commit checks refused the commit")
+
+    monkeypatch.setattr(write, "commit_paths", refuse)
+    with pytest.raises(MemrepoError, match="refused"):
+        update.remember(mem, "refused note", now=now)
+    assert held == [[rel]]
+    text = (mem / rel).read_text(encoding="utf-8")
+    assert "kept note" in text and "refused note" not in text
+    assert run_git(mem, "status", "--porcelain").stdout == ""

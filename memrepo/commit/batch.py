@@ -11,6 +11,7 @@ writes it from the (redacted) diff; any LLM failure falls back and says so on st
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -23,8 +24,15 @@ from typing import Any
 
 from memrepo import documents
 from memrepo.commit import trees
+from memrepo.commit.inline import NothingToCommit
 from memrepo.commit.sync import sync
-from memrepo.commit.write import commit_prepared, commit_staged, prepare_trees, route
+from memrepo.commit.write import (
+    commit_lock,
+    commit_prepared,
+    commit_staged,
+    prepare_trees,
+    route,
+)
 from memrepo.config import load_config
 from memrepo.errors import GitError, MemrepoError
 from memrepo.git import (
@@ -38,9 +46,13 @@ from memrepo.git import (
     retry_locked,
     staged_blobs,
 )
+from memrepo.layout import STATE_DIR
 from memrepo.llm import LLM, Usage
 from memrepo.secrets import redact
 
+#: Where ``capture`` keeps a session's state (:mod:`memrepo.transcript.capture`, which
+#: this module must not import: it commits through :mod:`memrepo.commit.write`).
+SESSIONS_DIR = f"{STATE_DIR}/sessions"
 #: Trees whose changes a batch commit takes.
 SCOPE = ("knowledge/", "topics/", "archive/", "raw/")
 TYPES = ("conversation", "memory", "identity", "maintenance", "explore", "extract")
@@ -96,13 +108,16 @@ def candidates(root: Path) -> tuple[list[str], list[str]]:
         entries += [("??", p) for p in listed.split("\0") if p]
     take: list[str] = []
     skipped: list[str] = []
+    closing: set[str] | None = None
     for xy, path in entries:
         if path.endswith("/"):
             continue
         if not path.startswith(SCOPE) or Path(path).name.endswith(".tmp"):
             continue
         if path.startswith("raw/conversations/") and path.endswith(".md"):
-            why = _transcript_excluded(root, path, xy)
+            closing = _closing_transcripts(root) if closing is None else closing
+            why = "closing: its 'capture end' commits it" if path in closing else None
+            why = why or _transcript_excluded(root, path, xy)
             if why:
                 skipped.append(f"{path} ({why})")
                 continue
@@ -117,6 +132,23 @@ def _addable(root: Path, paths: Sequence[str]) -> list[str]:
         return list(paths)
     known = set(git(["ls-files", "-z", "--", *gone], root).split("\0"))
     return [p for p in paths if p not in gone or p in known]
+
+
+def _closing_transcripts(root: Path) -> set[str]:
+    """Transcripts a running (or killed) ``capture end`` is closing: its session's state
+    file, ``.memrepo/sessions/<id>.json``, says ``"phase": "closing"``. That ``end``
+    commits them (a restarted one finishes the job); a batch commit that took one first
+    raced it (issue #14)."""
+    out: set[str] = set()
+    for f in (root / SESSIONS_DIR).glob("*.json"):
+        try:
+            state = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(state, dict) and state.get("phase") == "closing":
+            out |= {p for p in (state.get("closing_path"), state.get("path"))
+                    if isinstance(p, str)}
+    return out
 
 
 def _transcript_excluded(root: Path, path: str, xy: str) -> str | None:
@@ -462,7 +494,20 @@ def run(
     client: Any = None,
     push: bool | None = None,
 ) -> Result:
-    """Stage the batch, write the message, commit (or show it with ``dry_run``)."""
+    """Stage the batch, write the message, commit (or show it with ``dry_run``).
+
+    Under memrepo's commit lock from choosing the files to the commit, so two runs (or a
+    run and ``capture end``) never stage over each other; a tree that another writer
+    committed first is "nothing to commit", exit 0, safe from cron (issue #14)."""
+    if dry_run:
+        return _run(root, True, use_llm, client, push)
+    with commit_lock(root):
+        return _run(root, False, use_llm, client, push)
+
+
+def _run(
+    root: Path, dry_run: bool, use_llm: bool | None, client: Any, push: bool | None
+) -> Result:
     take, skipped = candidates(root)
     take = _with_attachments(root, take)
     if not take:
@@ -495,11 +540,14 @@ def run(
     ctype = pick_type(changes, current_branch(root))
     message, by_llm, llm_error, usage = _message(root, changes, ctype, use_llm, client, None,
                                                  against)
-    if prepared is not None:
-        commit_prepared(root, take, message, prepared)
-    else:
-        paths = list(dict.fromkeys([*take, *(c.old_path for c in changes if c.old_path)]))
-        commit_staged(root, paths, message, rows, how)
+    try:
+        if prepared is not None:
+            commit_prepared(root, take, message, prepared)
+        else:
+            paths = list(dict.fromkeys([*take, *(c.old_path for c in changes if c.old_path)]))
+            commit_staged(root, paths, message, rows, how)
+    except NothingToCommit:  # a commit beside this one (not memrepo's) took the same
+        return Result(False, None, None, "nothing to commit", [], skipped)
     result = Result(True, head(root), ctype, message, [c.path for c in changes], skipped,
                     by_llm, llm_error, llm_usage=usage)
     result.pushed = _maybe_push(root, push)

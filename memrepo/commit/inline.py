@@ -31,6 +31,11 @@ class HeadMoved(MemrepoError):
     """Another commit landed between reading HEAD and updating it: build on the new one."""
 
 
+class NothingToCommit(MemrepoError):
+    """The tree to commit is HEAD's: someone committed the same content first (a commit
+    built again on a moved HEAD finds it there), or nothing was staged."""
+
+
 def commit(
     root: Path, message: str, rows: list[git.StagedRow] | None = None, *, git_writes: bool = False
 ) -> None:
@@ -77,7 +82,7 @@ def _write_commit(
     if parent and parent_tree is None:
         parent_tree = git.git(["rev-parse", f"{parent}^{{tree}}"], root).strip()
     if parent and parent_tree == tree:
-        raise MemrepoError("nothing to commit: the index is the same as HEAD")
+        raise NothingToCommit("nothing to commit: the index is the same as HEAD")
     text = git.git(["stripspace"], root, input=message)
     sha = git.git(["commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-"], root,
                   input=text).strip()

@@ -7,17 +7,35 @@ and :mod:`memrepo.commit.inline` validates, sets the index, writes the commit an
 post-commit work; when another commit lands first (``HeadMoved``) that line runs again on
 the new HEAD. Whatever the trees leave to ``git add`` (and the other routes) stages with
 ``git add`` and commits the index.
+
+Every commit here runs under :func:`commit_lock`, one at a time per work tree: each
+step is atomic for git, but the line is not (prepare, set the index, update HEAD), and
+``git commit`` writes back the index it read before taking ``index.lock``. Two memrepo
+writers side by side then lost index entries (a transcript in HEAD and on disk but not
+in the index: the next commit was refused as deleting it) or raced on HEAD (issue #14).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
 from memrepo.commit import inline, trees
-from memrepo.git import StagedRow, git, git_dir, head, retry_locked, staged_blobs
+from memrepo.errors import MemrepoError
+from memrepo.git import (
+    StagedRow,
+    git,
+    git_dir,
+    git_file_dir,
+    head,
+    retry_locked,
+    staged_blobs,
+)
 from memrepo.hooks.install import only_memrepo_hooks
+from memrepo.locks import LockBusy, file_lock
 
 #: "plumbing": every installed hook is memrepo's, run here, and memrepo writes the commit
 #: itself (the touched paths' trees, commit-tree, update-ref).
@@ -27,6 +45,39 @@ from memrepo.hooks.install import only_memrepo_hooks
 Route = Literal["plumbing", "git-no-hooks", "git"]
 #: Commits built again on a HEAD that moved before the tree route gives way to ``git add``.
 HEAD_MOVED_ATTEMPTS = 5
+#: memrepo's commit lock, in the work tree's git directory (the index and HEAD it guards
+#: are per work tree; nothing in the work tree changes).
+COMMIT_LOCK = "memrepo-commit.lock"
+#: How long a commit waits for the ones before it: they run detached (capture end, cron's
+#: ``memory commit``, extraction), a few hundred ms each, two dozen may queue.
+COMMIT_LOCK_WAIT = 180.0
+
+_held = threading.local()
+
+
+@contextlib.contextmanager
+def commit_lock(root: Path, wait: float | None = None) -> Iterator[None]:
+    """Hold memrepo's commit lock of ``root``'s work tree (re-entrant in one thread):
+    from reading what to commit to writing the index and HEAD, no other memrepo commit
+    runs. LockBusy after ``wait`` seconds becomes a MemrepoError naming the file."""
+    wait = COMMIT_LOCK_WAIT if wait is None else wait
+    gdir = git_file_dir(root) or git_dir(root)
+    path = (gdir / COMMIT_LOCK).resolve()
+    held: set[Path] = _held.__dict__.setdefault("paths", set())
+    if path in held:
+        yield
+        return
+    try:
+        with file_lock(path, wait=wait, poll=0.01):
+            held.add(path)
+            try:
+                yield
+            finally:
+                held.discard(path)
+    except LockBusy:
+        raise MemrepoError(
+            f"{path}: another memrepo commit has held this lock for {wait:g} s; try again"
+        ) from None
 
 
 def route(root: Path) -> Route:
@@ -48,14 +99,15 @@ def _git_must_write(root: Path) -> bool:
 def commit_paths(root: Path, paths: Sequence[str], message: str) -> str | None:
     """Stage ``paths`` and commit exactly them (other staged work is left alone)."""
     paths = list(dict.fromkeys(paths))
-    how = route(root)
-    prepared = prepare_trees(root, paths, how)
-    if prepared is not None and not prepared.moving:
-        commit_prepared(root, paths, message, prepared)
-    else:
-        retry_locked(lambda: git(["add", "-A", "--", *paths], root))
-        commit_staged(root, paths, message, how=how)
-    return head(root)
+    with commit_lock(root):
+        how = route(root)
+        prepared = prepare_trees(root, paths, how)
+        if prepared is not None and not prepared.moving:
+            commit_prepared(root, paths, message, prepared)
+        else:
+            retry_locked(lambda: git(["add", "-A", "--", *paths], root))
+            commit_staged(root, paths, message, how=how)
+        return head(root)
 
 
 def prepare_trees(root: Path, paths: Sequence[str], how: Route) -> trees.Prepared | None:
@@ -69,6 +121,13 @@ def commit_prepared(
 ) -> None:
     """Commit prepared trees (the "plumbing" route); when another commit lands first,
     build on it and try again."""
+    with commit_lock(root):
+        _commit_prepared(root, paths, message, prepared)
+
+
+def _commit_prepared(
+    root: Path, paths: Sequence[str], message: str, prepared: trees.Prepared
+) -> None:
     for _attempt in range(HEAD_MOVED_ATTEMPTS):
         try:
             retry_locked(lambda p=prepared: inline.commit_tree(root, message, p))
@@ -97,6 +156,17 @@ def commit_staged(
     says is staged, when the caller has just asked (each question reads the whole index:
     25 ms at 100K files). ``how``: the route, when the caller has decided it.
     """
+    with commit_lock(root):
+        _commit_staged(root, paths, message, rows, how)
+
+
+def _commit_staged(
+    root: Path,
+    paths: Sequence[str],
+    message: str,
+    rows: list[StagedRow] | None,
+    how: Route | None,
+) -> None:
     how = route(root) if how is None else how
     rows = staged_blobs(root) if rows is None else rows
     staged = {p for _status, path, new, _sha in rows for p in (path, new) if p}

@@ -42,20 +42,27 @@ def add_bullets(root: Path, day: dt.date, bullets: Sequence[str],
 
     A journal written by hand without frontmatter gets the fields the validator needs.
     """
+    with file_lock(root / LOCK_FILE, wait=LOCK_WAIT, poll=0.002):
+        return append_bullets(root, day, bullets, tags)
+
+
+def append_bullets(root: Path, day: dt.date, bullets: Sequence[str],
+                   tags: Sequence[str] = ()) -> int:
+    """:func:`add_bullets` for a caller that holds :data:`LOCK_FILE` already (the lock is
+    not re-entrant): ``memory update``'s remember reads, writes and commits under it."""
     rel = journal_path(day)
     full = root / rel
-    with file_lock(root / LOCK_FILE, wait=LOCK_WAIT, poll=0.002):
-        doc = read_document(full, rel) if full.exists() else parse_document(journal_text(day), rel)
-        meta, body = {"type": "journal", "date": day, **doc.meta}, doc.body
-        if tags:
-            old = meta.get("tags") or []
-            old = old if isinstance(old, list) else [str(old)]
-            meta["tags"] = [*old, *(t for t in tags if t not in old)]
-        body = body.rstrip("\n") + "\n" + "".join(b + "\n" for b in bullets)
-        if not body.startswith("\n"):
-            body = "\n" + body
-        content = render_document(meta, body)
-        atomic_write(full, content)
+    doc = read_document(full, rel) if full.exists() else parse_document(journal_text(day), rel)
+    meta, body = {"type": "journal", "date": day, **doc.meta}, doc.body
+    if tags:
+        old = meta.get("tags") or []
+        old = old if isinstance(old, list) else [str(old)]
+        meta["tags"] = [*old, *(t for t in tags if t not in old)]
+    body = body.rstrip("\n") + "\n" + "".join(b + "\n" for b in bullets)
+    if not body.startswith("\n"):
+        body = "\n" + body
+    content = render_document(meta, body)
+    atomic_write(full, content)
     return content.rstrip("\n").count("\n") + 1
 
 

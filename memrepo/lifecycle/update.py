@@ -200,13 +200,15 @@ def remember(
         rel = _knowledge_target(root, file, today)
     _no_secrets(root, said)
     if rel is None or rel == today:
-        full = root / today
-        before = full.read_bytes() if full.exists() else None
-        rel, line = journal.remember(root, said, now=now)
-        after = full.read_bytes()
-        sha = _commit_or_restore(root, rel, before, after, f"memory: remember in {_label(rel)}"
-                                 f"\n\n- {said}\n")
-        return Written(rel, line, sha)
+        # before, the write, after, and the undo of a refused commit all under the lock:
+        # a note another writer adds in between is neither in ``before`` nor undone
+        with _lock(root):
+            full = root / today
+            before = full.read_bytes() if full.exists() else None
+            line = journal.append_bullets(root, now.date(), [f"- {now:%H:%M} {said}"])
+            sha = _commit_or_restore(root, today, before, full.read_bytes(),
+                                     f"memory: remember in {_label(today)}\n\n- {said}\n")
+        return Written(today, line, sha)
     with _lock(root):
         before = (root / rel).read_bytes()
         lines, body_start = _lines(before, rel)

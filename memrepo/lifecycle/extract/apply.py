@@ -8,12 +8,15 @@ model, the ``reconcile`` prompt decides for the candidates of a section that has
 never done: a superseded line is kept, struck through and marked.
 
 ``Workspace`` holds the knowledge files being edited in memory and writes each changed
-one once, atomically.
+one once, atomically, under the journal writers' lock; what another writer added to a
+file since the workspace read it (a ``memory remember`` during a flush) is merged in,
+never written over (issue #14: an acknowledged note is a note kept).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,11 +25,13 @@ from typing import Any
 from memrepo import scaffold
 from memrepo.atomic import atomic_write
 from memrepo.documents import parse_date, parse_document, render_document
+from memrepo.errors import FormatError, MemrepoError
 from memrepo.layout import MEMORY_FILE, PEOPLE_INDEX, PROJECTS_INDEX
 from memrepo.lifecycle.extract import entries as E
 from memrepo.lifecycle.extract.extractors import Item
-from memrepo.lifecycle.journal import journal_text
+from memrepo.lifecycle.journal import LOCK_FILE, LOCK_WAIT, journal_text
 from memrepo.llm import ResultCache, cache_key
+from memrepo.locks import LockBusy, file_lock
 
 ACTIONS = ("ADD", "UPDATE", "SUPERSEDE", "NONE")
 REPLACES = re.compile(
@@ -175,15 +180,24 @@ class Workspace:
     touched_dates: dict[str, str] = field(default_factory=dict)
     sessions: dict[str, list[str]] = field(default_factory=dict)
     edits: list[Edit] = field(default_factory=list)
+    #: each loaded file's text as read (or as started, when it was missing): what
+    #: :meth:`write` compares the disk with, to keep what others wrote since
+    read: dict[str, str] = field(default_factory=dict)
 
     def lines(self, path: str, create: dict[str, Any] | None = None, date: str = "") -> list[str]:
         if path not in self.files:
             full = self.root / path
             if full.exists():
-                self.files[path] = full.read_text(encoding="utf-8").split("\n")
+                self.load(path, full.read_text(encoding="utf-8"))
             else:
-                self.files[path] = new_file(self, path, create or {}, date).split("\n")
+                self.load(path, new_file(self, path, create or {}, date))
                 self.changed.add(path)
+        return self.files[path]
+
+    def load(self, path: str, text: str) -> list[str]:
+        """Hold ``text`` as ``path``'s lines, remembering it as read."""
+        self.read[path] = text
+        self.files[path] = text.split("\n")
         return self.files[path]
 
     def apply(self, items: list[Item], decider: Any = None, parallel: int = 1) -> list[Edit]:
@@ -259,15 +273,28 @@ class Workspace:
         return Edit("ADD", it.path, it.section, text, it.src)
 
     def write(self) -> list[str]:
-        """Write every changed file, atomically; the workspace is empty afterwards."""
+        """Write every changed file, atomically, under the journal writers' lock (the one
+        ``memory remember`` and MCP writes take); a file written by someone else since it
+        was read keeps the lines added there (:func:`merge_written`). The workspace is
+        empty afterwards."""
         out = {}
-        for path, text in self.rendered().items():
-            full = self.root / path
-            if not full.exists() or full.read_text(encoding="utf-8") != text:
-                atomic_write(full, text)
-                out[path] = text
+        try:
+            with file_lock(self.root / LOCK_FILE, wait=LOCK_WAIT, poll=0.005):
+                for path, text in self.rendered().items():
+                    full = self.root / path
+                    disk = full.read_text(encoding="utf-8") if full.exists() else None
+                    base = self.read.get(path)
+                    if disk is not None and base is not None and disk not in (base, text):
+                        text = merge_written(base, disk, text, path)
+                    if disk != text:
+                        atomic_write(full, text)
+                        out[path] = text
+        except LockBusy:
+            raise MemrepoError(f"another writer has held {LOCK_FILE} for {LOCK_WAIT:g} s; "
+                               "nothing was written, try again") from None
         self.changed.clear()
         self.files.clear()
+        self.read.clear()
         return sorted(out)
 
     def rendered(self) -> dict[str, str]:
@@ -289,6 +316,64 @@ class Workspace:
             out = render_document(meta, doc.body) if doc.has_frontmatter else text
             result[path] = out if out.endswith("\n") else out + "\n"
         return result
+
+
+def merge_written(base: str, disk: str, new: str, path: str) -> str:
+    """``new`` (an edit of ``base``) keeping what another writer put on disk since
+    ``base`` was read: body lines added there are inserted after the line they followed
+    (``difflib``, base to disk), frontmatter keys changed there keep the disk's value
+    (a list: both sides' items; a date both changed: the later). Lines removed or
+    rewritten on disk are not removed here: a lost line is worse than one kept twice."""
+    try:
+        b, d, n = (parse_document(t, path) for t in (base, disk, new))
+    except FormatError:
+        return _merge_lines(base, disk, new)
+    if not (b.has_frontmatter and d.has_frontmatter and n.has_frontmatter):
+        return _merge_lines(base, disk, new)
+    meta = dict(n.meta)
+    for key, value in d.meta.items():
+        was, ours = b.meta.get(key), meta.get(key)
+        if value in (was, ours):
+            continue
+        if isinstance(value, list) and isinstance(ours, list):
+            meta[key] = [*ours, *(v for v in value if v not in ours)]
+        elif ours == was:
+            meta[key] = value
+        elif isinstance(value, dt.date) and isinstance(ours, dt.date):
+            meta[key] = max(value, ours)
+    body = _merge_lines(b.body, d.body, n.body)
+    out = render_document(meta, body)
+    return out if out.endswith("\n") else out + "\n"
+
+
+def _merge_lines(base: str, disk: str, new: str) -> str:
+    """``new`` with the lines ``disk`` added to ``base`` inserted where they sat."""
+    bl, dl, nl = base.split("\n"), disk.split("\n"), new.split("\n")
+    to_new = difflib.SequenceMatcher(None, bl, nl, autojunk=False).get_opcodes()
+    ours = set(nl) - set(bl)
+    adds: list[tuple[int, list[str]]] = []  # (position in base, lines added there)
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, bl, dl, autojunk=False).get_opcodes():
+        if tag in ("insert", "replace"):
+            extra = [x for x in dl[j1:j2] if x not in bl[i1:i2] and not (x.strip() and x in ours)]
+            if extra:
+                adds.append((i2 if tag == "replace" else i1, extra))
+    out = list(nl)
+    for pos, lines in reversed(adds):  # from the end: earlier positions stay valid
+        at = _new_position(to_new, pos, len(nl))
+        out[at:at] = lines
+    return "\n".join(out)
+
+
+def _new_position(ops: list[Any], pos: int, size: int) -> int:
+    """Where a line inserted before ``base[pos]`` goes in ``new``: after the line it
+    followed in base (after what replaced it, when new changed that line)."""
+    if pos == 0:
+        return 0
+    k = pos - 1
+    for tag, i1, i2, j1, j2 in ops:
+        if i1 <= k < i2:
+            return j1 + (k - i1) + 1 if tag == "equal" else j2
+    return size
 
 
 def _ask(decider: Any, prepared: list[tuple[str, str, list[E.Entry], list[Item]]],
@@ -354,7 +439,7 @@ def _index_line(
             if full.exists()
             else scaffold.render_template(template, day)
         )
-        ws.files[path] = text.split("\n")
+        ws.load(path, text)
     lines = ws.files[path]
     if any(line.startswith(f"- **{name}**") for line in lines):
         return
