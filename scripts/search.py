@@ -30,7 +30,8 @@ def _date(value: str | None, option: str) -> str | None:
         raise click.BadParameter(str(exc), param_hint=option) from None
 
 
-def _print_text(hits: list[Hit], explain: bool) -> None:
+def _print_text(hits: list[Hit], explain: bool,
+                linked: dict[str, list[str]] | None = None) -> None:
     if not hits:
         click.echo("no results")
         return
@@ -39,6 +40,8 @@ def _print_text(hits: list[Hit], explain: bool) -> None:
         click.echo(f"{i:>2}. {h.ref}{cat}  {h.score:.4g}")
         if h.snippet:
             click.echo(f"    {h.snippet}")
+        if linked and linked.get(h.path):
+            click.echo(f"    links to: {', '.join(linked[h.path])}")
         if explain and h.explain:
             parts = ", ".join(f"{k}={v}" for k, v in h.explain.items() if v is not None)
             click.echo(f"    explain: {parts}")
@@ -64,6 +67,8 @@ def _print_text(hits: list[Hit], explain: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="A JSON list of results.")
 @click.option("--explain", is_flag=True, help="Show every score component.")
 @click.option("--batch", is_flag=True, help='JSONL {"id","query","k"} on stdin, JSONL out.')
+@click.option("--links", "with_links", is_flag=True,
+              help="Also list the files each result links to ([[wikilinks]], markdown links).")
 @click.pass_context
 def search(
     ctx: click.Context,
@@ -78,6 +83,7 @@ def search(
     as_json: bool,
     explain: bool,
     batch: bool,
+    with_links: bool,
 ) -> None:
     """Search the memory repo: BM25 (and vectors when configured), ranked per file."""
     repo = discover((ctx.obj or {}).get("repo"))
@@ -109,10 +115,19 @@ def search(
                     click.echo(json.dumps(answer, ensure_ascii=False))
             return
         hits = engine.search(" ".join(query), limit, filters)
+    linked = None
+    if with_links and hits:
+        from memrepo.index.links import linked as linked_from
+
+        linked = linked_from(repo.root, list(dict.fromkeys(h.path for h in hits)))
     if as_json:
-        click.echo(json.dumps([h.as_json(explain) for h in hits], indent=1, ensure_ascii=False))
+        out = [h.as_json(explain) for h in hits]
+        if linked is not None:
+            for row, h in zip(out, hits, strict=True):
+                row["links"] = linked.get(h.path, [])
+        click.echo(json.dumps(out, indent=1, ensure_ascii=False))
     else:
-        _print_text(hits, explain)
+        _print_text(hits, explain, linked)
     if hits and cfg.get("record_hits", True):
         record_hits(repo.root, [(h.path, h.start_line) for h in hits])
 

@@ -109,3 +109,18 @@ def test_the_commit_is_warned_of_links_that_break(crepo) -> None:
     assert ("knowledge/projects/atlas.md:7: warning: links to "
             "knowledge/procedures/release-steps.md, which this commit renamed to "
             "knowledge/procedures/shipping.md: update the link") in said, said
+
+
+def test_search_lists_what_each_result_links_to(crepo) -> None:
+    import json
+
+    from conftest import invoke_memory
+
+    _commit(crepo, {"knowledge/projects/atlas.md": ATLAS,
+                    "knowledge/procedures/release-steps.md": STEPS})
+    hits = json.loads(invoke_memory(crepo, "search", "--json", "--links", "atlas launch").stdout)
+    atlas = next(h for h in hits if h["path"] == "knowledge/projects/atlas.md")
+    assert atlas["links"] == ["knowledge/procedures/release-steps.md"]
+    text = invoke_memory(crepo, "search", "--links", "atlas launch").stdout
+    assert "links to: knowledge/procedures/release-steps.md" in text
+    assert "links" not in json.loads(invoke_memory(crepo, "search", "--json", "atlas").stdout)[0]

@@ -14,6 +14,7 @@ says why, so callers print the same output. :func:`record_hits` logs what they s
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -417,7 +418,9 @@ class Search:
 def record_hits(root: Path, refs: Iterable[tuple[str, int]]) -> None:
     """Log what was shown (``memory search``) or included (compile) as ``hit`` signals
     (seed 001 ``last_hit_at``); a failure to log them is not an error."""
-    events = [{"event": "hit", "path": path, "line": line} for path, line in refs]
+    batch = os.urandom(4).hex()  # what was shown together: co-recall (memory links)
+    events = [{"event": "hit", "path": path, "line": line, "batch": batch}
+              for path, line in refs]
     if events:
         with contextlib.suppress(OSError):
             signals.append(root, events)
