@@ -164,3 +164,24 @@ def test_bad_date_is_a_usage_error(lrepo: Path):
         proc = invoke_memory(lrepo, *argv)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, argv
         assert "Invalid value for '--date'" in proc.stderr and "is not a date" in proc.stderr
+
+
+def test_a_note_remembered_while_a_plan_is_made_is_kept(crepo: Path) -> None:
+    """#14: condense / prune / cap write under the journal lock and keep the lines another
+    writer added since the plan read the file (as extraction's Workspace does)."""
+    from memrepo.layout import journal_path
+    from memrepo.lifecycle import journal
+
+    day = dt.date.today()
+    journal.remember(crepo, "first note")
+    rel = journal_path(day)
+    read = (crepo / rel).read_text(encoding="utf-8")
+    plan = Plan(texts={rel: read.replace("first note", "first note, condensed")},
+                base={rel: read})
+    journal.remember(crepo, "written while the plan was being made")  # exit 0: kept
+    assert plan.apply(crepo, "maintenance: test plan") is not None
+    text = (crepo / rel).read_text(encoding="utf-8")
+    assert "first note, condensed" in text
+    assert "written while the plan was being made" in text
+    assert "written while the plan was being made" in run_git(
+        crepo, "show", f"HEAD:{rel}").stdout

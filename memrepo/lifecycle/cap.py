@@ -50,7 +50,7 @@ def memory_cap(root: Path) -> int:
 def cap_plan(root: Path, text: str, llm: Any = None, cap: int | None = None) -> Plan:
     """A plan that brings MEMORY.md ``text`` under its cap (empty when it already fits)."""
     cap = cap or memory_cap(root)
-    plan = Plan()
+    plan = Plan(base={MEMORY_FILE: text})
     if line_count(text) <= cap:
         plan.texts[MEMORY_FILE] = text
         return plan
@@ -95,7 +95,7 @@ def offline_cap(root: Path, text: str, cap: int) -> Plan:
     found.sort(key=lambda x: (x[0], x[2].date or "0000", x[2].line_no))
     over = line_count(text) - cap
     drop = found[:max(over, 0)]
-    plan = Plan()
+    plan = Plan(base={MEMORY_FILE: text})
     if len(drop) < over:
         plan.notes.append(f"MEMORY.md: only {len(drop)} entries could move; "
                           "the rest of the overflow is prose — edit it by hand")

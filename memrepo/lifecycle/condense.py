@@ -102,6 +102,7 @@ def daily(root: Path, day: dt.date, llm: Any) -> Plan:
             items += jx.offline(t, Context())
     ws.apply(items)
     plan.texts.update(ws.rendered())
+    plan.base.update(ws.read)
     plan.notes.append(f"journal {day} from {len(ts)} transcripts")
     return plan
 
@@ -156,7 +157,8 @@ def weekly(root: Path, day: dt.date, llm: Any) -> Plan:
     new_memory = texts.get(MEMORY_FILE, memory_text or "")
     cap_p = cap_plan(root, new_memory, None, cap)
     plan.texts.update(texts)
-    plan.texts.update(cap_p.texts)
+    plan.base.update(ws.read)
+    plan.merge(cap_p)
     plan.notes.append(f"weekly rollup of {len(journals)} journals: "
                       f"{sum(1 for e in ws.edits if e.action != 'NONE')} entries")
     plan.notes += cap_p.notes
@@ -172,6 +174,6 @@ def monthly(root: Path, day: dt.date, llm: Any) -> Plan:
     plan.notes += stale_reviews(root, day)
     if (root / MEMORY_FILE).exists():
         cap_p = cap_plan(root, (root / MEMORY_FILE).read_text(encoding="utf-8"), llm)
-        plan.texts.update(cap_p.texts)
+        plan.merge(cap_p)
         plan.notes += cap_p.notes
     return plan

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from memrepo.atomic import atomic_write
 from memrepo.commit.write import commit_staged
+from memrepo.errors import MemrepoError
 from memrepo.git import git, head, retry_locked
 
 
@@ -24,6 +25,14 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     #: ``path:line: reason`` of inputs that could not be read (skipped; exit non-zero)
     errors: list[str] = field(default_factory=list)
+    #: the text each file had when the plan was made from it: a file written by someone
+    #: else since (``memory remember``) keeps those lines when the plan is applied
+    base: dict[str, str] = field(default_factory=dict)
+
+    def merge(self, other: Plan) -> None:
+        """Take ``other``'s texts and bases too (a job made of several plans)."""
+        self.texts.update(other.texts)
+        self.base.update({p: t for p, t in other.base.items() if p not in self.base})
 
     def changed(self, root: Path) -> dict[str, str]:
         out = {}
@@ -45,6 +54,30 @@ class Plan:
                                                       f"a/{p}", f"b/{p}")).rstrip("\n"))
         return "\n".join(parts)
 
+    def _write(self, root: Path) -> list[str]:
+        """Write the changed texts under the journal writers' lock, merging in what another
+        writer added to a file since the plan read it (one rule with extraction's
+        ``Workspace.write``: :func:`~memrepo.lifecycle.extract.apply.merge_written`)."""
+        from memrepo.lifecycle.extract.apply import merge_written
+        from memrepo.lifecycle.journal import LOCK_FILE, LOCK_WAIT
+        from memrepo.locks import LockBusy, file_lock
+
+        written = []
+        try:
+            with file_lock(root / LOCK_FILE, wait=LOCK_WAIT, poll=0.005):
+                for p, text in self.changed(root).items():
+                    full = root / p
+                    disk = full.read_text(encoding="utf-8") if full.exists() else None
+                    base = self.base.get(p)
+                    if disk is not None and base is not None and disk not in (base, text):
+                        text = merge_written(base, disk, text, p)
+                    atomic_write(full, text)
+                    written.append(p)
+        except LockBusy:
+            raise MemrepoError(f"another writer has held {LOCK_FILE} for {LOCK_WAIT:g} s; "
+                               "nothing was written, try again") from None
+        return written
+
     def apply(self, root: Path, message: str, commit: bool = True) -> str | None:
         """Write, move (git mv) and commit; returns the commit, or None when nothing changed."""
         paths: list[str] = []
@@ -52,9 +85,7 @@ class Plan:
             (root / dst).parent.mkdir(parents=True, exist_ok=True)
             retry_locked(lambda s=src, d=dst: git(["mv", "-k", s, d], root))
             paths += [src, dst]
-        written = list(self.changed(root))
-        for p in written:
-            atomic_write(root / p, self.texts[p])
+        written = self._write(root)
         paths += written
         if not paths or not commit:
             return None

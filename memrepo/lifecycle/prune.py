@@ -194,7 +194,7 @@ def plan_prune(root: Path, today: dt.date, llm: Any = None) -> PruneResult:
     full = root / MEMORY_FILE
     if full.exists():
         cap = cap_plan(root, full.read_text(encoding="utf-8"), llm)
-        plan.texts.update(cap.texts)
+        plan.merge(cap)
         plan.notes += cap.notes
     jm = journal_moves(root, today)
     plan.moves += jm
