@@ -17,7 +17,12 @@ Modules, one concept each:
   :mod:`~memrepo.index.snippets` — the parts of a search
 - :mod:`~memrepo.index.search` — ``Search``: the index, or the file scan of
   :mod:`~memrepo.index.fallback` when there is none or it fails mid-query
-- :mod:`~memrepo.index.signals` — reinforce / demote / hit events from ``raw/signals/``
+- :mod:`~memrepo.index.cjk` — unsegmented scripts (Chinese, Japanese…) as bigrams;
+  :mod:`~memrepo.index.expand` — query expansion from a static word-neighbour table
+- :mod:`~memrepo.index.links` — ``[[wikilinks]]``, markdown links, co-recall
+- :mod:`~memrepo.index.signals` — reinforce / demote / hit events from ``raw/signals/``;
+  :mod:`~memrepo.index.anchors` — where a signalled entry is now (edits, ``git mv``)
+- :mod:`~memrepo.index.resident` — ``memory serve``: the sentence model in one process
 - :mod:`~memrepo.index.refs` — a REF (``path:line``, ``path#chunk``) checked, its signal recorded
 - :mod:`~memrepo.index.health` — what ``memory doctor`` says about the index
 - :mod:`~memrepo.hooks.post_commit` — what the post-* git hooks call; never raises
