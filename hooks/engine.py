@@ -118,14 +118,9 @@ class Context:
             from memrepo import git
             from memrepo.errors import GitError
 
-            from .modes import parse_raw
-
             try:
-                against = ["HEAD"] if git.head(self.root) is not None else []
-                out = git.git(["diff", "--cached", "--raw", "-z", "--no-abbrev",
-                               "--no-ext-diff", *against], self.root)
                 self.modes = {new or path: mode for st, path, new, _sha, mode
-                              in parse_raw(out) if st != "D"}
+                              in git.staged_entries(self.root) if st != "D"}
             except (GitError, MemrepoError, OSError):
                 self.modes = self.worktree_modes(paths)
         return self.modes

@@ -33,7 +33,6 @@ from . import (
     check_size,
     check_topics,
     check_transcripts,
-    modes,
 )
 from .engine import BlobContext, CheckFn, run_checks, run_main
 
@@ -67,7 +66,9 @@ def staged_context(
     """
     entry_modes = None
     if raw is None:
-        raw, entry_modes = staged_raw(root)
+        entries = git.staged_entries(root)  # symlinks and submodules: refused by mode
+        raw = [(st, path, new, sha) for st, path, new, sha, _mode in entries]
+        entry_modes = {new or path: mode for st, path, new, _sha, mode in entries if st != "D"}
     shas = {new or path: sha for status, path, new, sha in raw if status != "D"}
     config_rev = shas.get(CONFIG_FILE) or (
         f"HEAD:{CONFIG_FILE}" if git.head(root) is not None else f":{CONFIG_FILE}"
@@ -77,17 +78,6 @@ def staged_context(
     ctx = BlobContext(root, staged, blobs[config_rev], entry_modes)
     ctx.staged_rows = [(status, path, new) for status, path, new, _sha in raw]
     return list(shas), ctx
-
-
-def staged_raw(root: Path) -> tuple[list[git.StagedRow], dict[str, str]]:
-    """What :func:`memrepo.git.staged_blobs` returns, and the new mode of each staged entry
-    (from the same ``git diff --cached --raw``): symlinks and submodules are refused."""
-    against = ["HEAD"] if git.head(root) is not None else []
-    out = git.git(["diff", "--cached", "--raw", "-M", "-z", "--no-ext-diff", "--no-abbrev",
-                   *against], root)
-    rows = modes.parse_raw(out)
-    staged = [(st, path, new, sha) for st, path, new, sha, _mode in rows]
-    return staged, {new or path: mode for st, path, new, _sha, mode in rows if st != "D"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from memrepo import layout
 from memrepo.errors import MemrepoError
-from memrepo.git import EMPTY_TREE, git, is_ancestor, read_blobs
+from memrepo.git import EMPTY_TREE, RawRow, git, is_ancestor, parse_raw, read_blobs
 from memrepo.hooks import (
     check_encoded,
     check_filetypes,
@@ -32,7 +32,6 @@ from memrepo.hooks import (
     commit_msg,
 )
 from memrepo.hooks.engine import BlobContext, safe_name
-from memrepo.hooks.modes import RawRow, parse_raw
 from memrepo.layout import CONFIG_FILE
 from memrepo.secrets import find_secrets
 

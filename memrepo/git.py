@@ -191,11 +191,13 @@ def staged_status(root: str | Path, *pathspecs: str) -> list[tuple[str, str, str
 
 
 StagedRow = tuple[str, str, "str | None", str]
+#: (status letter, path, new path for R/C, new blob sha, new mode): a ``--raw -z`` record.
+RawRow = tuple[str, str, "str | None", str, str]
 
 
-def staged_blobs(root: str | Path, env: dict[str, str] | None = None) -> list[StagedRow]:
-    """Every staged change against HEAD (or, on an unborn branch, everything staged) as
-    (status letter, path, new path for renames, staged blob sha).
+def staged_entries(root: str | Path, env: dict[str, str] | None = None) -> list[RawRow]:
+    """Every staged change against HEAD (or, on an unborn branch, everything staged), with
+    the staged blob sha and mode (a symlink is ``120000``, a submodule ``160000``).
 
     The blob shas let the content be read by sha: ``cat-file`` then never loads the index,
     which costs as much as the repo is big (25 ms at 100K files).
@@ -203,29 +205,41 @@ def staged_blobs(root: str | Path, env: dict[str, str] | None = None) -> list[St
     against = ["HEAD"] if head(root) is not None else []
     out = git(["diff", "--cached", "--raw", "-M", "-z", "--no-ext-diff", "--no-abbrev",
                *against], root, env=env)
-    return [(st, path, new, sha or "") for st, path, new, sha in _diff_rows(out)]
+    return parse_raw(out)
+
+
+def staged_blobs(root: str | Path, env: dict[str, str] | None = None) -> list[StagedRow]:
+    """:func:`staged_entries` without the modes: (status, path, new path, blob sha)."""
+    return [(st, path, new, sha) for st, path, new, sha, _mode in staged_entries(root, env)]
 
 
 def parse_name_status(out: str) -> list[tuple[str, str, str | None]]:
     """Rows of ``--name-status -z`` output as (status letter, path, new path for R/C)."""
-    return [(st, path, new) for st, path, new, _sha in _diff_rows(out)]
+    return [(st, path, new) for st, path, new, _sha, _mode in _diff_rows(out)]
 
 
-def _diff_rows(out: str) -> list[tuple[str, str, str | None, str | None]]:
+def parse_raw(out: str) -> list[RawRow]:
+    """Rows of ``git diff --raw -z`` / ``diff-tree --raw -z`` output (:data:`RawRow`)."""
+    return [(st, path, new, sha or "", mode or "")
+            for st, path, new, sha, mode in _diff_rows(out)]
+
+
+def _diff_rows(out: str) -> list[tuple[str, str, str | None, str | None, str | None]]:
     """``-z`` records of ``--name-status`` or ``--raw``: (status letter, path, new path
-    for R/C, the new blob sha for --raw)."""
+    for R/C, and for --raw the new blob sha and the new mode)."""
     fields = out.split("\0")
-    rows: list[tuple[str, str, str | None, str | None]] = []
+    rows: list[tuple[str, str, str | None, str | None, str | None]] = []
     i = 0
     while i < len(fields) - 1:
-        meta = fields[i].split()  # "M", "R087" or ":100644 100644 <old> <new> M"
+        meta = fields[i].split()  # "M", "R087" or ":100644 120000 <old> <new> T"
         if not meta:
             break
-        status, sha = meta[-1][:1], (meta[3] if len(meta) >= 5 else None)
+        status = meta[-1][:1]
+        sha, mode = (meta[3], meta[1]) if len(meta) >= 5 else (None, None)
         if status in ("R", "C"):
-            rows.append((status, fields[i + 1], fields[i + 2], sha))
+            rows.append((status, fields[i + 1], fields[i + 2], sha, mode))
             i += 3
         else:
-            rows.append((status, fields[i + 1], None, sha))
+            rows.append((status, fields[i + 1], None, sha, mode))
             i += 2
     return rows
