@@ -13,7 +13,6 @@ the commit moves; without an index those two parts are skipped.
 from __future__ import annotations
 
 import contextlib
-import posixpath
 import sqlite3
 from collections.abc import Sequence
 
@@ -83,20 +82,22 @@ def _index(ctx: Context, db_path) -> sqlite3.Connection | None:
     path = db_path(ctx.root)
     if not path.is_file():
         return None
+    from memrepo.index import schema
+
     with contextlib.suppress(sqlite3.Error):
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        con.execute("SELECT 1 FROM links LIMIT 1")
-        return con
+        if schema.get_meta(con).get("schema_version") == str(schema.SCHEMA_VERSION):
+            return con  # an older index has no links (the next `memory index` rebuilds it)
+        con.close()
     return None
 
 
 def _wiki_ok(con: sqlite3.Connection, link, staged: set[str]) -> bool:
     from memrepo.index import links as L
 
-    want = link.target.lower().replace(" ", "-")
-    names = {n for p in staged if p.endswith(".md")
-             for n in (p[:-3].lower(), posixpath.basename(p)[:-3].lower())}
-    if want in names:  # written in this very commit
+    if any(p.endswith(".md") and (L.stem(p) == link.key
+                                  or L.name_key(p).endswith("/" + link.key + ".md"))
+           for p in staged):  # written in this very commit
         return True
     try:
         return L.resolve(con, link) is not None

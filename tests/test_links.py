@@ -124,3 +124,20 @@ def test_search_lists_what_each_result_links_to(crepo) -> None:
     text = invoke_memory(crepo, "search", "--links", "atlas launch").stdout
     assert "links to: knowledge/procedures/release-steps.md" in text
     assert "links" not in json.loads(invoke_memory(crepo, "search", "--json", "atlas").stdout)[0]
+
+
+def test_a_wikilink_resolves_by_name_or_tail_path_through_the_index(crepo) -> None:
+    import json
+
+    from conftest import invoke_memory
+
+    _commit(crepo, {
+        "knowledge/people/carol-jones.md": "---\ntype: person\nname: Carol\n---\n\n- Billing.\n",
+        "knowledge/people/dan.md": "---\ntype: person\nname: Dan\n---\n\n"
+        "- Works with [[Carol Jones]], [[people/carol-jones]] and [[projects/carol-jones]].\n"})
+    out = json.loads(invoke_memory(crepo, "links", "--json", "knowledge/people/dan.md").stdout)
+    assert [lk["path"] for lk in out["links"]] == [
+        "knowledge/people/carol-jones.md", "knowledge/people/carol-jones.md", None]
+    back = json.loads(invoke_memory(crepo, "links", "--json",
+                                    "knowledge/people/carol-jones.md").stdout)["backlinks"]
+    assert len(back) == 2 and {b["path"] for b in back} == {"knowledge/people/dan.md"}

@@ -154,8 +154,8 @@ class Writer:
         m = p.meta
         cur = self.con.execute(
             "INSERT INTO documents"
-            "(path, category, type, blob, modified, tokens, lines, tags, status)"
-            " VALUES (?,?,?,?,?,?,?,?,?)",
+            "(path, category, type, blob, modified, tokens, lines, tags, status, stem)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?)",
             (
                 path,
                 m.category,
@@ -166,6 +166,7 @@ class Writer:
                 p.lines,
                 json.dumps(m.tags),
                 m.status,
+                links.stem(path),
             ),
         )
         doc_id = cur.lastrowid

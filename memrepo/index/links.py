@@ -49,6 +49,22 @@ class Link:
     kind: str  # wiki | md
     target: str  # md: the repo path; wiki: the name as written (resolved when asked)
 
+    @property
+    def key(self) -> str:
+        """What the link is looked up by (indexed): a markdown link's path; a wikilink's
+        name as file names are written (``Carol Jones`` -> ``carol-jones``)."""
+        return self.target if self.kind == "md" else name_key(self.target)
+
+
+def name_key(name: str) -> str:
+    return name.strip().lower().replace(" ", "-")
+
+
+def stem(path: str) -> str:
+    """A file's name as a wikilink names it: ``knowledge/people/Bob.md`` -> ``bob``
+    (``documents.stem``, indexed, so resolving a name never scans the repo)."""
+    return name_key(posixpath.basename(path).removesuffix(".md"))
+
 
 def extract(path: str, text: str) -> list[Link]:
     """The links written in ``text`` (the file ``path``), outside fenced code."""
@@ -80,8 +96,8 @@ def extract(path: str, text: str) -> list[Link]:
 
 
 def store(con: sqlite3.Connection, links: list[Link]) -> None:
-    con.executemany("INSERT INTO links(src, line, kind, target) VALUES (?,?,?,?)",
-                    [(k.src, k.line, k.kind, k.target) for k in links])
+    con.executemany("INSERT INTO links(src, line, kind, target, key) VALUES (?,?,?,?,?)",
+                    [(k.src, k.line, k.kind, k.target, k.key) for k in links])
 
 
 def drop(con: sqlite3.Connection, path: str) -> None:
@@ -93,24 +109,18 @@ def resolve(con: sqlite3.Connection, link: Link) -> str | None:
     if link.kind == "md":
         row = con.execute("SELECT path FROM documents WHERE path = ?", (link.target,)).fetchone()
         return row[0] if row else None
-    name = link.target
-    row = con.execute("SELECT path FROM documents WHERE path = ?", (f"{name}.md",)).fetchone()
+    row = con.execute("SELECT path FROM documents WHERE path = ?",
+                      (f"{link.target.strip()}.md",)).fetchone()
     if row:
         return row[0]
-    rows = con.execute(
-        "SELECT path FROM documents WHERE path LIKE ? ESCAPE '\\' ORDER BY length(path), path",
-        ("%/" + _like(name.lower().replace(" ", "-")) + ".md",),
-    ).fetchall()
-    # a name may match in another case; the shortest path is the likeliest target
-    want = name.lower().replace(" ", "-")
+    # by name (``[[alice]]``, ``[[people/alice]]``): the shortest path is the likeliest
+    want = link.key
+    rows = con.execute("SELECT path FROM documents WHERE stem = ? ORDER BY length(path), path",
+                       (stem(want),)).fetchall()
     for (path,) in rows:
-        if posixpath.basename(path)[:-3].lower() == want:
+        if "/" not in want or name_key(path).endswith("/" + want + ".md"):
             return path
     return None
-
-
-def _like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def outgoing(con: sqlite3.Connection, path: str) -> list[tuple[Link, str | None]]:
@@ -122,12 +132,12 @@ def outgoing(con: sqlite3.Connection, path: str) -> list[tuple[Link, str | None]
 
 def incoming(con: sqlite3.Connection, path: str) -> list[Link]:
     """The links of other files that resolve to ``path`` (backlinks)."""
-    stem = posixpath.basename(path)[:-3] if path.endswith(".md") else path
+    parts = name_key(path.removesuffix(".md")).split("/")
+    keys = [path, *("/".join(parts[i:]) for i in range(len(parts)))]  # alice, people/alice…
+    marks = ",".join("?" * len(keys))
     candidates = con.execute(
-        "SELECT src, line, kind, target FROM links WHERE (kind = 'md' AND target = ?) "
-        "OR (kind = 'wiki' AND (lower(target) = lower(?) OR lower(target) = lower(?) "
-        "OR lower(replace(target, ' ', '-')) = lower(?))) ORDER BY src, line",
-        (path, stem, path.removesuffix(".md"), stem),
+        f"SELECT src, line, kind, target FROM links WHERE key IN ({marks}) ORDER BY src, line",
+        keys,
     ).fetchall()
     return [lk for lk in (Link(*r) for r in candidates) if resolve(con, lk) == path]
 

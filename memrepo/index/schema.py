@@ -20,7 +20,7 @@ from __future__ import annotations
 import sqlite3
 
 #: Bump when the tables or the chunker change: an index of another version is rebuilt.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 DDL = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -34,8 +34,10 @@ CREATE TABLE documents (
     tokens INTEGER NOT NULL,     -- rough token count (chars / 4)
     lines INTEGER NOT NULL,
     tags TEXT NOT NULL,          -- JSON array
-    status TEXT NOT NULL         -- '' | 'superseded' | 'archived'
+    status TEXT NOT NULL,        -- '' | 'superseded' | 'archived'
+    stem TEXT NOT NULL           -- the name a [[wikilink]] gives it (links.stem; schema 7)
 );
+CREATE INDEX documents_stem ON documents(stem);
 CREATE INDEX documents_category ON documents(category);
 CREATE INDEX documents_modified ON documents(modified);
 CREATE TABLE chunks (
@@ -59,10 +61,11 @@ CREATE TABLE links (
     src TEXT NOT NULL,           -- the file the link is written in
     line INTEGER NOT NULL,
     kind TEXT NOT NULL,          -- 'wiki' (target: the name as written) | 'md' (a repo path)
-    target TEXT NOT NULL
+    target TEXT NOT NULL,
+    key TEXT NOT NULL            -- what resolves it: the md path, or the wiki name's key
 );
 CREATE INDEX links_src ON links(src);
-CREATE INDEX links_target ON links(target COLLATE NOCASE);
+CREATE INDEX links_key ON links(key);
 CREATE TABLE signals (
     path TEXT NOT NULL,
     line INTEGER NOT NULL,       -- 0 = the whole file
