@@ -19,6 +19,7 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from memrepo.resources import memory_command
@@ -79,10 +80,42 @@ def main(argv: list[str] | None = None) -> int:
         "--batch",
         *rest,
     ]
-    if args.json_out:
-        cmd += ["--json-out", args.json_out]
-    env = dict(os.environ, MEMORY_REPO="")
-    return subprocess.run(cmd, env=env).returncode
+    with tempfile.TemporaryDirectory() as tmp:
+        out = args.json_out or str(Path(tmp) / "run.json")
+        cmd += ["--json-out", out]
+        env = dict(os.environ, MEMORY_REPO="")
+        rc = subprocess.run(cmd, env=env).returncode
+        if rc == 0:
+            print(per_conversation(json.loads(Path(out).read_text())[0]["rows"]))
+    return rc
+
+
+def per_conversation(rows: list[dict]) -> str:
+    """The headline figures for each conversation: a setting that wins overall but loses
+    on one conversation is tuning, not retrieval (issue #15)."""
+    by: dict[str, list[dict]] = {}
+    for r in rows:
+        if r.get("category") in (1, 2, 3, 4) and r.get("session"):
+            by.setdefault(r["conversation"], []).append(r)
+    by["all"] = [r for rs in by.values() for r in rs]
+
+    def mean(rs: list[dict], level: str, k: str) -> str:
+        xs = [r[level][k] for r in rs if r.get(level)]
+        return f"{100 * sum(xs) / len(xs):.1f}" if xs else "-"
+
+    lines = [
+        "Per conversation (cat 1-4):",
+        "",
+        "| conversation | n | session R@5 | turn R@10 | multi-hop session R@5 |",
+        "|---|---|---|---|---|",
+    ]
+    for conv, rs in by.items():
+        mh = [r for r in rs if r["category"] == 1]
+        lines.append(
+            f"| {conv} | {len(rs)} | {mean(rs, 'session', 'R@5')} | "
+            f"{mean(rs, 'turn', 'R@10')} | {mean(mh, 'session', 'R@5')} |"
+        )
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

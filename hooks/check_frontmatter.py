@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from memrepo import documents, layout
+from memrepo import compression, documents, layout
 
 from .engine import Context, run_main
 
@@ -204,10 +204,11 @@ def check_name(path: str, ctx: Context) -> None:
 def check(paths: Sequence[str], ctx: Context) -> None:
     """Check every memory markdown file among ``paths``."""
     for path in paths:
-        if layout.needs_frontmatter(path):
+        # a compressed archive (archive/**.md.gz) is checked as the markdown it holds
+        if layout.needs_frontmatter(compression.plain_name(path)):
             check_file(path, ctx)
-            if ctx.data(path, CHECK_ID) is not None:  # deleted: nothing to rename
-                check_name(path, ctx)
+            if ctx.data(path, CHECK_ID) is not None and path.endswith(".md"):
+                check_name(path, ctx)  # deleted: nothing to rename; .gz: refused elsewhere
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,7 +10,7 @@ import datetime as dt
 import posixpath
 from collections.abc import Sequence
 
-from memrepo import documents, layout
+from memrepo import compression, documents, layout
 
 from .check_frontmatter import date_value, line_of, require_fields, require_frontmatter
 from .engine import Context, run_main
@@ -21,7 +21,7 @@ JOURNAL_DIRS = ("knowledge/journal/", "archive/journal/", "archive/knowledge/jou
 
 def journal_day(path: str) -> dt.date | None:
     """The date a journal path names, or None when it is not ``journal/YYYY-MM-DD.md``."""
-    m = layout.JOURNAL_PATH.match(path)
+    m = layout.JOURNAL_PATH.match(compression.plain_name(path))  # archive/…/DAY.md.gz too
     if m is None:
         return None
     try:

@@ -3,7 +3,8 @@
 Everything outside attachments/ is read by the indexer, diffed and loaded into prompts;
 a binary or a huge file there bloats history for good. Binaries (a NUL byte in the first
 8 KB, git's own test) and files above validation.max_file_kb belong in attachments/,
-which .gitattributes stores with git LFS.
+which .gitattributes stores with git LFS. A compressed archive (``archive/**.md.gz``) is
+sniffed and measured as the text it holds, so compression is no way past the limit.
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ def check(paths: Sequence[str], ctx: Context) -> None:
     for path in paths:
         if path.startswith(EXEMPT):
             continue
+        head = ctx.sniff(path, CHECK_ID)  # first: a gzip file's size is its text's
         size = ctx.size(path)
         if size is None:
             continue  # deleted, a symlink or a submodule: stored as a few bytes at most
-        head = ctx.sniff(path, CHECK_ID)
         if head is not None and b"\0" in head:
             ctx.report.error(
                 path,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from memrepo import documents
+from memrepo import compression, documents
 from memrepo.config import Config, defaults, load_config, validate
 from memrepo.errors import ConfigError, FormatError, MemrepoError
 from memrepo.layout import CONFIG_FILE
@@ -30,6 +30,8 @@ from .modes import REGULAR
 SNIFF_BYTES = 8192
 #: Files up to this size are read whole when sniffed (one read serves every check).
 READ_WHOLE_BYTES = 1024 * 1024
+#: Trees whose gzip files are binaries like any other (LFS), never read inflated.
+INFLATE_EXEMPT = ("attachments/",)
 
 
 @dataclass
@@ -97,6 +99,9 @@ class Context:
         self.report = Report()
         self.config: Config = self._load_config()
         self._data: dict[str, bytes | None] = {}
+        #: gzip files met (a ``.gz`` name or gzip bytes): path -> why it cannot be read
+        #: inflated, or None when it was (``check_filetypes`` reports both kinds)
+        self.compressed: dict[str, str | None] = {}
         self._text: dict[str, str | None] = {}
         self._docs: dict[str, documents.Document | None] = {}
         self._seen: set[tuple[str, ...]] = set()
@@ -171,9 +176,48 @@ class Context:
 
         Missing files (deletions), directories (submodules) and symlinks (git stores the
         link, not the target) are skipped silently; an unreadable file is an error.
+        A gzip file (outside attachments/) is the text it holds, inflated up to
+        ``validation.max_file_kb``: every check sees what a reader will, so compressing
+        a file is no way past them; one that cannot be inflated is None here and
+        refused by ``check_filetypes``.
         """
         if path in self._data:
             return self._data[path]
+        data = self._inflate(path, self._read(path, check))
+        self._data[path] = data
+        return data
+
+    def inflates(self, path: str, head: bytes = b"") -> bool:
+        """Whether ``path`` is read inflated: a ``.gz`` name or gzip bytes, outside
+        attachments/."""
+        return not path.startswith(INFLATE_EXEMPT) and (
+            compression.is_gzip_name(path) or compression.looks_gzip(head))
+
+    def _too_big(self, path: str, size: int) -> bool:
+        """A compressed file bigger than the cap itself: refused unread (never loaded)."""
+        limit = compression.limit_of(self.config)
+        if size <= limit:
+            return False
+        self.compressed[path] = (f"the compressed file alone is {kb(size)}, above "
+                                 f"validation.max_file_kb ({limit / 1024:g} KB)")
+        return True
+
+    def _inflate(self, path: str, raw: bytes | None) -> bytes | None:
+        if raw is None or not self.inflates(path, raw[:2]):
+            return raw
+        if self._too_big(path, len(raw)):
+            return None
+        try:
+            data: bytes | None = compression.decompress(
+                raw, path, compression.limit_of(self.config))
+        except FormatError as exc:
+            self.compressed[path] = exc.message
+            return None
+        self.compressed[path] = None
+        return data
+
+    def _read(self, path: str, check: str) -> bytes | None:
+        """The bytes as stored (a gzip file still compressed)."""
         full = self.root / path
         data: bytes | None = None
         try:
@@ -181,11 +225,15 @@ class Context:
                 data = full.read_bytes()
         except OSError as exc:
             self.report.error(path, None, f"cannot read: {exc.strerror or exc}", check)
-        self._data[path] = data
         return data
 
     def size(self, path: str) -> int | None:
-        """Size of a regular file, None for what git stores as a link or not at all."""
+        """Size of a regular file, None for what git stores as a link or not at all; a
+        gzip file's is the size of its text (None when it cannot be inflated)."""
+        if path in self.compressed or self.inflates(path):
+            data = self.data(path, "")
+            if path in self.compressed:
+                return None if data is None else len(data)
         try:
             st = (self.root / path).lstat()
         except OSError:
@@ -203,9 +251,15 @@ class Context:
             try:
                 if full.is_symlink() or not full.is_file():
                     return None
-                if full.stat().st_size > READ_WHOLE_BYTES:
+                size = full.stat().st_size
+                if size > READ_WHOLE_BYTES:
                     with full.open("rb") as fh:
-                        return fh.read(SNIFF_BYTES)
+                        head = fh.read(SNIFF_BYTES)
+                    if not self.inflates(path, head):
+                        return head
+                    if self._too_big(path, size):
+                        self._data[path] = None
+                        return None
             except OSError:
                 pass  # data() reports it
         data = self.data(path, check)
@@ -282,7 +336,7 @@ class BlobContext(Context):
             self.modes = self.worktree_modes(paths)
         return self.modes
 
-    def data(self, path: str, check: str) -> bytes | None:
+    def _read(self, path: str, check: str) -> bytes | None:
         """The blob of a regular file; None for a symlink or submodule, whose blob is a
         link target or nothing (check_filetypes refuses them), as in a work tree."""
         if self.modes is not None and self.modes.get(path, "100644") not in REGULAR:

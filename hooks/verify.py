@@ -103,6 +103,7 @@ def audit_change(root: Path, base: str, target: str, policy: bytes | None = OWN_
                 check_transcripts.check_history(path, old, new_data, ctx)
     check_filetypes.report(modes, ctx)
     present = [p for p in new_paths if current.get(p) is not None]
+    check_filetypes.check_compressed(present, ctx, unreadable_only=True)
     check_secrets.check(present, ctx)
     check_encoded.check(present, ctx)
     check_names.check([(new or path) for st, path, new, _sha, _m in rows

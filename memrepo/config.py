@@ -12,6 +12,7 @@ import copy
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,8 @@ class Setting:
     high: float | None = None
     above_low: bool = False  # low itself is not allowed (a timeout of 0)
     cron: bool = False
+    #: a mapping setting's own check: (message, key path inside it) or None
+    nested: Callable[[dict[Any, Any]], tuple[str, tuple[str, ...]] | None] | None = None
 
 
 def _num(default: float, help: str, **limits: Any) -> Setting:
@@ -72,8 +75,8 @@ SCHEMA: dict[str, dict[str, Setting]] = {
         ),
     },
     "search": {
-        "bm25_weight": _num(0.7, "weight of full-text (BM25) scores in hybrid search"),
-        "vector_weight": _num(0.3, "weight of vector similarity in hybrid search"),
+        "bm25_weight": _num(0.5, "weight of full-text (BM25) scores in hybrid search"),
+        "vector_weight": _num(0.5, "weight of vector similarity in hybrid search"),
         "embedder": Setting(
             "none",
             str,
@@ -98,6 +101,10 @@ SCHEMA: dict[str, dict[str, Setting]] = {
         "expansion_weight": _num(
             0.0, "weight of the query words' nearest words (a static table, no model) in "
             "BM25; 0 turns query expansion off"
+        ),
+        "mask_names": Setting(
+            True, bool, "embed a query with the people it names replaced by 'they' "
+            "(names from participants, people files); BM25 still matches them"
         ),
         "record_hits": Setting(
             True, bool, "log search hits to .memrepo/signals/ (per clone; not ranking)"
@@ -124,6 +131,11 @@ SCHEMA: dict[str, dict[str, Setting]] = {
         ),
         "archive_min_age_days": _int(30, "never archive a file changed more recently"),
         "explore_branch_days": _int(7, "explore/* branches older than this are pruned"),
+        "retention": Setting(
+            {}, dict, "per directory, e.g. {journal: {compress_after: 365}}: archive_after "
+            "(journals), compress_after (gzip archived files), keep; never a delete",
+            nested=lambda v: _retention_problem(v),
+        ),
     },
     "git": {
         "auto_commit": Setting(True, bool, "commit knowledge changes on the interval"),
@@ -175,7 +187,8 @@ class Config(dict):
 
 
 def _type_name(kind: type | tuple[type, ...]) -> str:
-    names = {int: "integer", float: "number", str: "string", bool: "true/false", list: "list"}
+    names = {int: "integer", float: "number", str: "string", bool: "true/false", list: "list",
+             dict: "mapping"}
     if isinstance(kind, tuple):
         return "number" if float in kind else " or ".join(names[k] for k in kind)
     return names.get(kind, kind.__name__)
@@ -229,8 +242,87 @@ def validate(data: Any, text: str = "", source: str = CONFIG_FILE) -> Config:
             problem = _value_problem(setting, value)
             if problem:
                 raise fail(f"'{path}' {problem}", section, key)
+            found = setting.nested(value) if setting.nested else None
+            if found:
+                message, inner = found
+                raise fail(f"'{'.'.join((path, *inner))}' {message}", section, key, *inner)
             cfg[section][key] = value
+    _retention_agrees(data, fail)
     return cfg
+
+
+# ---------------------------------------------------------------------------
+# lifecycle.retention (seed 003 §10; the policy itself is memrepo.lifecycle.retention)
+# ---------------------------------------------------------------------------
+
+#: The directories a retention policy may name; ``journal`` is ``knowledge/journal``.
+RETENTION_DIRS = ("journal", "knowledge", "knowledge/identity", "knowledge/memory",
+                  "knowledge/journal", "knowledge/projects", "knowledge/people",
+                  "knowledge/procedures", "knowledge/reference", "archive")
+RETENTION_KEYS = ("archive_after", "compress_after", "keep")
+#: Keys and directories refused with their reason, not as merely unknown.
+_RETENTION_REFUSED = {
+    "delete_after": "is not supported: memrepo never deletes a memory (DESIGN.md: nothing "
+                    "lost; raw/ is immutable). Archived files stay in archive/ and in git "
+                    "history; compress_after saves their space instead",
+    "raw/conversations": "cannot be given: transcripts are immutable evidence (raw/ is "
+                         "append-only), never archived, compressed or deleted; git "
+                         "already stores them compressed",
+}
+
+
+def _retention_problem(value: dict[Any, Any]) -> tuple[str, tuple[str, ...]] | None:
+    """Why ``lifecycle.retention`` is wrong, and where: (message, key path inside it)."""
+    if "journal" in value and "knowledge/journal" in value:
+        return ("and 'knowledge/journal' are the same directory: give one", ("journal",))
+    for folder, policy in value.items():
+        where = (str(folder),)
+        if folder in _RETENTION_REFUSED or str(folder).startswith("raw"):
+            return (_RETENTION_REFUSED["raw/conversations"], where)
+        if folder not in RETENTION_DIRS:
+            return (f"is not a directory a retention policy may name (known: "
+                    f"{', '.join(RETENTION_DIRS)})", where)
+        if not isinstance(policy, dict):
+            return ("must be a mapping such as {compress_after: 365}", where)
+        for key, days in policy.items():
+            at = (*where, str(key))
+            if key in _RETENTION_REFUSED:
+                return (_RETENTION_REFUSED[key], at)
+            if key not in RETENTION_KEYS:
+                return (f"is not a retention setting (known: {', '.join(RETENTION_KEYS)})", at)
+            if key == "keep":
+                if not isinstance(days, bool):
+                    return (f"must be true/false, got {type(days).__name__} {days!r}", at)
+                continue
+            if key == "archive_after" and folder not in ("journal", "knowledge/journal"):
+                return ("is for journals only: knowledge files are archived by score "
+                        "(archive_score_threshold, archive_min_age_days), the archive is "
+                        "archived already", at)
+            if days is None:
+                continue  # never
+            if isinstance(days, bool) or not isinstance(days, int):
+                return (f"must be a whole number of days (or null: never), got "
+                        f"{type(days).__name__} {days!r}", at)
+            problem = _range_problem(_int(0, "days"), days)
+            if problem:
+                return (problem, at)
+    return None
+
+
+def _retention_agrees(data: dict[Any, Any], fail: Callable[..., ConfigError]) -> None:
+    """The journals' archive age given twice (the older ``journal_retention_days`` and
+    ``retention.journal.archive_after``) must not disagree."""
+    life = data.get("lifecycle") if isinstance(data, dict) else None
+    if not isinstance(life, dict) or "journal_retention_days" not in life:
+        return
+    retention = life.get("retention") or {}
+    for folder in ("journal", "knowledge/journal"):
+        given = (retention.get(folder) or {}).get("archive_after")
+        if given is not None and given != life["journal_retention_days"]:
+            raise fail(f"'lifecycle.retention.{folder}.archive_after' ({given}) and "
+                       f"'lifecycle.journal_retention_days' ({life['journal_retention_days']})"
+                       " disagree: give one of them", "lifecycle", "retention", folder,
+                       "archive_after")
 
 
 def _value_problem(setting: Setting, value: Any) -> str | None:

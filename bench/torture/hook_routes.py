@@ -13,8 +13,10 @@ and tries two doors:
 
 Cases: symlinks (.md to /etc/passwd, a directory to /etc, MEMORY.md replaced, a
 transcript, a dangling one), a submodule, secrets in UTF-8, after a NUL byte, in UTF-16
-(with and without BOM), in attachments/ binaries, in file names, commit messages, tag
-messages, branch and tag names, and a pushed ``secrets_allowlist: ['.*']``. Then the
+(with and without BOM), in attachments/ binaries, inside a gzip archive
+(``archive/**.md.gz``, and gzip bytes under a ``.md`` name), a gzip bomb, in file names,
+commit messages, tag messages, branch and tag names, and a pushed
+``secrets_allowlist: ['.*']``. Then the
 hooks themselves: a deleted interpreter (one line, refused; post-commit never fails), a
 chained foreign hook (runs first with its stdin), and doctor's probe.
 
@@ -25,6 +27,7 @@ Prints one line per failed promise and a final summary; exits 1 if any promise b
 from __future__ import annotations
 
 import argparse
+import gzip
 import os
 import shutil
 import subprocess
@@ -133,6 +136,11 @@ def link(rel: str, target: str) -> Callable[[Path], None]:
     return make
 
 
+def gzip_text(text: str) -> bytes:
+    """What `memory prune` writes for an archived file (gzip -9, mtime 0)."""
+    return gzip.compress(text.encode(), 9, mtime=0)
+
+
 def cases() -> list[tuple[str, Callable[[Path], None], str, str, bool]]:
     """(name, make, needle, message, content variant) for both doors."""
     body = NOTE + f"key {SECRET}\n"
@@ -161,6 +169,13 @@ def cases() -> list[tuple[str, Callable[[Path], None], str, str, bool]]:
         ("a secret in an attachments/ binary",
          write("attachments/x.bin", b"\x89PNG\0\0" + f"\nkey {SECRET}\n".encode()),
          "attachments/x.bin:2: error: possible aws-access-key", "memory: case", True),
+        ("a secret inside an archived .md.gz",
+         write("archive/reference/k.md.gz", gzip_text(body)),
+         "archive/reference/k.md.gz:4: error: possible aws-access-key", "memory: case", False),
+        ("a secret in gzip bytes named .md", write("knowledge/reference/k.md", gzip_text(body)),
+         "knowledge/reference/k.md:4: error: possible aws-access-key", "memory: case", False),
+        ("a gzip bomb .md.gz", write("archive/bomb.md.gz", gzip.compress(b"a" * (8 << 20))),
+         "archive/bomb.md.gz: error: decompresses to more than", "memory: case", False),
         ("a secret in a file name", write(f"knowledge/reference/{SECRET}.md", NOTE),
          "[REDACTED:aws-access-key].md: error: possible aws-access-key in the file name",
          "memory: case", False),

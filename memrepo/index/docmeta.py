@@ -24,7 +24,12 @@ _JOURNAL_DATE = re.compile(r"(?:^|/)journal/(\d{4}-\d{2}-\d{2})\.md$")
 
 #: Keys the index uses; the first one present dates the file (for recency and --since).
 DATE_KEYS = ("updated", "date", "ended", "started", "created")
-WANTED = frozenset({*DATE_KEYS, "type", "tags", "status", "superseded_by", "title"})
+#: Keys that name people (memrepo.index.names): a transcript's ``participants``, a
+#: file's ``people``, a person file's ``name`` / ``aliases``.
+NAME_KEYS = ("participants", "people", "person", "name", "aliases")
+WANTED = frozenset(
+    {*DATE_KEYS, *NAME_KEYS, "type", "tags", "status", "superseded_by", "title"}
+)
 
 
 @dataclass
@@ -36,6 +41,8 @@ class DocMeta:
     tags: list[str] = field(default_factory=list)
     status: str = ""
     body_line: int = 1
+    #: people this file names (participants, people, a person file's own name)
+    names: list[str] = field(default_factory=list)
 
 
 def _scalar(raw: str) -> str:
@@ -55,6 +62,22 @@ def _flow_list(raw: str) -> list[str] | None:
     return [_scalar(x) for x in inner.split(",") if x.strip()] if inner else []
 
 
+def _flow_map(raw: str) -> dict[str, str] | None:
+    """``{user: Ana, agent: Bo}`` (scalars only), else None."""
+    raw = raw.strip()
+    if not (raw.startswith("{") and raw.endswith("}")) or any(c in raw[1:-1] for c in "{}[]"):
+        return None
+    out: dict[str, str] = {}
+    for part in raw[1:-1].split(","):
+        if not part.strip():
+            continue
+        k, sep, v = part.partition(":")
+        if not sep:
+            return None
+        out[_scalar(k)] = _scalar(v)
+    return out
+
+
 def scan_frontmatter(lines: list[str]) -> tuple[dict[str, Any], int, bool]:
     """(wanted keys, 1-based body line, whether YAML fallback is needed)."""
     if not lines or not FRONTMATTER_DELIM.match(lines[0]):
@@ -71,7 +94,9 @@ def scan_frontmatter(lines: list[str]) -> tuple[dict[str, Any], int, bool]:
         if not m or m.group(1) not in WANTED:
             continue
         key, raw = m.group(1), (m.group(2) or "").strip()
-        if raw and raw[0] in "|>&*!{":
+        if raw.startswith("{") and (fm := _flow_map(raw)) is not None:
+            meta[key] = fm
+        elif raw and raw[0] in "|>&*!{":
             odd = True
         elif raw.startswith("["):
             lst = _flow_list(raw)
@@ -81,16 +106,21 @@ def scan_frontmatter(lines: list[str]) -> tuple[dict[str, Any], int, bool]:
                 meta[key] = lst
         elif raw:
             meta[key] = _scalar(raw)
-        else:  # a block list follows, or nothing
-            items = []
+        else:  # a block list or a block mapping of scalars follows, or nothing
+            items: list[str] = []
+            mapping: dict[str, str] = {}
             while i < end and (lines[i].startswith((" ", "\t", "-")) or not lines[i].strip()):
                 s = lines[i].strip()
                 if s.startswith("- "):
                     items.append(_scalar(s[2:]))
+                elif (km := _KEY.match(s)) and km.group(2) and km.group(2)[0] not in "|>&*!{[":
+                    mapping[km.group(1)] = _scalar(km.group(2))
                 elif s and s != "-":
                     odd = True
                 i += 1
-            meta[key] = items
+            if mapping and items:
+                odd = True
+            meta[key] = mapping or items
     return meta, end + 2, odd
 
 
@@ -132,6 +162,7 @@ def read_meta(text: str, lines: list[str], path: str) -> DocMeta:
     elif meta.get("superseded_by") or str(meta.get("status", "")).lower() == "superseded":
         status = "superseded"
     typ = meta.get("type")
+    names = _names(meta, category, path)
     return DocMeta(
         path=path,
         category=category,
@@ -140,4 +171,29 @@ def read_meta(text: str, lines: list[str], path: str) -> DocMeta:
         tags=[str(t) for t in tags] if isinstance(tags, list) else [],
         status=status,
         body_line=body_line,
+        names=names,
     )
+
+
+def _names(meta: dict[str, Any], category: str | None, path: str) -> list[str]:
+    """People this file names: ``participants`` (a transcript's speakers; a mapping or a
+    list), ``people`` / ``person``, and for a person file its ``name``, ``aliases`` and
+    ``title``, and its file name ("jane-doe" -> "Jane Doe")."""
+    keys = ["participants", "people", "person"]
+    if category == "person":
+        keys += ["name", "aliases", "title"]
+    out: list[str] = []
+    for key in keys:
+        value = meta.get(key)
+        if isinstance(value, dict):
+            value = list(value.values())
+        if isinstance(value, str):
+            value = [value]
+        if isinstance(value, list):
+            out += [str(v).strip() for v in value if isinstance(v, str | int) and str(v).strip()]
+    if category == "person":
+        stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
+        if not stem.startswith("_"):
+            out.append(" ".join(w.capitalize() for w in stem.replace("_", "-").split("-") if w))
+    seen: set[str] = set()
+    return [n for n in out if n and len(n) <= 80 and not (n in seen or seen.add(n))]

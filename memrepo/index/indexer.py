@@ -23,7 +23,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memrepo.index import cjk, gitsource, links, schema, signals
+from memrepo import compression
+from memrepo.errors import FormatError
+from memrepo.index import cjk, gitsource, links, names, schema, signals
 from memrepo.index import db as dbmod
 from memrepo.index.chunking import Chunk, chunk_lines
 from memrepo.index.docmeta import DocMeta, read_meta
@@ -102,7 +104,22 @@ _RANK = {"noop": 0, "incremental": 1, "rebuild": 2}
 
 def _bad_names(paths: Iterable[str]) -> list[str]:
     """Paths the index would hold but for a name that is not valid UTF-8."""
-    return [p for p in paths if is_markdown(p) and not is_utf8(p)]
+    return [p for p in paths if (is_markdown(p) or compression.allowed(p)) and not is_utf8(p)]
+
+
+def _gz_limit(root: Path, paths: Iterable[str]) -> int:
+    """How far a compressed archive is inflated: ``validation.max_file_kb`` (what a commit
+    may hold). The config is read only when ``paths`` holds a ``.gz`` (an ordinary
+    commit's hook never pays for it)."""
+    if not any(compression.is_gzip_name(p) for p in paths):
+        return compression.DEFAULT_LIMIT
+    from memrepo.config import load_config
+    from memrepo.errors import ConfigError
+
+    try:
+        return compression.limit_of(load_config(root))
+    except ConfigError:
+        return compression.DEFAULT_LIMIT
 
 
 @dataclass
@@ -112,10 +129,19 @@ class Parsed:
     lines: int
     tokens: int
     links: list[links.Link] = field(default_factory=list)
+    #: why a compressed archive could not be read (it is indexed without its text)
+    error: str | None = None
 
 
-def parse(path: str, data: bytes) -> Parsed:
-    """A blob as the index sees it. Never raises on odd content (validators do that)."""
+def parse(path: str, data: bytes, gz_limit: int = compression.DEFAULT_LIMIT) -> Parsed:
+    """A blob as the index sees it. Never raises on odd content (validators do that): a
+    compressed archive (``archive/**.md.gz``) is read inflated, up to ``gz_limit`` bytes;
+    one that is corrupt or bigger is a document without chunks and an ``error``."""
+    if compression.is_gzip_name(path):
+        try:
+            data = compression.decompress(data, path, gz_limit)
+        except FormatError as exc:
+            return Parsed(read_meta("", [], path), [], 0, 0, error=exc.message)
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     text = data.decode("utf-8", "replace")
@@ -131,8 +157,12 @@ def parse(path: str, data: bytes) -> Parsed:
 class Writer:
     """Adds and removes documents inside the caller's transaction."""
 
-    def __init__(self, con: sqlite3.Connection, embedder: Embedder | None, embed_now: bool):
+    def __init__(self, con: sqlite3.Connection, embedder: Embedder | None, embed_now: bool,
+                 gz_limit: int = compression.DEFAULT_LIMIT):
         self.con = con
+        self.gz_limit = gz_limit
+        #: ``path: why`` of compressed archives that could not be read (indexed textless)
+        self.problems: list[str] = []
         self.embedder = embedder
         self.embed_now = embed_now and embedder is not None
         self.to_embed: dict[int, str] = {}
@@ -150,7 +180,9 @@ class Writer:
         vectors: dict[int, bytes] | None = None,
     ) -> None:
         """Insert a file; ``vectors`` (chunk hash -> vector) when they were computed ahead."""
-        p = parsed or parse(path, data)
+        p = parsed or parse(path, data, self.gz_limit)
+        if p.error is not None:
+            self.problems.append(f"{path}: {p.error}; indexed without its text")
         m = p.meta
         cur = self.con.execute(
             "INSERT INTO documents"
@@ -170,6 +202,11 @@ class Writer:
             ),
         )
         doc_id = cur.lastrowid
+        if m.names:
+            self.con.executemany(
+                "INSERT INTO names(doc_id, word) VALUES (?, ?)",
+                [(doc_id, w) for w in names.words(m.names)],
+            )
         for c in p.chunks:
             h = c.hash
             cid = self.con.execute(
@@ -201,7 +238,7 @@ class Writer:
         if ids:
             if old is None:
                 raise NeedsRebuild(f"the indexed version of {path} is no longer in git")
-            chunks = parse(path, old).chunks
+            chunks = parse(path, old, self.gz_limit).chunks
             if [c.hash for c in chunks] != [h for _, h in ids]:
                 raise NeedsRebuild(f"the indexed chunks of {path} do not match its old blob")
             self.con.executemany(
@@ -212,6 +249,7 @@ class Writer:
             self.dropped_hashes.update(h for _, h in ids)
             self.removed_chunks += len(ids)
         self.con.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
+        self.con.execute("DELETE FROM names WHERE doc_id = ?", (doc_id,))
         links.drop(self.con, path)
         self.con.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
 
@@ -236,10 +274,8 @@ class Writer:
 
     def drop_orphan_vectors(self) -> None:
         for h in self.dropped_hashes:
-            if (
-                self.con.execute("SELECT 1 FROM chunks WHERE hash = ? LIMIT 1", (h,)).fetchone()
-                is None
-            ):
+            (used,) = self.con.execute(f"SELECT {schema.VECTOR_IN_USE}", (h,)).fetchone()
+            if not used:
                 self.con.execute("DELETE FROM vectors WHERE hash = ?", (h,))
         self.dropped_hashes.clear()
 
@@ -266,14 +302,11 @@ def open_index(root: Path) -> sqlite3.Connection:
 
 
 def pending_vectors(con: sqlite3.Connection) -> int:
-    """Chunks that still wait for their vector (embedder too heavy for the hook)."""
+    """Vectors chunks still wait for (the embedder is too heavy for the hook)."""
     meta = schema.get_meta(con)
     if meta.get("embedder", "none") == "none":
         return 0
-    return con.execute(
-        "SELECT count(DISTINCT c.hash) FROM chunks c LEFT JOIN vectors v ON v.hash = c.hash "
-        "WHERE v.hash IS NULL"
-    ).fetchone()[0]
+    return int(con.execute(schema.MISSING_VECTORS).fetchone()[0])
 
 
 def update(
@@ -355,7 +388,7 @@ def _apply_diff(
         if c.new is not None:
             wanted.append(c.new)
     blobs = dict(gitsource.stream_blobs(root, dict.fromkeys(wanted)))
-    writer = Writer(con, embedder, embed_now)
+    writer = Writer(con, embedder, embed_now, _gz_limit(root, (c.path for c in docs)))
     con.execute("BEGIN IMMEDIATE")
     try:
         for c in docs:
@@ -374,6 +407,7 @@ def _apply_diff(
             elif old_sha is not None:
                 res.removed += 1
         res.embedded += writer.embedded + writer.flush_vectors()
+        res.notes += writer.problems
         writer.drop_orphan_vectors()
         _refold_signals(root, con, force=signals_changed)
         total = int(schema.get_meta(con).get("chunks", 0)) + writer.chunks - writer.removed_chunks
@@ -412,20 +446,17 @@ def _catch_up_vectors(
 ) -> int:
     """Embed chunks the hook left without a vector (re-chunking their blobs)."""
     total = pending_vectors(con) if progress else 0
-    rows = con.execute(
-        "SELECT DISTINCT d.path, d.blob FROM documents d JOIN chunks c ON c.doc_id = d.id "
-        "LEFT JOIN vectors v ON v.hash = c.hash WHERE v.hash IS NULL"
-    ).fetchall()
+    rows = con.execute(schema.MISSING_VECTOR_DOCS).fetchall()
     if not rows:
         return 0
-    writer = Writer(con, embedder, True)
     by_sha = {sha: path for path, sha in rows}
+    writer = Writer(con, embedder, True, _gz_limit(root, by_sha.values()))
     n = 0
     con.execute("BEGIN IMMEDIATE")
     try:
         for sha, data in gitsource.stream_blobs(root, by_sha):
             if data is not None:
-                for c in parse(by_sha[sha], data).chunks:
+                for c in parse(by_sha[sha], data, writer.gz_limit).chunks:
                     writer.to_embed.setdefault(c.hash, c.own_text)
                 if len(writer.to_embed) >= EMBED_BATCH:
                     n += writer.flush_vectors()
@@ -469,8 +500,9 @@ def rebuild(root: Path, embedder_name: str, *, progress: Progress | None = None)
                 files = [(p, s) for p, s in tree if is_indexed(p)]
                 res.skip(_bad_names(p for p, _ in tree))
                 res.skip_irregular(irregular)
-            writer = Writer(con, embedder, True)
+            writer = Writer(con, embedder, True, _gz_limit(root, (p for p, _ in files)))
             _bulk_add(root, con, writer, files, progress)
+            res.notes += writer.problems
             con.execute("BEGIN")
             res.embedded = writer.embedded + writer.flush_vectors()
             _refold_signals(root, con, force=True)
@@ -497,12 +529,13 @@ _WORKER_EMBEDDERS: dict[str, Embedder | None] = {}
 
 
 def _prepare_part(
-    root: str, part: list[tuple[str, str]], embedder_name: str | None
+    root: str, part: list[tuple[str, str]], embedder_name: str | None,
+    gz_limit: int = compression.DEFAULT_LIMIT,
 ) -> tuple[list[tuple[str, str, Parsed | None]], dict[int, bytes] | None]:
     """Read, chunk and (when asked) embed a slice of files: runs in a worker process."""
     blobs = dict(gitsource.stream_blobs(Path(root), dict.fromkeys(sha for _, sha in part)))
     parsed = [
-        (path, sha, parse(path, blobs[sha]) if blobs.get(sha) is not None else None)
+        (path, sha, parse(path, blobs[sha], gz_limit) if blobs.get(sha) is not None else None)
         for path, sha in part
     ]
     vecs: dict[int, bytes] | None = None
@@ -517,7 +550,8 @@ def _prepare_part(
 
 
 def _prepared_parts(
-    root: Path, files: list[tuple[str, str]], embedder_name: str | None
+    root: Path, files: list[tuple[str, str]], embedder_name: str | None,
+    gz_limit: int = compression.DEFAULT_LIMIT,
 ) -> Iterable[tuple[list[tuple[str, str, Parsed | None]], dict[int, bytes] | None]]:
     parts = [files[i : i + PART_FILES] for i in range(0, len(files), PART_FILES)]
     if len(files) >= PARALLEL_MIN_FILES and (os.cpu_count() or 1) > 1:
@@ -531,7 +565,7 @@ def _prepared_parts(
             with pool:  # a few slices in flight: the worker never runs far ahead (RSS)
                 todo = iter(parts)
                 window = collections.deque(
-                    pool.apply_async(_prepare_part, (str(root), part, embedder_name))
+                    pool.apply_async(_prepare_part, (str(root), part, embedder_name, gz_limit))
                     for part in itertools.islice(todo, 3)
                 )
                 while window:
@@ -539,12 +573,13 @@ def _prepared_parts(
                     nxt = next(todo, None)
                     if nxt is not None:
                         window.append(
-                            pool.apply_async(_prepare_part, (str(root), nxt, embedder_name))
+                            pool.apply_async(_prepare_part,
+                                             (str(root), nxt, embedder_name, gz_limit))
                         )
                     yield result
             return
     for part in parts:
-        yield _prepare_part(str(root), part, embedder_name)
+        yield _prepare_part(str(root), part, embedder_name, gz_limit)
 
 
 def _bulk_add(
@@ -559,7 +594,7 @@ def _bulk_add(
     con.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('automerge', 0)")
     done = 0
     con.execute("BEGIN")
-    for parsed, vecs in _prepared_parts(root, files, embedder_name):
+    for parsed, vecs in _prepared_parts(root, files, embedder_name, writer.gz_limit):
         for path, sha, p in parsed:
             if p is not None:
                 writer.add(path, sha, b"", p, vecs)

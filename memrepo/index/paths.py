@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memrepo import compression
 from memrepo.layout import DB_NAME, EXCLUDED_ROOTS
 
 
@@ -17,10 +18,11 @@ def state_dir(git_dir: Path) -> Path:
 
 
 def is_indexed(path: str) -> bool:
-    """Markdown files outside scratch/ and attachments/ (and hidden folders), whose name
-    is valid UTF-8 (SQLite stores text as UTF-8: a name git gave us with surrogate escapes
-    cannot be stored, so it is skipped rather than breaking every update)."""
-    return is_markdown(path) and is_utf8(path)
+    """Markdown files outside scratch/ and attachments/ (and hidden folders), and the
+    compressed archives ``archive/**.md.gz`` (read inflated), whose name is valid UTF-8
+    (SQLite stores text as UTF-8: a name git gave us with surrogate escapes cannot be
+    stored, so it is skipped rather than breaking every update)."""
+    return (is_markdown(path) or compression.allowed(path)) and is_utf8(path)
 
 
 def is_markdown(path: str) -> bool:

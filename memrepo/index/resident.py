@@ -389,12 +389,8 @@ def _catch_up_rounds(root: Path, gd: Path, embedder: Any, should_stop: Callable[
                 if log:
                     log(f"catch-up: the index is not built with {embedder.id}; nothing to do")
                 return done
-            missing = con.execute(
-                "SELECT count(DISTINCT c.hash) FROM chunks c LEFT JOIN vectors v "
-                "ON v.hash = c.hash WHERE v.hash IS NULL").fetchone()[0]
-            rows = con.execute(
-                "SELECT DISTINCT d.path, d.blob FROM documents d JOIN chunks c ON c.doc_id = d.id "
-                "LEFT JOIN vectors v ON v.hash = c.hash WHERE v.hash IS NULL").fetchall()
+            missing = con.execute(schema.MISSING_VECTORS).fetchone()[0]
+            rows = con.execute(schema.MISSING_VECTOR_DOCS).fetchall()
         finally:
             con.close()
         rows = [(p, b) for p, b in rows if b not in tried][:CATCHUP_DOCS]
@@ -450,7 +446,7 @@ def _write_vectors(root: Path, gd: Path, embedder_id: str, pairs: list[tuple[int
             try:
                 con.executemany(
                     "INSERT OR IGNORE INTO vectors(hash, vec) SELECT ?, ? "
-                    "WHERE EXISTS (SELECT 1 FROM chunks WHERE hash = ?)",
+                    f"WHERE {schema.VECTOR_IN_USE}",
                     [(h, v, h) for h, v in pairs],
                 )
                 con.execute("COMMIT")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import sqlite3
 
 #: Bump when the tables or the chunker change: an index of another version is rebuilt.
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 DDL = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -66,6 +66,11 @@ CREATE TABLE links (
 );
 CREATE INDEX links_src ON links(src);
 CREATE INDEX links_key ON links(key);
+-- words of the people each file names (docmeta.names, names.py; schema 8), lowercased:
+-- masked out of the text a query vector is made from
+CREATE TABLE names (doc_id INTEGER NOT NULL, word TEXT NOT NULL);
+CREATE INDEX names_doc ON names(doc_id);
+CREATE INDEX names_word ON names(word);
 CREATE TABLE signals (
     path TEXT NOT NULL,
     line INTEGER NOT NULL,       -- 0 = the whole file
@@ -82,6 +87,20 @@ CREATE TABLE signals (
 
 def create(con: sqlite3.Connection) -> None:
     con.executescript(DDL)
+
+
+#: Files with a chunk still waiting for its vector (the embedder was too heavy for a hook).
+MISSING_VECTOR_DOCS = (
+    "SELECT DISTINCT d.path, d.blob FROM documents d JOIN chunks c ON c.doc_id = d.id "
+    "LEFT JOIN vectors v ON v.hash = c.hash WHERE v.hash IS NULL"
+)
+#: How many vectors are still to be made.
+MISSING_VECTORS = (
+    "SELECT count(DISTINCT c.hash) FROM chunks c LEFT JOIN vectors v ON v.hash = c.hash "
+    "WHERE v.hash IS NULL"
+)
+#: Keep a vector only while some chunk still has its hash.
+VECTOR_IN_USE = "EXISTS (SELECT 1 FROM chunks WHERE hash = ?)"
 
 
 def get_meta(con: sqlite3.Connection) -> dict[str, str]:

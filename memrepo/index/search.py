@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
-from memrepo.index import cjk, expand, schema, signals
+from memrepo.index import cjk, expand, names, schema, signals
 from memrepo.index import db as dbmod
 from memrepo.index import query as q
 from memrepo.index.dates import date_ranges, window
@@ -115,6 +115,7 @@ class Searcher:
         self.embedder = None
         self._vsearch: Any = None
         self._has_cjk: bool | None = None
+        self._known_name: Callable[[str], bool] | None = None
         recorded = self.meta.get("embedder", "none")
         if recorded != "none":
             wanted = get_embedder(embedder_name) if embedder_name else None
@@ -227,6 +228,10 @@ class Searcher:
             from memrepo.index.vectors import VectorSearch
 
             self._vsearch = VectorSearch(self.con, db_path(self.root))
+        if self.settings.mask_names:
+            if self._known_name is None:
+                self._known_name = names.lookup(self.con)
+            text = names.mask(text, self._known_name)
         try:
             qv = self.embedder.embed([text])[0]
         except Exception as exc:  # a missing extra or a bad model file: BM25 still answers

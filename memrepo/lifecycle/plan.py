@@ -1,4 +1,5 @@
-"""A ``Plan``: the new file texts and ``git mv`` moves a maintenance job would make.
+"""A ``Plan``: the new file texts, ``git mv`` moves and compressions a maintenance job
+would make.
 
 Condense and prune compute a plan first, so ``--dry-run`` can print it as a diff, and a
 real run writes it atomically and commits it as one ``maintenance: …`` commit.
@@ -28,6 +29,8 @@ class Plan:
     #: the text each file had when the plan was made from it: a file written by someone
     #: else since (``memory remember``) keeps those lines when the plan is applied
     base: dict[str, str] = field(default_factory=dict)
+    #: committed files to replace by their gzip (``archive/x.md`` -> ``archive/x.md.gz``)
+    compress: list[tuple[str, str]] = field(default_factory=list)
 
     def merge(self, other: Plan) -> None:
         """Take ``other``'s texts and bases too (a job made of several plans)."""
@@ -43,10 +46,11 @@ class Plan:
         return out
 
     def empty(self, root: Path) -> bool:
-        return not self.changed(root) and not self.moves
+        return not self.changed(root) and not self.moves and not self.compress
 
     def diff(self, root: Path) -> str:
         parts = [f"move {a} -> {b}" for a, b in self.moves]
+        parts += [f"compress {a} -> {b} (gzip -9)" for a, b in self.compress]
         for p, t in sorted(self.changed(root).items()):
             full = root / p
             old = full.read_text(encoding="utf-8").splitlines(True) if full.exists() else []
@@ -78,6 +82,20 @@ class Plan:
                                "nothing was written, try again") from None
         return written
 
+    @staticmethod
+    def _compress(root: Path, src: str, dst: str) -> list[str]:
+        """Stage ``src`` replaced by its gzip ``dst``. ``git rm`` (without -f) refuses a
+        file whose content is not HEAD's, so only committed text is ever compressed; the
+        gzip is written from the bytes read just before. git cannot see this as a rename
+        (the bytes differ), so the commit body names the pair."""
+        from memrepo.compression import compress
+
+        data = (root / src).read_bytes()
+        retry_locked(lambda: git(["rm", "-q", "--", src], root))
+        atomic_write(root / dst, compress(data))
+        retry_locked(lambda: git(["add", "--", dst], root))
+        return [src, dst]
+
     def apply(self, root: Path, message: str, commit: bool = True) -> str | None:
         """Write, move (git mv) and commit; returns the commit, or None when nothing changed."""
         paths: list[str] = []
@@ -85,6 +103,8 @@ class Plan:
             (root / dst).parent.mkdir(parents=True, exist_ok=True)
             retry_locked(lambda s=src, d=dst: git(["mv", "-k", s, d], root))
             paths += [src, dst]
+        for src, dst in self.compress:
+            paths += self._compress(root, src, dst)
         written = self._write(root)
         paths += written
         if not paths or not commit:

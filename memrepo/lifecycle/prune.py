@@ -3,8 +3,10 @@
 MEMORY.md over its cap is condensed back under it; journals past the retention move to
 ``archive/journal/``; knowledge files whose score (recency × use) is below the threshold
 and that are older than the minimum age move to ``archive/`` — all with ``git mv``, so
-history follows the file. ``explore/*`` branches older than a week are listed and, with
-``--apply``, deleted after a ``memory/before/…`` tag keeps their commits reachable.
+history follows the file; archived files past their ``compress_after`` become
+``NAME.md.gz`` (:mod:`memrepo.lifecycle.retention`, off by default). ``explore/*``
+branches older than a week are listed and, with ``--apply``, deleted after a
+``memory/before/…`` tag keeps their commits reachable.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from memrepo.layout import (
     PEOPLE_INDEX,
     PROJECTS_INDEX,
 )
+from memrepo.lifecycle import retention
 from memrepo.lifecycle.cap import cap_plan
 from memrepo.lifecycle.plan import Plan
 
@@ -53,8 +56,11 @@ def subscribed(root: Path) -> set[str]:
 
 
 def journal_moves(root: Path, today: dt.date) -> list[tuple[str, str]]:
-    """(journal, archive path) for journals older than the retention (and no topic's)."""
-    days = int(load_config(root)["lifecycle"]["journal_retention_days"])
+    """(journal, archive path) for journals older than the retention (and no topic's):
+    ``lifecycle.retention.journal.archive_after``, alias ``journal_retention_days``."""
+    days = retention.journal_days(retention.policies(load_config(root)))
+    if days is None:  # journal: {keep: true}
+        return []
     cutoff = today - dt.timedelta(days=days)
     base = root / JOURNAL_DIR
     keep = subscribed(root)
@@ -133,8 +139,10 @@ def stale_moves(root: Path, today: dt.date) -> list[tuple[str, str, Scored]]:
     cfg = load_config(root)["lifecycle"]
     threshold = float(cfg["archive_score_threshold"])
     min_age = int(cfg["archive_min_age_days"])
+    pols = retention.policies({"lifecycle": cfg})
     return [(s.path, "archive/" + s.path[len("knowledge/"):], s)
-            for s in score_files(root, today) if s.score < threshold and s.days > min_age]
+            for s in score_files(root, today) if s.score < threshold and s.days > min_age
+            and not retention.kept(s.path, pols)]
 
 
 def stale_reviews(root: Path, today: dt.date, days: int = 90) -> list[str]:
@@ -204,4 +212,9 @@ def plan_prune(root: Path, today: dt.date, llm: Any = None) -> PruneResult:
     plan.moves += [(a, b) for a, b, _ in stale]
     for a, _, s in stale:
         plan.notes.append(f"archived {a} (score {s.score:.4f}, {s.days} days, {s.uses:g} uses)")
+    cfg = load_config(root)
+    if retention.compresses(retention.policies(cfg)):
+        packed = retention.compress_plan(root, today, cfg, last_changed(root, "archive/"))
+        plan.compress += packed.moves
+        plan.notes += packed.notes
     return PruneResult(plan, stale, old_explore_branches(root, today))
