@@ -27,6 +27,7 @@ from memrepo.hooks import install
 from memrepo.index import health as index_health
 from memrepo.index.indexer import sync
 from memrepo.layout import LAYOUT_DIRS
+from memrepo.locks import LockBusy
 from memrepo.repo import MemoryRepo
 from memrepo.transcript import capture
 
@@ -260,10 +261,64 @@ def merge_driver_checks(repo: MemoryRepo) -> list[Check]:
     return [Check("merge driver", True, f"knowledge files merge with {command}")]
 
 
+def _line_count_problem(repo: MemoryRepo) -> tuple[str, str] | None:
+    """(what is wrong, the corrected text) when MEMORY.md's ``line_count`` is missing or
+    differs from its lines; None when it is right (or there is no MEMORY.md with
+    frontmatter to keep it in)."""
+    from memrepo.documents import count_lines, stated_line_count, with_line_count
+    from memrepo.layout import MEMORY_FILE
+
+    full = repo.root / MEMORY_FILE
+    if not full.is_file() or full.is_symlink():
+        return None
+    try:
+        text = full.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None  # the frontmatter check reports a file it cannot read
+    fixed = with_line_count(text)
+    if fixed == text:
+        return None
+    present, value = stated_line_count(text)
+    lines = count_lines(fixed)
+    if not present:
+        why = f"{MEMORY_FILE} has no line_count in its frontmatter ({lines} lines)"
+    elif value is None:
+        why = f"{MEMORY_FILE}: line_count is not a whole number (the file has {lines} lines)"
+    else:
+        why = f"{MEMORY_FILE}: line_count says {value}, the file has {lines} lines"
+    return why, fixed
+
+
+def memory_line_count_checks(repo: MemoryRepo) -> list[Check]:
+    """MEMORY.md states its size (``line_count``, seed 000 §2.2); memrepo's writers keep it,
+    a hand edit may not: a warning, never a failure (the cap counts the file itself)."""
+    problem = _line_count_problem(repo)
+    if problem is None:
+        return [Check("MEMORY.md line_count", True, "matches the file")]
+    return [Check("MEMORY.md line_count", False, problem[0],
+                  "memory doctor --fix (sets it; commit with memory commit)", warning=True)]
+
+
+def _fix_line_count(repo: MemoryRepo) -> list[str]:
+    """Doctor --fix: MEMORY.md's ``line_count`` set right (written under the lock every
+    writer of knowledge files takes, not committed)."""
+    from memrepo.atomic import atomic_write
+    from memrepo.layout import MEMORY_FILE
+    from memrepo.lifecycle.journal import LOCK_FILE, LOCK_WAIT
+    from memrepo.locks import file_lock
+
+    with file_lock(repo.root / LOCK_FILE, wait=LOCK_WAIT, poll=0.005):
+        problem = _line_count_problem(repo)
+        if problem is None:
+            return []
+        atomic_write(repo.root / MEMORY_FILE, problem[1])
+    return [f"set line_count in {MEMORY_FILE} ({problem[0]})"]
+
+
 #: Every check, in report order (foundation first).
 CHECKS: list[CheckFn] = [foundation_checks, capture.health_checks, index_health.checks,
                          agent_state.health_checks, agent_install.health_checks,
-                         leftover_tmp_checks, merge_driver_checks]
+                         leftover_tmp_checks, merge_driver_checks, memory_line_count_checks]
 
 
 def run_checks(repo: MemoryRepo) -> list[Check]:
@@ -306,6 +361,10 @@ def fix(repo: MemoryRepo) -> tuple[list[str], list[str]]:
     for ok, line in capture.close_stale_sessions(repo):
         (done if ok else failed).append(line)
     done += _remove_leftover_tmp(repo)
+    try:
+        done += _fix_line_count(repo)
+    except (MemrepoError, OSError, LockBusy) as exc:
+        failed.append(f"MEMORY.md line_count: {exc or type(exc).__name__}")
     try:  # the index: brought to HEAD (rebuilt when its schema or embedder is not current)
         res = sync(repo.root, embedder_name=repo.config["search"]["embedder"])
         if res is not None and res.mode != "noop":

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrepo import yamlsafe
+from memrepo import compression, yamlsafe
 from memrepo.errors import FormatError
 from memrepo.layout import FRONTMATTER_DELIM
 
@@ -112,12 +112,15 @@ def parse_document(text: str, path: str) -> Document:
 
 
 def read_document(file: str | Path, path: str | None = None) -> Document:
-    """Read and parse a file; ``path`` is the repo-relative name used in messages."""
+    """Read and parse a file; ``path`` is the repo-relative name used in messages (and
+    says whether the file is a compressed archive)."""
     name = path or str(file)
     try:
         data = Path(file).read_bytes()
     except OSError as exc:
         raise FormatError(f"cannot read: {exc.strerror}", name) from None
+    if compression.is_gzip_name(name):  # a compressed archive reads as the text it holds
+        data = compression.decompress(data, name, compression.DEFAULT_LIMIT)
     return parse_document(decode(data, name), name)
 
 
@@ -195,3 +198,70 @@ def parse_date(value: Any) -> dt.date | None:
         except ValueError:
             return None
     return None
+
+
+# ---------------------------------------------------------------------------
+# MEMORY.md's line_count (seed 000 §2.2, §2.3)
+# ---------------------------------------------------------------------------
+
+#: The frontmatter key in which MEMORY.md states its own size (seed 000 §2.3: "for cap
+#: enforcement"), so a reader knows the size without counting.
+LINE_COUNT_KEY = "line_count"
+
+
+def count_lines(text: str) -> int:
+    """Lines of a whole file, frontmatter included, counted as the cap counts them
+    (``check-memory-cap``, :mod:`memrepo.lifecycle.cap`): its newlines, plus one for a
+    last line that has none."""
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
+def _frontmatter_end(lines: list[str]) -> int | None:
+    """Index of the closing ``---`` line, or None when the text has no frontmatter."""
+    if not lines or not FRONTMATTER_DELIM.match(lines[0]):
+        return None
+    for i in range(1, len(lines)):
+        if FRONTMATTER_DELIM.match(lines[i]):
+            return i
+    return None
+
+
+def _line_count_at(lines: list[str], end: int) -> int | None:
+    for i in range(1, end):
+        if re.match(rf"^{LINE_COUNT_KEY}[ \t]*:", lines[i]):
+            return i
+    return None
+
+
+def stated_line_count(text: str) -> tuple[bool, int | None]:
+    """(whether the frontmatter has ``line_count``, its value when a whole number)."""
+    lines = text.split("\n")
+    end = _frontmatter_end(lines)
+    at = _line_count_at(lines, end) if end is not None else None
+    if at is None:
+        return False, None
+    value = lines[at].split(":", 1)[1].strip().rstrip("\r")
+    return True, int(value) if value.isdigit() else None
+
+
+def with_line_count(text: str, add: bool = True) -> str:
+    """``text`` with its frontmatter's ``line_count`` equal to :func:`count_lines` of the
+    result; with ``add``, a missing key is added as the frontmatter's last line. Only that
+    one line is touched (the YAML a person wrote is not re-rendered); a text without
+    frontmatter is returned as it is. The number's width never changes the count, so one
+    pass is exact."""
+    lines = text.split("\n")
+    end = _frontmatter_end(lines)
+    if end is None:
+        return text
+    eol = "\r" if lines[0].endswith("\r") else ""
+    at = _line_count_at(lines, end)
+    if at is None:
+        if not add:
+            return text
+        at = end
+        lines.insert(at, "")
+    count = len(lines) - 1 + (1 if lines[-1] else 0)  # count_lines of the joined text
+    lines[at] = f"{LINE_COUNT_KEY}: {count}{eol}"
+    out = "\n".join(lines)
+    return text if out == text else out

@@ -17,6 +17,7 @@ from pathlib import Path
 from memrepo import git, yamlsafe
 from memrepo.atomic import atomic_write
 from memrepo.config import load_config, render_default_config, set_setting
+from memrepo.documents import with_line_count
 from memrepo.errors import MemrepoError
 from memrepo.hooks.install import HOOK_TYPES, PRE_COMMIT_CONFIG, env_with_memory_on_path
 from memrepo.layout import CONFIG_FILE, LAYOUT_DIRS, MEMORY_FILE, PEOPLE_INDEX, PROJECTS_INDEX
@@ -50,8 +51,10 @@ class Action:
 
 
 def render_template(name: str, today: dt.date) -> str:
+    """A knowledge template for ``today``; one that states its ``line_count`` (MEMORY.md)
+    states it right."""
     text = (templates_dir() / "knowledge" / name).read_text(encoding="utf-8")
-    return string.Template(text).substitute(date=today.isoformat())
+    return with_line_count(string.Template(text).substitute(date=today.isoformat()), add=False)
 
 
 def skeleton_files() -> dict[str, bytes]:

@@ -1,4 +1,4 @@
-"""``memory topics match|list|log|tune``: the watchers from the command line."""
+"""``memory topics match|list|log|feedback|tune``: the watchers from the command line."""
 
 from __future__ import annotations
 
@@ -124,19 +124,46 @@ def log(ctx: click.Context, limit: int, topic: str | None, as_json: bool) -> Non
         state = "ON " if e.get("active") else "off"
         t1 = ",".join(e.get("tier1") or []) or "-"
         gate = e.get("gate") or "-"
+        useful = {True: "yes", False: "no"}.get(e.get("was_useful"), "-")
+        by = f" ({e['useful_by']})" if e.get("useful_by") else ""
         click.echo(
-            f"{e.get('ts', '?')}  {state} {e.get('topic')}  tier1={t1} tier2={e.get('tier2')} "
-            f"gate={gate} ({e.get('source')})"
+            f"{e.get('ts', '?')}  {e.get('id', '?')}  {state} {e.get('topic')}  tier1={t1} "
+            f"tier2={e.get('tier2')} gate={gate} ({e.get('source')}) useful={useful}{by}"
         )
     if not entries:
         click.echo("no decisions logged")
+
+
+@topics.command("feedback")
+@click.argument("decision")
+@click.option("--useful/--not-useful", "useful", default=None,
+              help="Whether the topic this decision activated helped.")
+@click.option("--why", help="A note kept with the verdict.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def feedback(ctx: click.Context, decision: str, useful: bool | None, why: str | None,
+             as_json: bool) -> None:
+    """Say whether decision DECISION (an id from `memory topics log`, or a unique prefix)
+    helped: its was_useful, which `memory topics tune` counts. A person's verdict
+    overrules the one a session's end judged; the log itself is only appended to."""
+    from memrepo.context.watchers.feedback import give
+
+    if useful is None:
+        raise click.UsageError("say --useful or --not-useful")
+    repo = discover((ctx.obj or {}).get("repo"))
+    d = give(repo.root, decision, useful, why)
+    if as_json:
+        click.echo(json.dumps(d, indent=1))
+        return
+    click.echo(f"{d['id']}  {d.get('topic')}: {'useful' if useful else 'not useful'}")
 
 
 @topics.command("tune")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def tune(ctx: click.Context, as_json: bool) -> None:
-    """Per topic: how often each tier fired, gate yes/no rates, threshold suggestions."""
+    """Per topic: how often each tier fired, gate yes/no rates, how many activations were
+    judged useful (useful/judged), threshold suggestions."""
     from memrepo.context.watchers.gate import read_log
     from memrepo.context.watchers.tune import collect
 
@@ -150,13 +177,15 @@ def tune(ctx: click.Context, as_json: bool) -> None:
         return
     click.echo(
         f"{'topic':<24} {'cand':>5} {'on':>5} {'t1':>5} {'t2':>5} {'yes':>5} {'no':>5} {'off':>5}"
+        f" {'useful':>7}"
     )
     for s in stats:
         d = s.as_json()
         t1 = sum(s.tier1.values())
+        useful = f"{s.useful}/{s.judged}" if s.judged else "-"
         click.echo(
             f"{s.topic[:24]:<24} {s.candidates:>5} {s.activated:>5} {t1:>5} {s.tier2_only:>5} "
-            f"{s.gate_yes:>5} {s.gate_no:>5} {s.offline:>5}"
+            f"{s.gate_yes:>5} {s.gate_no:>5} {s.offline:>5} {useful:>7}"
         )
         if d["suggestion"]:
             click.echo(f"  -> {d['suggestion']}")

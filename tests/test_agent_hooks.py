@@ -32,7 +32,7 @@ from memrepo.index.indexer import sync
 from memrepo.repo import MemoryRepo
 from memrepo.transcript.importers import claude_code
 from memrepo.transcript.importers.run import ImportContext
-from memrepo.transcript.render import render_conversation, resolve_timezone
+from memrepo.transcript.render import render_import, resolve_timezone
 
 FIXTURE = Path(__file__).parent / "fixtures" / "agents" / "claude-code"
 STAGES = sorted(FIXTURE.glob("*.jsonl"))
@@ -131,7 +131,7 @@ def imported_body(log: Path, tzname: str) -> str:
     data = log.read_bytes()
     conv = claude_code.parse(data, ImportContext(log, dt.datetime.now(dt.timezone.utc)))[0]
     tz, name = resolve_timezone(tzname)
-    rel, text, _ = render_conversation(conv, tz, name, ())
+    rel, text, _ = render_import(conv, tz, name, ())
     return parse_document(text, rel).body
 
 

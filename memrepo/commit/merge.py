@@ -16,7 +16,9 @@ person would resolve the same way every time, and nothing else:
   other side wrote is lost);
 - frontmatter is merged key by key: a key only one side changed takes that change, a
   list both changed takes both sides' items, a date both changed takes the later
-  (``created``: the earlier);
+  (``created``: the earlier); ``line_count`` (MEMORY.md's size) is not merged but
+  counted again in the merged file, so two clones that both grew MEMORY.md never stop
+  on it;
 
 and stops, like ``git merge-file`` (conflict markers in the file, exit status 1), on
 everything else: prose, a heading or any non-bullet line both sides changed, a scalar
@@ -37,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from memrepo import yamlsafe
+from memrepo.documents import LINE_COUNT_KEY, with_line_count
 from memrepo.errors import GitError
 from memrepo.git import git, toplevel
 from memrepo.lifecycle.extract import entries as E
@@ -90,6 +93,11 @@ def merge_text(base: str, ours: str, theirs: str, *, marker_size: int = 7,
     body = _merge_lines(bodies[0], bodies[1], bodies[2], out, marker_size, labels,
                         today or dt.date.today())
     out.text = "\n".join([*head, *body])
+    if not out.conflicts:  # a derived key: counted in the merged file, never merged
+        counted = with_line_count(out.text, add=False)
+        if counted != out.text:
+            out.text = counted
+            out.resolved.append(f"frontmatter {LINE_COUNT_KEY}: counted in the merged file")
     return out
 
 
@@ -147,6 +155,8 @@ def _merge_key(key: str, o: list[str] | None, a: list[str] | None, b: list[str] 
         return b, None
     if b == o:
         return a, None
+    if key == LINE_COUNT_KEY and a is not None and b is not None:
+        return a, None  # counted again once the whole file is merged (merge_text)
     if a is None or b is None:
         raise _Conflict
     va, vb, vo = _value(key, a), _value(key, b), _value(key, o) if o else None

@@ -9,6 +9,11 @@ without the ``[src: …]`` they had (every line must stay traceable); the supers
 entries it drops go to the archive. The offline cap enforcement moves superseded, then
 the oldest, entries to ``archive/memory/`` (named in the commit), so nothing is lost.
 Used by ``memory condense``, ``memory prune`` and after every extraction or flush.
+
+Every MEMORY.md the cap hands back states its size in its frontmatter (``line_count``,
+seed 000 §2.2: the whole file's lines, as the cap and ``check-memory-cap`` count them):
+the cap is the last step of every job that rewrites MEMORY.md, so this is the one place
+those jobs keep it exact (:func:`memrepo.documents.with_line_count`).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from memrepo.config import load_config
-from memrepo.documents import parse_document, render_document
+from memrepo.documents import count_lines, parse_document, render_document, with_line_count
 from memrepo.layout import MEMORY_ARCHIVE, MEMORY_FILE
 from memrepo.lifecycle.extract import entries as E
 from memrepo.lifecycle.extract.apply import tokens
@@ -33,7 +38,8 @@ MAX_SILENT_DROP = 0.25
 
 
 def line_count(text: str) -> int:
-    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+    """The whole file's lines (frontmatter included): what the cap limits."""
+    return count_lines(text)
 
 
 def memory_cap(root: Path) -> int:
@@ -51,12 +57,13 @@ def cap_plan(root: Path, text: str, llm: Any = None, cap: int | None = None) -> 
     """A plan that brings MEMORY.md ``text`` under its cap (empty when it already fits)."""
     cap = cap or memory_cap(root)
     plan = Plan(base={MEMORY_FILE: text})
-    if line_count(text) <= cap:
-        plan.texts[MEMORY_FILE] = text
+    counted = with_line_count(text)  # its own line counts too
+    if line_count(counted) <= cap:
+        plan.texts[MEMORY_FILE] = counted
         return plan
     if model_rewrite(root, plan, llm, "prune_memory", text, cap,
                      f"MEMORY.md rewritten by the model under {cap} lines",
-                     lines=line_count(text)):
+                     lines=line_count(counted)):
         return plan
     return offline_cap(root, text, cap)
 
@@ -84,6 +91,8 @@ def model_rewrite(root: Path, plan: Plan, llm: Any, template: str, memory_text: 
 
 def offline_cap(root: Path, text: str, cap: int) -> Plan:
     """Move superseded, then Active Context, then the oldest entries to the archive."""
+    base = text
+    text = with_line_count(text)
     lines = text.split("\n")
     found: list[tuple[int, str, E.Entry]] = []
     for section in MEMORY_SECTIONS:
@@ -95,12 +104,13 @@ def offline_cap(root: Path, text: str, cap: int) -> Plan:
     found.sort(key=lambda x: (x[0], x[2].date or "0000", x[2].line_no))
     over = line_count(text) - cap
     drop = found[:max(over, 0)]
-    plan = Plan(base={MEMORY_FILE: text})
+    plan = Plan(base={MEMORY_FILE: base})
     if len(drop) < over:
         plan.notes.append(f"MEMORY.md: only {len(drop)} entries could move; "
                           "the rest of the overflow is prose — edit it by hand")
     drop_lines = {e.line_no for _, _, e in drop}
-    plan.texts[MEMORY_FILE] = "\n".join(x for i, x in enumerate(lines) if i not in drop_lines)
+    plan.texts[MEMORY_FILE] = with_line_count(
+        "\n".join(x for i, x in enumerate(lines) if i not in drop_lines))
     moved = [(section, lines[e.line_no]) for _, section, e in drop]
     if moved:
         plan.texts[MEMORY_ARCHIVE] = _archive_text(root, moved)
@@ -168,7 +178,7 @@ def guarded_rewrite(old_text: str, data: dict[str, Any], cap: int) -> tuple[str,
     meta = dict(doc.meta)
     meta["updated"] = dt.date.today()
     body = re.sub(r"^---\n.*?\n---\n", "", data["memory"].strip() + "\n", flags=re.S)
-    new_text = render_document(meta, body)
+    new_text = with_line_count(render_document(meta, body))
     if line_count(new_text) > cap:
         return new_text, f"{line_count(new_text)} lines, over the cap of {cap}"
     old = _active(old_text)

@@ -62,6 +62,7 @@ class Plan:
         """Write the changed texts under the journal writers' lock, merging in what another
         writer added to a file since the plan read it (one rule with extraction's
         ``Workspace.write``: :func:`~memrepo.lifecycle.extract.apply.merge_written`)."""
+        from memrepo.documents import with_line_count
         from memrepo.lifecycle.extract.apply import merge_written
         from memrepo.lifecycle.journal import LOCK_FILE, LOCK_WAIT
         from memrepo.locks import LockBusy, file_lock
@@ -74,7 +75,8 @@ class Plan:
                     disk = full.read_text(encoding="utf-8") if full.exists() else None
                     base = self.base.get(p)
                     if disk is not None and base is not None and disk not in (base, text):
-                        text = merge_written(base, disk, text, p)
+                        # MEMORY.md states its size: count again after the merge
+                        text = with_line_count(merge_written(base, disk, text, p), add=False)
                     atomic_write(full, text)
                     written.append(p)
         except LockBusy:

@@ -29,8 +29,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from memrepo import compression
 from memrepo.atomic import atomic_write
-from memrepo.documents import decode, parse_document
+from memrepo.documents import decode, parse_document, with_line_count
 from memrepo.errors import FormatError, MemrepoError
 from memrepo.git import git
 from memrepo.index.paths import is_markdown
@@ -85,8 +86,9 @@ def parse_span(ref: str) -> tuple[str, int | None, int | None]:
 
 def memory_path(root: Path, given: str, *, knowledge: bool = False) -> str:
     """``given`` as a checked repo path of an existing memory file (Markdown under
-    knowledge/, topics/, raw/conversations/ or archive/; only knowledge/ when
-    ``knowledge``): never outside the repo, through a symlink out of it, or into .git."""
+    knowledge/, topics/, raw/conversations/ or archive/, where a compressed
+    ``archive/**.md.gz`` is read too; only knowledge/ when ``knowledge``): never outside
+    the repo, through a symlink out of it, or into .git."""
     text = given.strip()
     if not text or "\0" in text:
         raise MemrepoError("empty path: name a file like knowledge/reference/x.md")
@@ -102,7 +104,12 @@ def memory_path(root: Path, given: str, *, knowledge: bool = False) -> str:
     rel = p.as_posix().removeprefix("./")
     if any(part.startswith(".") for part in p.parts if part != "."):
         raise MemrepoError(f"{given}: .git and hidden files are not memory")
-    if not is_markdown(rel) or category_of(rel) in (None, "raw"):
+    if knowledge and compression.allowed(rel):
+        raise MemrepoError(
+            f"{given}: a compressed archive (memory prune gzipped it); archives are not "
+            "edited in place: write the fact to a knowledge file instead"
+        )
+    if not (is_markdown(rel) or compression.allowed(rel)) or category_of(rel) in (None, "raw"):
         raise MemrepoError(
             f"{given}: not a memory file (Markdown under knowledge/, topics/, "
             "raw/conversations/ or archive/)"
@@ -177,7 +184,7 @@ def update_entry(
             old_line = 1 + max(n for n in range(i + 1, min(span[1] + 1, len(lines)))
                                if lines[n] == struck)
         _touch_updated(lines, body_start, day)
-        after = "\n".join(lines)
+        after = with_line_count("\n".join(lines), add=False)  # MEMORY.md states its size
         atomic_write(root / rel, after)
         verb = "supersede" if mode == "supersede" else "reword"
         message = (f"memory: {verb} an entry of {_label(rel)}\n\n"
@@ -220,7 +227,7 @@ def remember(
         add = [entry] if after_bullet else ["", entry]
         lines[end:] = [*add, ""]
         _touch_updated(lines, body_start, now.date().isoformat())
-        after = "\n".join(lines)
+        after = with_line_count("\n".join(lines), add=False)  # MEMORY.md states its size
         atomic_write(root / rel, after)
         sha = _commit_or_restore(root, rel, before, after.encode("utf-8"),
                                  f"memory: remember in {_label(rel)}\n\n- {said}\n")

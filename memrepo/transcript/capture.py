@@ -52,10 +52,11 @@ from memrepo.transcript.render import (
     offset_label,
     prepare_attachment,
     redacted_tool_line,
-    render_conversation,
     render_frontmatter,
+    render_import,
     resolve_timezone,
     slug_from_messages,
+    titled,
     turn_header,
 )
 
@@ -666,8 +667,13 @@ def end(
     knowledge_changes: Sequence[dict[str, str]] = (),
     commit: bool = True,
     when: dt.datetime | None = None,
+    title: str | None = None,
 ) -> Ended:
     """Close the transcript (end time, counts, knowledge changes), commit it.
+
+    A session started without a topic is named from its first messages here (the
+    file's slug) and gets its ``# Title``: ``title`` when the caller knows one (an agent
+    log's own summary), else the slug's words (:func:`titled`).
 
     If the commit fails (a hook refuses it), nothing is left half done: the transcript is
     put back open, byte for byte, under its old name, the paths are unstaged, and the
@@ -714,6 +720,8 @@ def end(
             slug = slug_from_messages(first_messages(body))
             if slug != PROVISIONAL_SLUG and started is not None:
                 rel = layout.transcript_path(started, session_id, slug)
+            named = redact(title, session.allowlist)[0].strip() if title else None
+            body = titled(body, slug, named)
         # the point from which a restart finishes rather than starts over: recorded first
         save_session(root, replace(session, phase="closing", closing_path=rel))
         atomic_write(root / rel, render_frontmatter(meta) + body)
@@ -732,7 +740,21 @@ def end(
     # The lock file is never unlinked: a process waiting on it could otherwise end up
     # holding a lock on a deleted file while another locks a fresh one (an empty file per
     # session in the gitignored .memrepo/sessions/ is the price).
+    _judge_topics(root, body, started, ended)
     return Ended(rel, sha, meta["redactions"], meta["turns"])
+
+
+def _judge_topics(root: Path, body: str, started: dt.datetime | None,
+                  ended: dt.datetime) -> None:
+    """The topics this session's messages activated, judged useful or not from the turns
+    that followed (the gate log's ``was_useful``, seed 000 §5.5): a side note of ``end``
+    that never fails it (the transcript is closed and committed by now)."""
+    try:
+        from memrepo.context.watchers.feedback import judge_session
+
+        judge_session(root, body, started, ended)
+    except Exception:  # tuning data must never cost a transcript
+        pass
 
 
 def _closing_paths(root: Path, rel: str, body: str) -> list[str]:
@@ -1051,7 +1073,7 @@ def write_conversation(
 
     _check_sid(conv.session_id)
     tz, tzname = resolve_timezone(timezone)
-    rel, text, attachments = render_conversation(conv, tz, tzname, secrets_allowlist(root))
+    rel, text, attachments = render_import(conv, tz, tzname, secrets_allowlist(root))
     for path, data in attachments.items():
         _write_attachment(root, path, data)
     if (root / rel).exists():

@@ -76,6 +76,7 @@ class Progress:
     size: int = 0  # bytes of the log read (whole lines)
     open: bool = False
     closed: list[str] = field(default_factory=list)
+    title: str | None = None  # the log's own name for the session (a summary record)
 
 
 @dataclass
@@ -147,7 +148,7 @@ def _follow(root: Path, log: Path, final: bool, lock_wait: float,
         out.note = "no conversation in the log yet"
         return out
     if final and p.open:
-        done = capture.end(root, p.session, when=ended)
+        done = capture.end(root, p.session, when=ended, title=p.title)
         p.open = False
         p.closed.append(done.path)
         _save(root, log, p)
@@ -166,6 +167,7 @@ def _write_new(root: Path, log: Path, data: bytes, p: Progress | None, out: Foll
         return p
     if p is None:
         p = _adopt(root, log, conv)
+    p.title = conv.title or p.title
     turns = conv.turns
     if len(turns) < p.turns:
         out.note = (f"the log holds {len(turns)} turns, {p.turns} were captured: it was "
@@ -287,7 +289,7 @@ def _append_parts(root: Path, p: Progress, conv: Conversation, drafts: list[Draf
             count += _append(root, p.session, conv, [draft], first, lock_wait)
             continue
         except capture.TranscriptFull:
-            done = capture.end(root, p.session)
+            done = capture.end(root, p.session, title=p.title)
             p.open = False
             p.closed.append(done.path)
             _start_part(root, p, conv, draft.when)

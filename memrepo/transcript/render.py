@@ -388,3 +388,44 @@ def render_conversation(
         meta["source"] = dict(conv.source)
     rel = layout.transcript_path(started, conv.session_id, slug)
     return rel, render_frontmatter(meta) + body, attachments
+
+
+def title_of(slug: str) -> str:
+    """The ``# Title`` of a session nobody named: its slug's words (seed 000 §8.2,
+    ``slug.replace('-', ' ').title()``; only first letters raised, so ``2fa`` stays)."""
+    return " ".join(w[:1].upper() + w[1:] for w in slug.split("-") if w)
+
+
+def titled(body: str, slug: str, title: str | None = None) -> str:
+    """``body`` with a ``# Title`` (``title``, else from ``slug``) before its first turn,
+    unless it has one already (a session started with ``--topic``, an import that named
+    one) or no turn at all.
+
+    Why at ``end`` and only here: the words come from the first messages, which ``start``
+    has not seen, and until ``end`` the transcript is open, written only by appends and
+    not in git (``end`` names it only when it is untracked, as for the rename). A title
+    in front of turns that were already committed would rewrite recorded history, which
+    the transcript check refuses: such a session keeps its name and has no title.
+    """
+    head = body.lstrip("\n")
+    if head.startswith("# ") or TURN_LINES.search(body) is None:
+        return body
+    title = " ".join((title or "").split()) or title_of(slug)
+    return f"\n# {title}\n" + (body if body.startswith("\n") else "\n" + body)
+
+
+def render_import(
+    conv: Conversation, tz: dt.tzinfo, tzname: str, allowlist: Sequence[str]
+) -> tuple[str, str, dict[str, bytes]]:
+    """:func:`~memrepo.transcript.render.render_conversation`, titled as ``end`` titles a
+    live session: a log that names no title gets one from its slug. (path, text,
+    attachments): exactly what :func:`write_conversation` writes."""
+    from memrepo import documents
+
+    rel, text, attachments = render_conversation(conv, tz, tzname, allowlist)
+    m = layout.TRANSCRIPT_PATH.match(rel)
+    if m is None:
+        return rel, text, attachments
+    doc = documents.parse_document(text, rel)
+    head = "".join(ln + "\n" for ln in text.split("\n")[: doc.body_line - 1])
+    return rel, head + titled(doc.body, m["rest"][len(conv.session_id) + 1:]), attachments

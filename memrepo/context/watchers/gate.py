@@ -8,6 +8,13 @@ Tier 2 threshold decides in the gate's place, and the decision says so.
 Both files live under ``.memrepo/`` (gitignored): they are this machine's operational
 data (a line per candidate per message would be commit noise and merge churn), ranking
 never reads them, and they hold only hashes of messages, never their text.
+
+The log is append-only. Each decision has an ``id``; whether an activation helped
+(seed 000 §5.5 ``was_useful``, known only later) is a follow-up record keyed by that id
+(``{"feedback": ID, "was_useful": …, "by": "user"|"session"}``), never an edit of the
+decision's line: :func:`read_log` folds the two (a person's word over a session's
+judgement, the later over the earlier). :mod:`memrepo.context.watchers.feedback` writes
+them.
 """
 
 from __future__ import annotations
@@ -15,13 +22,16 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrepo.atomic import atomic_write
-from memrepo.context.watchers.loader import Topic
 from memrepo.layout import STATE_DIR
+
+if TYPE_CHECKING:
+    from memrepo.context.watchers.loader import Topic
 
 CACHE_FILE = f"{STATE_DIR}/gate-cache.json"
 LOG_FILE = f"{STATE_DIR}/gate-log.jsonl"
@@ -81,7 +91,11 @@ def online() -> bool:
 
 
 def message_hash(message: str) -> str:
-    return hashlib.sha256(message[:MESSAGE_CHARS].encode("utf-8")).hexdigest()[:16]
+    """A message's key in the log and the cache: its first MESSAGE_CHARS characters with
+    whitespace runs made one space, so the prompt a hook saw and the turn its transcript
+    kept (stripped, paragraphs rejoined) have the same key."""
+    said = " ".join(message.split())[:MESSAGE_CHARS]
+    return hashlib.sha256(said.encode("utf-8")).hexdigest()[:16]
 
 
 class Gate:
@@ -136,29 +150,98 @@ class Gate:
         return answer, "llm"
 
 
+#: Who may say whether an activation helped, weakest first: a session's end judges it
+#: from the turns that followed (feedback.judge_session), a person overrules that.
+FEEDBACK_BY = ("session", "user")
+
+
+def new_id() -> str:
+    """A decision's id: 10 hex characters (``memory topics feedback`` takes a prefix)."""
+    return os.urandom(5).hex()
+
+
+def line_id(line: str) -> str:
+    """The id of a decision logged before decisions had one: from its line, so it stays
+    the same on every read."""
+    return hashlib.sha256(line.strip().encode("utf-8")).hexdigest()[:10]
+
+
 def append_log(root: Path, entries: list[dict[str, Any]]) -> None:
-    """Append decisions to the gate log (one JSON object a line; never fails the caller)."""
+    """Append records to the gate log (one JSON object a line, in one ``O_APPEND`` write,
+    so concurrent writers never interleave; never fails the caller). A decision without
+    an ``id`` is given one."""
     if not entries:
         return
     stamp = dt.datetime.now().astimezone().isoformat(timespec="seconds")
     path = Path(root) / LOG_FILE
+    data = "".join(
+        json.dumps({"ts": stamp, **({} if "feedback" in e or "id" in e else {"id": new_id()}),
+                    **e}) + "\n"
+        for e in entries
+    ).encode("utf-8")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write("".join(json.dumps({"ts": stamp, **e}) + "\n" for e in entries))
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            size = os.fstat(fd).st_size  # a writer killed mid-line: never glue onto it
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data
+            while data:
+                data = data[os.write(fd, data):]
+        finally:
+            os.close(fd)
     except OSError:
         pass
 
 
-def read_log(root: Path) -> list[dict[str, Any]]:
+def parse_line(line: str) -> dict[str, Any] | None:
+    """One record of the log (a decision gets its id), or None for a line that is not one."""
+    try:
+        rec = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(rec, dict):
+        return None
+    if "feedback" not in rec and not isinstance(rec.get("id"), str):
+        rec["id"] = line_id(line)
+    return rec
+
+
+def fold(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The decisions of ``records`` in order, each with ``was_useful`` (None: not judged)
+    and ``useful_by``/``useful_why`` from its feedback records."""
+    decisions = [r for r in records if "feedback" not in r]
+    by_id = {d["id"]: d for d in decisions}
+    for d in decisions:
+        d.setdefault("was_useful", None)
+    rank = {who: i for i, who in enumerate(FEEDBACK_BY)}
+    for r in records:
+        d = by_id.get(str(r.get("feedback")))
+        useful = r.get("was_useful")
+        if d is None or not isinstance(useful, bool):
+            continue
+        who = r.get("by") if r.get("by") in rank else "user"
+        if d.get("useful_by") is not None and rank[who] < rank[d["useful_by"]]:
+            continue  # a session's judgement never overrules a person
+        d["was_useful"], d["useful_by"] = useful, who
+        d["useful_why"] = r.get("why")
+    return decisions
+
+
+def read_records(root: Path) -> list[dict[str, Any]]:
+    """Every record of the log, decisions and feedback, in the order written."""
     out = []
     try:
-        with open(Path(root) / LOG_FILE, encoding="utf-8") as fh:
+        with open(Path(root) / LOG_FILE, encoding="utf-8", errors="replace") as fh:
             for line in fh:
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    continue
+                rec = parse_line(line)
+                if rec is not None:
+                    out.append(rec)
     except OSError:
         pass
     return out
+
+
+def read_log(root: Path) -> list[dict[str, Any]]:
+    """The decisions of the log, each with its ``id`` and ``was_useful`` (see :func:`fold`)."""
+    return fold(read_records(root))
