@@ -3,7 +3,10 @@
 Links between memory files (``[[name]]``, ``[text](path.md)``: memrepo.index.links) are how
 a recalled file brings its neighbours; a broken one fails silently. So the commit that
 writes one, or that renames or deletes a file others link to, is told where (file:line).
-A warning, not an error: a link may point at a page still to be written.
+A warning, not an error: a link may point at a page still to be written. A link to
+``archive/x.md`` is not broken when ``memory prune`` compressed it to ``archive/x.md.gz``
+(the index resolves it there: :mod:`memrepo.index.links`), so neither the link nor the
+prune commit is warned about.
 
 Cost grows with the commit: one ``git ls-files`` for the markdown targets of the staged
 files, and the index (memory.db, at HEAD) for wikilink names and for the backlinks of what
@@ -39,11 +42,14 @@ def check(paths: Sequence[str], ctx: Context) -> None:
     if not found and not moved:
         return
     staged = set(paths)
-    tracked = _tracked(ctx, {k.target for k in found if k.kind == "md"} - staged)
+    wanted = {k.target for k in found if k.kind == "md"} - staged
+    packed = {c for t in wanted if (c := L.compressed_form(t))}  # archive/x.md.gz
+    present = staged | _tracked(ctx, wanted | packed)
     con = _index(ctx, db_path)
     try:
         for k in found:
-            if k.kind == "md" and k.target not in staged and k.target not in tracked:
+            if k.kind == "md" and k.target not in present and (
+                    L.compressed_form(k.target) not in present):
                 ctx.report.warning(k.src, k.line, f"link to {k.target}: no such file", CHECK_ID)
             elif k.kind == "wiki" and con is not None and not _wiki_ok(con, k, staged):
                 ctx.report.warning(k.src, k.line, f"[[{k.target}]]: no memory file of that name",
@@ -95,8 +101,8 @@ def _index(ctx: Context, db_path) -> sqlite3.Connection | None:
 def _wiki_ok(con: sqlite3.Connection, link, staged: set[str]) -> bool:
     from memrepo.index import links as L
 
-    if any(p.endswith(".md") and (L.stem(p) == link.key
-                                  or L.name_key(p).endswith("/" + link.key + ".md"))
+    if any(L.is_memory_name(p) and (L.stem(p) == link.key
+                                    or L.name_key(L.bare(p)).endswith("/" + link.key))
            for p in staged):  # written in this very commit
         return True
     try:

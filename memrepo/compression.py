@@ -14,6 +14,7 @@ indexer, search snippets and ``memory prune`` import it):
 
 from __future__ import annotations
 
+import functools
 import struct
 import zlib
 from pathlib import Path
@@ -60,6 +61,30 @@ def limit_of(config: Any) -> int:
     try:
         return int(float(config["validation"]["max_file_kb"]) * 1024)
     except (KeyError, TypeError, ValueError):
+        return DEFAULT_LIMIT
+
+
+def limit_for(root: str | Path) -> int:
+    """The decompression cap of the repo at ``root`` (:data:`DEFAULT_LIMIT` when its config
+    cannot be read), read once per version of the config file: a search, an export or
+    ``memory serve`` may inflate many archives."""
+    from memrepo.layout import CONFIG_FILE
+
+    try:
+        stamp = (Path(root) / CONFIG_FILE).stat().st_mtime_ns
+    except OSError:
+        stamp = 0
+    return _limit_at(str(root), stamp)
+
+
+@functools.lru_cache(maxsize=8)
+def _limit_at(root: str, _stamp: int) -> int:
+    from memrepo.config import load_config
+    from memrepo.errors import ConfigError
+
+    try:
+        return limit_of(load_config(root))
+    except (ConfigError, OSError):
         return DEFAULT_LIMIT
 
 

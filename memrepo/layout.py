@@ -203,7 +203,14 @@ TURN_HEADER = re.compile(
 #: Anything that looks like it meant to be a turn header (checked against TURN_HEADER).
 TURN_HEADER_LIKE = re.compile(r"^##\s+\d{1,2}:\d{2}\b")
 
-JOURNAL_PATH = re.compile(r"^(?:archive/)?(?:knowledge/)?journal/(?P<date>\d{4}-\d{2}-\d{2})\.md$")
+#: A journal's path and its date: live ``knowledge/journal/DAY.md``, archived
+#: ``archive/journal/DAY.md``, and under archive/ only, compressed ``DAY.md.gz``
+#: (``memory prune``'s gzip: named by its day too, never a live journal). Group
+#: ``archived`` is set for an archived one.
+JOURNAL_PATH = re.compile(
+    r"^(?:(?P<archived>archive/)(?:knowledge/)?|(?:knowledge/)?)"
+    r"journal/(?P<date>\d{4}-\d{2}-\d{2})\.md(?(archived)(?:\.gz)?)$"
+)
 
 
 def transcript_path(started: dt.datetime, session_id: str, slug: str) -> str:

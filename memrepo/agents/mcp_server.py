@@ -31,7 +31,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
-from memrepo import __version__
+from memrepo import __version__, compression
 from memrepo.errors import MemrepoError
 from memrepo.git import git
 from memrepo.index.dates import BadBound, parse_bound
@@ -278,10 +278,7 @@ class Memory:
     def read_text(self, ref: str) -> str:
         given, a, b = update.parse_span(ref)
         rel = update.memory_path(self.root, given)
-        text = (self.root / rel).read_bytes().decode("utf-8", "replace")
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
+        lines = self._lines(rel)
         n = len(lines)
         first, last = (a, b or a) if a is not None else (1, n)
         if n == 0:
@@ -301,6 +298,16 @@ class Memory:
         tail = f"\n… more: memory_read('{rel}:{end + 1}-{last}')" if end < last else ""
         return head + "\n" + "\n".join(out) + tail
 
+    def _lines(self, rel: str) -> list[str]:
+        """A memory file's lines as a model reads them (no empty last one after the final
+        newline); a compressed archive inflated, capped at ``validation.max_file_kb``."""
+        data = compression.read_plain(self.root / rel, rel, compression.limit_of(
+            self.repo.config))
+        lines = data.decode("utf-8", "replace").split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        return lines
+
     def remember_text(self, text: str, file: str | None) -> str:
         done = update.remember(self.root, text, file)
         return f"Remembered at {done.ref}{_committed(done.commit)}."
@@ -319,7 +326,7 @@ class Memory:
         rel = update.memory_path(self.root, given)
         where = f"{rel}:{a}" if a else rel
         if a is not None:
-            count = _line_count(self.root / rel)
+            count = max(1, len(self._lines(rel)))
             if a > count:
                 raise ToolError(f"{rel} has {count} line(s), no line {a}")
         done = refs.record(self.root, str(self.root / where), event)
@@ -470,11 +477,6 @@ def _format_hits(query: str, hits: list[Hit], why: str | None) -> str:
 
 def _committed(sha: str | None) -> str:
     return f" (commit {sha[:10]})" if sha else ""
-
-
-def _line_count(path: Path) -> int:
-    with open(path, "rb") as fh:
-        return max(1, sum(1 for _ in fh))
 
 
 def _system_error(exc: OSError | UnicodeDecodeError) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memrepo import compression
 from memrepo.context import retrieve as retr
 from memrepo.context.sections import (
     SLOT_NAMES,
@@ -446,8 +447,9 @@ class _Compiler:
 
     def _span(self, rel: str, a: int, b: int) -> Lines | None:
         try:
-            text = (self.root / rel).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            data = compression.read_plain(self.root / rel, rel, compression.limit_for(self.root))
+            text = data.decode("utf-8")
+        except (OSError, UnicodeDecodeError, FormatError):
             return None
         rows = text.split("\n")[a - 1 : b]
         return body_lines("\n".join(rows), a, rel)

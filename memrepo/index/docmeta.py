@@ -20,7 +20,7 @@ from memrepo.layout import FRONTMATTER_DELIM, category_of
 _KEY = re.compile(r"^([A-Za-z_][\w-]*)\s*:(?:\s+(.*))?$")
 _DATE = re.compile(r"(\d{4}-\d{2}-\d{2})")
 _TRANSCRIPT_DATE = re.compile(r"^(?:archive/)?raw/conversations/(\d{4})/(\d{2})/(\d{2})/")
-_JOURNAL_DATE = re.compile(r"(?:^|/)journal/(\d{4}-\d{2}-\d{2})\.md$")
+_JOURNAL_DATE = re.compile(r"(?:^|/)journal/(\d{4}-\d{2}-\d{2})\.md(?:\.gz)?$")  # .gz: archive
 
 #: Keys the index uses; the first one present dates the file (for recency and --since).
 DATE_KEYS = ("updated", "date", "ended", "started", "created")

@@ -1,11 +1,15 @@
 """Search without ``memory.db``: scan the files, rank them the same way, print the same.
 
 Candidate files come from ripgrep when it is installed (``rg -l -a -i -F``), else from a
-pure-Python walk. Candidates are chunked like the index does and scored with BM25
-computed over the candidate chunks (statistics are local, so scores differ from the
-index's, the order mostly does not). Signals are read straight from ``raw/signals/``.
-A word of a script written without spaces (:mod:`~memrepo.index.cjk`) is counted where it
-occurs inside a run, as the index's bigram table finds it.
+pure-Python walk. Compressed archives (``archive/**.md.gz``) are candidates only when the
+archive is searched, inflated here as the index reads them (capped at
+``validation.max_file_kb``): not by ``rg -z``, which starts a ``gzip`` process per file,
+needs one installed, and knows no cap. Candidates are chunked
+like the index does and scored with BM25 computed over the candidate chunks (statistics
+are local, so scores differ from the index's, the order mostly does not). Signals are
+read straight from ``raw/signals/``. A word of a script written without spaces
+(:mod:`~memrepo.index.cjk`) is counted where it occurs inside a run, as the index's bigram
+table finds it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+from memrepo import compression
+from memrepo.errors import FormatError
 from memrepo.index import cjk
 from memrepo.index import query as q
 from memrepo.index import signals as sig
@@ -45,7 +51,9 @@ class Scanner:
         self.mode = "ripgrep" if self.rg else "scan"
         self._signals: dict[str, list[tuple[int, float, str | None]]] | None = None
 
-    def _candidates(self, words: list[str]) -> list[str]:
+    def _candidates(self, words: list[str], archive: bool = False) -> list[str]:
+        """Files holding any of ``words`` (case-insensitive); compressed archives only
+        with ``archive`` (without it search drops every archived file anyway)."""
         if self.rg:
             # -a: a Markdown file with a stray NUL byte is still text to search
             args = [self.rg, "-l", "-a", "-i", "-F", "--no-messages", "-g", "*.md"]
@@ -53,22 +61,46 @@ class Scanner:
                 args += ["-e", w]
             proc = subprocess.run(args, cwd=self.root, capture_output=True)
             paths = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
-            return sorted(p.removeprefix("./") for p in paths if is_indexed(p.removeprefix("./")))
+            found = {p.removeprefix("./") for p in paths}
+            if archive:
+                found.update(self._compressed_with(words))
+            return sorted(p for p in found if is_indexed(p))
         out = []
         for dirpath, dirnames, filenames in os.walk(self.root):
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
             rel_dir = os.path.relpath(dirpath, self.root)
             for name in filenames:
                 rel = name if rel_dir == "." else f"{rel_dir}/{name}".replace(os.sep, "/")
-                if not is_indexed(rel):
+                if not is_indexed(rel) or (compression.is_gzip_name(rel) and not archive):
                     continue
-                try:
-                    text = (self.root / rel).read_bytes().lower()
-                except OSError:
-                    continue
-                if any(w.encode() in text for w in words):
+                text = self._text(rel)
+                if text is not None and _holds_any(text.lower(), words):
                     out.append(rel)
         return sorted(out)
+
+    def _compressed_with(self, words: list[str]) -> list[str]:
+        """The ``archive/**.md.gz`` files whose text holds any of ``words``."""
+        base = self.root / compression.ROOT
+        out = []
+        for file in base.rglob("*" + compression.SUFFIX) if base.is_dir() else []:
+            rel = file.relative_to(self.root).as_posix()
+            if not compression.allowed(rel) or file.is_symlink() or not file.is_file():
+                continue
+            text = self._text(rel)
+            if text is not None and _holds_any(text.lower(), words):
+                out.append(rel)
+        return out
+
+    def _text(self, rel: str) -> bytes | None:
+        """A file's text bytes (a ``.gz`` inflated, capped), None when it cannot be read:
+        a corrupt or oversized archive is the validators' and the indexer's to report."""
+        try:
+            data = (self.root / rel).read_bytes()
+            if compression.is_gzip_name(rel):
+                return compression.decompress(data, rel, compression.limit_for(self.root))
+            return data
+        except (OSError, FormatError):
+            return None
 
     def _signal_map(self) -> dict[str, list[tuple[int, float, str | None]]]:
         if self._signals is None:
@@ -92,17 +124,24 @@ class Scanner:
         files: dict[str, FileInfo] = {}
         texts: dict[str, list[str]] = {}
         units: list[tuple[ChunkHit, Counter[str], int]] = []
-        for path in self._candidates(words):
+        for path in self._candidates(words, f.include_archive):
             try:
                 data = (self.root / path).read_bytes()
             except OSError:
                 continue
-            parsed = parse(path, data)
+            text, limit = data, compression.DEFAULT_LIMIT
+            if compression.is_gzip_name(path):
+                try:
+                    limit = compression.limit_for(self.root)
+                    text = compression.decompress(data, path, limit)
+                except FormatError:
+                    continue
+            parsed = parse(path, data, limit)  # inflates a .gz by its name (again: cheap)
             m = parsed.meta
             if not _keep(path, m.category, m.modified, m.status, f):
                 continue
             files[path] = FileInfo(path, m.category, m.modified, m.status)
-            texts[path] = data.decode("utf-8", "replace").split("\n")
+            texts[path] = text.decode("utf-8", "replace").split("\n")
             for c in parsed.chunks:
                 low = c.text.lower()
                 tokens = _WORD.findall(low)
@@ -146,6 +185,10 @@ class Scanner:
 
     def close(self) -> None:
         pass
+
+
+def _holds_any(text: bytes, words: list[str]) -> bool:
+    return any(w.encode() in text for w in words)
 
 
 def _keep(path: str, category: str | None, modified: str | None, status: str, f: Filters) -> bool:

@@ -113,13 +113,7 @@ def _gz_limit(root: Path, paths: Iterable[str]) -> int:
     commit's hook never pays for it)."""
     if not any(compression.is_gzip_name(p) for p in paths):
         return compression.DEFAULT_LIMIT
-    from memrepo.config import load_config
-    from memrepo.errors import ConfigError
-
-    try:
-        return compression.limit_of(load_config(root))
-    except ConfigError:
-        return compression.DEFAULT_LIMIT
+    return compression.limit_for(root)
 
 
 @dataclass

@@ -7,6 +7,11 @@ it is resolved when asked, so a link written before its target exists starts wor
 the target is committed. A markdown link is resolved against its file's folder at index
 time; one that leaves the repo, or is a URL, is not a link between memory files.
 
+A compressed archive (``archive/x.md.gz``, ``memory prune``'s gzip) is the same file as
+the ``archive/x.md`` it replaced: ``[[x]]`` names it, and a markdown link written to
+``archive/x.md`` resolves to it (the compression is maintenance, not a move anyone must
+follow by editing links; the text behind the link is unchanged).
+
 Co-recall (seed 001 ``memory_links``) is usage, not content: two files shown by the same
 search or included by the same compile. It is read from this clone's hit log
 (``.memrepo/signals/hits-*.jsonl``), where every batch of hits shares a ``batch`` id.
@@ -24,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memrepo import compression
 from memrepo.layout import HITS_DIR, HITS_PREFIX
 
 
@@ -60,10 +66,43 @@ def name_key(name: str) -> str:
     return name.strip().lower().replace(" ", "-")
 
 
+def bare(path: str) -> str:
+    """A memory file's path without ``.md`` (or a compressed archive's ``.md.gz``)."""
+    return compression.plain_name(path).removesuffix(".md")
+
+
 def stem(path: str) -> str:
-    """A file's name as a wikilink names it: ``knowledge/people/Bob.md`` -> ``bob``
-    (``documents.stem``, indexed, so resolving a name never scans the repo)."""
-    return name_key(posixpath.basename(path).removesuffix(".md"))
+    """A file's name as a wikilink names it: ``knowledge/people/Bob.md`` -> ``bob``,
+    ``archive/journal/2025-01-01.md.gz`` -> ``2025-01-01`` (``documents.stem``, indexed,
+    so resolving a name never scans the repo)."""
+    return name_key(posixpath.basename(bare(path)))
+
+
+def is_memory_name(path: str) -> bool:
+    """A name a link can point at: ``*.md``, or a compressed archive ``archive/**.md.gz``."""
+    return path.endswith(".md") or compression.allowed(path)
+
+
+def compressed_form(path: str) -> str | None:
+    """``archive/x.md`` -> ``archive/x.md.gz``, the name ``memory prune`` may have given
+    it; None for a path that is never compressed."""
+    packed = compression.compressed_name(path)
+    return packed if path.endswith(".md") and compression.allowed(packed) else None
+
+
+def _packed(path: str) -> list[str]:
+    """``[path]``, and its compressed form after it when it may have one (``archive/``)."""
+    packed = compressed_form(path)
+    return [path, packed] if packed else [path]
+
+
+def _first(con: sqlite3.Connection, paths: list[str]) -> str | None:
+    """The first of ``paths`` the index holds."""
+    for path in paths:
+        row = con.execute("SELECT path FROM documents WHERE path = ?", (path,)).fetchone()
+        if row:
+            return row[0]
+    return None
 
 
 def extract(path: str, text: str) -> list[Link]:
@@ -106,19 +145,17 @@ def drop(con: sqlite3.Connection, path: str) -> None:
 
 def resolve(con: sqlite3.Connection, link: Link) -> str | None:
     """The indexed file a link points at, or None (a broken or not yet written link)."""
-    if link.kind == "md":
-        row = con.execute("SELECT path FROM documents WHERE path = ?", (link.target,)).fetchone()
-        return row[0] if row else None
-    row = con.execute("SELECT path FROM documents WHERE path = ?",
-                      (f"{link.target.strip()}.md",)).fetchone()
-    if row:
-        return row[0]
+    if link.kind == "md":  # archive/x.md, else archive/x.md.gz (prune compressed it)
+        return _first(con, _packed(link.target))
+    found = _first(con, _packed(f"{link.target.strip()}.md"))
+    if found:
+        return found
     # by name (``[[alice]]``, ``[[people/alice]]``): the shortest path is the likeliest
     want = link.key
     rows = con.execute("SELECT path FROM documents WHERE stem = ? ORDER BY length(path), path",
                        (stem(want),)).fetchall()
     for (path,) in rows:
-        if "/" not in want or name_key(path).endswith("/" + want + ".md"):
+        if "/" not in want or name_key(bare(path)).endswith("/" + want):
             return path
     return None
 
@@ -132,8 +169,10 @@ def outgoing(con: sqlite3.Connection, path: str) -> list[tuple[Link, str | None]
 
 def incoming(con: sqlite3.Connection, path: str) -> list[Link]:
     """The links of other files that resolve to ``path`` (backlinks)."""
-    parts = name_key(path.removesuffix(".md")).split("/")
-    keys = [path, *("/".join(parts[i:]) for i in range(len(parts)))]  # alice, people/alice…
+    parts = name_key(bare(path)).split("/")
+    # the path (and, for a compressed archive, the .md it was), alice, people/alice…
+    keys = [*dict.fromkeys([path, compression.plain_name(path)]),
+            *("/".join(parts[i:]) for i in range(len(parts)))]
     marks = ",".join("?" * len(keys))
     candidates = con.execute(
         f"SELECT src, line, kind, target FROM links WHERE key IN ({marks}) ORDER BY src, line",

@@ -10,13 +10,15 @@ exist would stay forever.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from memrepo.errors import MemrepoError
+from memrepo import compression
+from memrepo.errors import FormatError, MemrepoError
 from memrepo.index import anchors, signals
 from memrepo.index.db import connect
 from memrepo.index.indexer import parse
@@ -65,9 +67,15 @@ def _resolve_path(root: Path, given: str, indexed: Callable[[str], bool]) -> str
 
 
 def _line_count(root: Path, rel: str, con: sqlite3.Connection | None) -> int | None:
-    """Lines of the working-tree file (what the user sees), else of the indexed one."""
-    with contextlib.suppress(OSError), open(root / rel, "rb") as fh:
-        return max(1, sum(1 for _ in fh))
+    """Lines of the working-tree file (what the user sees; a compressed archive's text),
+    else of the indexed one."""
+    if compression.is_gzip_name(rel):
+        with contextlib.suppress(OSError, FormatError):
+            text = compression.read_plain(root / rel, rel, compression.limit_for(root))
+            return max(1, text.count(b"\n") + (0 if text.endswith(b"\n") else 1))
+    else:
+        with contextlib.suppress(OSError), open(root / rel, "rb") as fh:
+            return max(1, sum(1 for _ in fh))
     if con is not None:
         row = con.execute("SELECT lines FROM documents WHERE path = ?", (rel,)).fetchone()
         if row is not None:
@@ -89,7 +97,22 @@ def _chunk_lines(root: Path, rel: str, con: sqlite3.Connection | None) -> list[i
         data = (root / rel).read_bytes()
     except OSError:
         return []
-    return [c.start_line for c in parse(rel, data).chunks]
+    gz = compression.is_gzip_name(rel)
+    limit = compression.limit_for(root) if gz else compression.DEFAULT_LIMIT
+    return [c.start_line for c in parse(rel, data, limit).chunks]
+
+
+def _packed_line(root: Path, rel: str, line: int) -> str | None:
+    """:func:`anchors.line_text` of a compressed archive: the anchor is read from its text
+    (raw/signals/ is committed and append-only: gzip bytes must never land there)."""
+    try:
+        data = compression.read_plain(root / rel, rel, compression.limit_for(root))
+    except (OSError, FormatError):
+        return None
+    lines = io.StringIO(data.decode("utf-8", "replace"), newline=None).readlines()
+    if not 0 < line <= len(lines):
+        return None
+    return lines[line - 1].strip()[: anchors.TEXT_CHARS] or None
 
 
 def _open_index(root: Path) -> sqlite3.Connection | None:
@@ -179,7 +202,8 @@ def record(root: Path, ref: str, event: str) -> Recorded:
         ev: dict[str, object] = {"event": event, "path": r.path}
         if r.line:
             ev["line"] = r.line
-            text = anchors.line_text(root, r.path, r.line)
+            text = (_packed_line(root, r.path, r.line) if compression.is_gzip_name(r.path)
+                    else anchors.line_text(root, r.path, r.line))
             if text:  # the anchor: the signal follows this entry through edits and git mv
                 ev["text"] = text
         where = signals.append(root, [ev])

@@ -6,7 +6,6 @@ gone or changed since the index was built, from the indexed blob).
 
 from __future__ import annotations
 
-import functools
 import re
 from pathlib import Path
 
@@ -52,29 +51,6 @@ def best_snippet(lines: list[str], terms: list[str], width: int = WIDTH) -> str:
     return ("…" if start else "") + cut.strip() + ("…" if start + width < len(text) else "")
 
 
-def _gz_limit(root: Path) -> int:
-    """``validation.max_file_kb`` of the repo, read once per config file version (a
-    search process may show many compressed hits; ``memory serve`` lives for hours)."""
-    from memrepo.layout import CONFIG_FILE
-
-    try:
-        stamp = (root / CONFIG_FILE).stat().st_mtime_ns
-    except OSError:
-        stamp = 0
-    return _limit_at(str(root), stamp)
-
-
-@functools.lru_cache(maxsize=8)
-def _limit_at(root: str, _stamp: int) -> int:
-    from memrepo.config import load_config
-    from memrepo.errors import ConfigError
-
-    try:
-        return compression.limit_of(load_config(root))
-    except ConfigError:
-        return compression.DEFAULT_LIMIT
-
-
 def read_span(root: Path, path: str, start: int, end: int, blob: bytes | None = None) -> list[str]:
     """Lines ``start..end`` (1-based) of the file, or of ``blob`` when given; a compressed
     archive (``archive/**.md.gz``) is read inflated (capped as the indexer caps it), and
@@ -86,7 +62,7 @@ def read_span(root: Path, path: str, start: int, end: int, blob: bytes | None = 
             return []
     if compression.is_gzip_name(path):
         try:
-            blob = compression.decompress(blob, path, _gz_limit(Path(root)))
+            blob = compression.decompress(blob, path, compression.limit_for(root))
         except FormatError:
             return []
     lines = blob.decode("utf-8", "replace").split("\n")

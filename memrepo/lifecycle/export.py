@@ -4,7 +4,9 @@ An entry is one knowledge bullet (the line format extraction writes, see
 :mod:`memrepo.lifecycle.extract.entries`): its file, line, section, date, text, the
 transcripts it came from, and whether it was superseded (kept, struck through). JSON Lines
 is for programs; markdown is for a person or another memory. Only committed-or-not files
-on disk are read, nothing is written.
+on disk are read, nothing is written. A compressed archive (``archive/**.md.gz``) is
+exported as the text it holds (inflated up to ``validation.max_file_kb``), under its own
+path.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from memrepo import compression
 from memrepo.documents import decode, parse_document
 from memrepo.errors import FormatError
 from memrepo.layout import category_of
@@ -42,18 +45,34 @@ def entries(root: Path, since: dt.date | None = None, archive: bool = False) -> 
     path order; with ``since``, entries dated on or after it, and undated entries of files
     whose ``updated`` / ``date`` is."""
     bases = [*ROOTS, "archive"] if archive else list(ROOTS)
+    limit: int | None = None
     for base in bases:
-        folder = root / base
-        for file in sorted(folder.rglob("*.md")) if folder.is_dir() else []:
+        for file in _files(root / base, packed=base == "archive"):
             if file.is_symlink() or not file.is_file():
                 continue
             rel = file.relative_to(root).as_posix()
+            if compression.is_gzip_name(rel) and limit is None:
+                limit = compression.limit_for(root)
             try:
-                doc = parse_document(decode(file.read_bytes(), rel), rel)
+                data = compression.read_plain(
+                    file, rel, compression.DEFAULT_LIMIT if limit is None else limit)
+                doc = parse_document(decode(data, rel), rel)
             except (FormatError, OSError):
                 continue  # the validators report broken files; an export skips them
             file_date = str(doc.meta.get("updated") or doc.meta.get("date") or "")[:10] or None
             yield from _file_entries(rel, doc.body, doc.body_line, file_date, since)
+
+
+def _files(folder: Path, packed: bool) -> list[Path]:
+    """The Markdown files under ``folder`` in path order; with ``packed`` the compressed
+    archives too (``x.md.gz`` sorts right after where ``x.md`` would)."""
+    if not folder.is_dir():
+        return []
+    found = list(folder.rglob("*.md"))
+    if packed:
+        found += [f for f in folder.rglob("*" + compression.SUFFIX)
+                  if compression.allowed(f.relative_to(folder.parent).as_posix())]
+    return sorted(found)
 
 
 def _file_entries(rel: str, body: str, first_line: int, file_date: str | None,
