@@ -109,13 +109,14 @@ def parse_set(items: list[str]) -> dict[str, object]:
 
 
 def evaluate(
-    budget: int, split: str, work: Path, settings: dict[str, object], build: bool = True
+    budget: int, split: str, work: Path, settings: dict[str, object], build: bool = True,
+    data: Path = DATA,
 ) -> dict[str, Any]:
     H = harness()
     from memrepo.context.tokens import estimate_tokens
     from memrepo.repo import discover
 
-    convs = [c for c in H.load_locomo(DATA) if c.sample_id in H.SPLITS[split]]
+    convs = [c for c in H.load_locomo(data) if c.sample_id in H.SPLITS[split]]
     stats: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for conv in convs:
         root = work / conv.sample_id
@@ -200,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--budget", type=int, default=4000)
     ap.add_argument("--split", default="dev")
+    ap.add_argument("--data", type=Path, default=DATA,
+                    help="LoCoMo JSON (the full locomo10.json for --split test: held out)")
     ap.add_argument("--keep", type=Path, help="build the repos here (kept) instead of a tmp dir")
     ap.add_argument("--set", action="append", default=[], help="search.KEY=VALUE override")
     ap.add_argument("--p3-limit", type=int, help="experiment: passages P3 asks of search")
@@ -210,10 +213,10 @@ def main(argv: list[str] | None = None) -> int:
     settings = parse_set(args.set)
     if args.keep:  # a kept repo is built once and reused
         args.keep.mkdir(parents=True, exist_ok=True)
-        res = evaluate(args.budget, args.split, args.keep, settings, build=False)
+        res = evaluate(args.budget, args.split, args.keep, settings, build=False, data=args.data)
     else:
         with tempfile.TemporaryDirectory() as tmp:
-            res = evaluate(args.budget, args.split, Path(tmp), settings)
+            res = evaluate(args.budget, args.split, Path(tmp), settings, data=args.data)
     res["p3"], res["search"] = (
         p3,
         settings,

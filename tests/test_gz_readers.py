@@ -202,3 +202,19 @@ def test_check_links_accepts_a_link_to_a_compressed_archive(packed: Path):
     assert proc.returncode == 0, out
     assert "link to archive/reference/gone.md: no such file" in out  # still warned
     assert "k8s.md: no such file" not in out and f"[[{DAY}]]" not in out
+
+
+def test_a_signal_follows_its_archive_into_the_compressed_file(memrepo_root: Path):
+    """Reinforced on ``archive/x.md``, then prune's gzip (no rename to git): the fold finds
+    the entry in ``archive/x.md.gz``."""
+    from memrepo.index.anchors import Relocator
+
+    root = memrepo_root
+    _write(root, K8S, REFERENCE.encode())
+    _commit(root)
+    assert invoke_memory(root, "reinforce", f"{K8S}:8").returncode == 0
+    (root / K8S).unlink()
+    _write(root, K8S + ".gz", compression.compress(REFERENCE.replace("# K8s\n", "# K8s\n\n").encode()))
+    _commit(root, "maintenance: prune")
+    text = "- Rolling updates of the wombat pods use maxSurge 2."
+    assert Relocator(root).locate(K8S, 8, text) == (K8S + ".gz", 9)

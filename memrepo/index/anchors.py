@@ -5,15 +5,20 @@ is never rewritten. So each event also keeps the line's text (:data:`TEXT_CHARS`
 and every fold re-finds it: the same line if it still says that, else the nearest line
 that does, else (an entry edited in place: ``memory update --replace``, a typo fixed) the
 nearest line at least :data:`SIMILAR` alike; a file that is gone is followed through git's
-rename detection. An entry that cannot be found keeps its old number, as before anchors.
-Events written before anchors (no text) keep their number too.
+rename detection, and into its ``.md.gz`` when ``memory prune`` compressed it. An entry
+that cannot be found keeps its old number, as before anchors. Events written before
+anchors (no text) keep their number too.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 from pathlib import Path
+
+from memrepo import compression
+from memrepo.errors import FormatError
 
 #: How much of a line an event keeps: enough to tell entries apart, little to duplicate.
 TEXT_CHARS = 200
@@ -32,10 +37,16 @@ def line_text(root: Path, rel: str, line: int) -> str | None:
 
 
 def _read(path: Path) -> list[str] | None:
-    """A regular file's lines, stripped and cut to :data:`TEXT_CHARS` (None: not there)."""
-    with contextlib.suppress(OSError, ValueError):
+    """A regular file's lines, stripped and cut to :data:`TEXT_CHARS` (None: not there);
+    a compressed archive's are its text's (``raw/signals/`` is committed and append-only:
+    gzip bytes must never land there)."""
+    with contextlib.suppress(OSError, ValueError, FormatError):
         if path.is_symlink() or not path.is_file():
             return None
+        if compression.is_gzip_name(path.name):
+            data = compression.read_plain(path, path.name)
+            text = io.StringIO(data.decode("utf-8", "replace"), newline=None)
+            return [ln.strip()[:TEXT_CHARS] for ln in text]
         with open(path, encoding="utf-8", errors="replace") as fh:
             return [ln.strip()[:TEXT_CHARS] for ln in fh]
     return None
@@ -82,6 +93,10 @@ class Relocator:
         path, hops = rel, 0
         while path in self._renames and hops < MAX_HOPS:
             path, hops = self._renames[path], hops + 1
+        # prune's gzip of an archive is no rename to git (the bytes differ): follow it here
+        packed = compression.compressed_name(path)
+        if compression.allowed(packed) and self.lines(path) is None and self.lines(packed):
+            path = packed
         return path if path != rel else None
 
 

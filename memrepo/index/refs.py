@@ -10,7 +10,6 @@ exist would stay forever.
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import sqlite3
 from collections.abc import Callable
@@ -102,19 +101,6 @@ def _chunk_lines(root: Path, rel: str, con: sqlite3.Connection | None) -> list[i
     return [c.start_line for c in parse(rel, data, limit).chunks]
 
 
-def _packed_line(root: Path, rel: str, line: int) -> str | None:
-    """:func:`anchors.line_text` of a compressed archive: the anchor is read from its text
-    (raw/signals/ is committed and append-only: gzip bytes must never land there)."""
-    try:
-        data = compression.read_plain(root / rel, rel, compression.limit_for(root))
-    except (OSError, FormatError):
-        return None
-    lines = io.StringIO(data.decode("utf-8", "replace"), newline=None).readlines()
-    if not 0 < line <= len(lines):
-        return None
-    return lines[line - 1].strip()[: anchors.TEXT_CHARS] or None
-
-
 def _open_index(root: Path) -> sqlite3.Connection | None:
     """The index, or None when there is none or it cannot be read (REFs then check the
     working tree only)."""
@@ -202,8 +188,7 @@ def record(root: Path, ref: str, event: str) -> Recorded:
         ev: dict[str, object] = {"event": event, "path": r.path}
         if r.line:
             ev["line"] = r.line
-            text = (_packed_line(root, r.path, r.line) if compression.is_gzip_name(r.path)
-                    else anchors.line_text(root, r.path, r.line))
+            text = anchors.line_text(root, r.path, r.line)
             if text:  # the anchor: the signal follows this entry through edits and git mv
                 ev["text"] = text
         where = signals.append(root, [ev])

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""The README's retrieval quality table: every search configuration, one command.
+
+    python bench/quality_table.py                       # dev split, every configuration
+    python bench/quality_table.py --configs default,minilm
+    python bench/quality_table.py --data locomo10.json --split test   # held out
+
+For each configuration it runs ``bench/eval_locomo.py`` (``memory index`` + ``memory
+search --batch``: session R@5, turn R@10, multi-hop session R@5, ms per query in one
+batch process) and ``bench/eval_compile_locomo.py`` (evidence inside a 4,000-token
+``memory compile``; a MiniLM configuration compiles through a running ``memory serve``,
+as an agent's prompt hook would), then prints one markdown table overall and one per
+conversation. A setting is kept as a default only when it wins in each dev conversation:
+that is the one that carries over to conversations nobody tuned on (``--split test`` with
+the full LoCoMo file, which this repo does not ship).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from eval_locomo import per_conversation  # noqa: E402
+
+#: name -> (search.* overrides, what it costs)
+CONFIGS: dict[str, tuple[dict[str, object], str]] = {
+    "default": ({}, "FTS5 alone: no model, nothing to run"),
+    "expansion": (
+        {"expansion_weight": 0.2},
+        "FTS5 + the static neighbour table (0.1 ms a query)",
+    ),
+    "minilm-names-kept": (
+        {"embedder": "minilm", "mask_names": False},
+        "MiniLM through memory serve, query embedded as written",
+    ),
+    "minilm": (
+        {"embedder": "minilm"},
+        "MiniLM through memory serve (names masked, 0.5 / 0.5): the resident default",
+    ),
+    "minilm-expansion": (
+        {"embedder": "minilm", "expansion_weight": 0.2},
+        "the resident default + query expansion 0.2",
+    ),
+}
+
+
+def _sets(settings: dict[str, object]) -> list[str]:
+    return [a for k, v in settings.items() for a in ("--set", f"{k}={json.dumps(v)}")]
+
+
+def retrieval(settings: dict[str, object], data: list[str], out: Path) -> dict:
+    subprocess.run(
+        [sys.executable, str(HERE / "eval_locomo.py"), *_sets(settings), *data,
+         "--json-out", str(out)],
+        check=True, stdout=subprocess.DEVNULL,
+    )
+    run = json.loads(out.read_text())[0]
+    rows = [r for r in run["rows"] if r.get("category") in (1, 2, 3, 4) and r.get("session")]
+
+    def mean(rs: list[dict], level: str, k: str) -> float:
+        xs = [r[level][k] for r in rs if r.get(level)]
+        return 100 * sum(xs) / len(xs) if xs else float("nan")
+
+    return {
+        "session_r5": mean(rows, "session", "R@5"),
+        "turn_r10": mean(rows, "turn", "R@10"),
+        "multihop_r5": mean([r for r in rows if r["category"] == 1], "session", "R@5"),
+        "ms_per_query": run["timing"]["ms_per_query"],
+        "index_s": run["timing"]["index_s"],
+        "per_conversation": per_conversation(run["rows"]),
+    }
+
+
+def coverage(settings: dict[str, object], data: list[str], out: Path) -> float:
+    subprocess.run(
+        [sys.executable, str(HERE / "eval_compile_locomo.py"), *_sets(settings), *data,
+         "--json-out", str(out)],
+        check=True, stdout=subprocess.DEVNULL,
+    )
+    cats = json.loads(out.read_text())["by_category"].values()
+    return 100 * sum(c["compiled"] for c in cats) / sum(c["evidence"] for c in cats)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated names")
+    ap.add_argument("--split", default="dev")
+    ap.add_argument("--data", type=Path, help="LoCoMo JSON (default: the dev split's file)")
+    ap.add_argument("--no-compile", action="store_true", help="retrieval only")
+    args = ap.parse_args(argv)
+    names = [n.strip() for n in args.configs.split(",") if n.strip()]
+    unknown = [n for n in names if n not in CONFIGS]
+    if unknown:
+        ap.error(f"unknown configuration(s) {', '.join(unknown)}; known: {', '.join(CONFIGS)}")
+    data = ["--split", args.split] + (["--data", str(args.data)] if args.data else [])
+    lines = [
+        f"LoCoMo {args.split}, categories 1-4",
+        "",
+        "| configuration | session R@5 | turn R@10 | multi-hop R@5 | evidence in a "
+        "4,000-token compile | ms / query (batch) | index s | cost |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    details = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            settings, cost = CONFIGS[name]
+            r = retrieval(settings, data, Path(tmp) / f"{name}.json")
+            cov = (float("nan") if args.no_compile
+                   else coverage(settings, data, Path(tmp) / f"{name}-compile.json"))
+            lines.append(
+                f"| {name} | {r['session_r5']:.1f} | {r['turn_r10']:.1f} | "
+                f"{r['multihop_r5']:.1f} | {cov:.1f} % | {r['ms_per_query']:.1f} | "
+                f"{r['index_s']:.0f} | {cost} |"
+            )
+            details.append(f"### {name}\n\n{r['per_conversation']}")
+            print(lines[-1], file=sys.stderr, flush=True)
+    print("\n".join(lines) + "\n\n" + "\n\n".join(details))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
