@@ -2,7 +2,7 @@
 
 The checks are a plain list, :data:`CHECKS`: the foundation (config, layout, hooks,
 ``memory`` on PATH, git LFS), the sessions a crashed agent left open
-(:func:`memrepo.transcript.capture.health_checks`), the index
+(:func:`memrepo.transcript.recovery.health_checks`), the index
 (:func:`memrepo.index.health.checks`) and the agent hooks' failures
 (:func:`memrepo.agents.state.health_checks`: they fail open, so only their log says
 so) and the agents' settings (:func:`memrepo.agents.install.health_checks`: each installed
@@ -29,7 +29,7 @@ from memrepo.index.indexer import sync
 from memrepo.layout import LAYOUT_DIRS
 from memrepo.locks import LockBusy
 from memrepo.repo import MemoryRepo
-from memrepo.transcript import capture
+from memrepo.transcript import recovery
 
 
 def _config_check(repo: MemoryRepo) -> Check:
@@ -316,7 +316,7 @@ def _fix_line_count(repo: MemoryRepo) -> list[str]:
 
 
 #: Every check, in report order (foundation first).
-CHECKS: list[CheckFn] = [foundation_checks, capture.health_checks, index_health.checks,
+CHECKS: list[CheckFn] = [foundation_checks, recovery.health_checks, index_health.checks,
                          agent_state.health_checks, agent_install.health_checks,
                          leftover_tmp_checks, merge_driver_checks, memory_line_count_checks]
 
@@ -356,9 +356,9 @@ def fix(repo: MemoryRepo) -> tuple[list[str], list[str]]:
     if rewritten:
         done.append(f"rewrote git hooks for {sys.executable}: {', '.join(rewritten)}")
     failed = []
-    for ok, line in capture.repair_sessions(repo):  # before closing stale ones
+    for ok, line in recovery.repair_sessions(repo):  # before closing stale ones
         (done if ok else failed).append(line)
-    for ok, line in capture.close_stale_sessions(repo):
+    for ok, line in recovery.close_stale_sessions(repo):
         (done if ok else failed).append(line)
     done += _remove_leftover_tmp(repo)
     try:

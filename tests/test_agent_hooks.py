@@ -416,7 +416,7 @@ def test_a_held_session_lock_fails_open_and_shows_in_doctor(crepo: Path, tmp_pat
     holder = subprocess.Popen(
         [sys.executable, "-c",
          "import sys, time\nfrom pathlib import Path\n"
-         "from memrepo.transcript.capture import session_lock\n"
+         "from memrepo.transcript.session import session_lock\n"
          f"with session_lock(Path({str(crepo)!r}), {sid!r}):\n"
          "    print('held', flush=True)\n    sys.stdin.read()\n"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

@@ -16,6 +16,7 @@ from conftest import run_git, run_memory
 from memrepo import documents
 from memrepo.errors import MemrepoError
 from memrepo.transcript import capture, render
+from memrepo.transcript.session import STATE_DIR, find_open_transcript, load_session, save_session
 
 AWS = "AKIAIOSFODNN7EXAMPLE"
 GH = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
@@ -72,7 +73,7 @@ def test_session_lifecycle_via_cli(crepo: Path, tmp_path: Path) -> None:
     assert f"Session: {final}" in log
     assert run_git(crepo, "status", "--porcelain").stdout.strip() == ""  # attachment committed
     # the session is over (no state file); its lock file stays, see test_lock_file_is_never_unlinked
-    assert [f.name for f in (crepo / capture.STATE_DIR).glob("ses_a1.*")] == ["ses_a1.lock"]
+    assert [f.name for f in (crepo / STATE_DIR).glob("ses_a1.*")] == ["ses_a1.lock"]
 
 
 def test_secrets_never_touch_disk_or_commit(crepo: Path) -> None:
@@ -135,7 +136,7 @@ def test_cli_appends_from_several_processes(crepo: Path) -> None:
         for i in range(8)
     ]
     assert all(p.wait(30) == 0 for p in procs)
-    body = (crepo / capture.load_session(crepo, "ses_cli").path).read_text()
+    body = (crepo / load_session(crepo, "ses_cli").path).read_text()
     assert sorted(re.findall(r"^message (\d)$", body, re.M)) == [str(i) for i in range(8)]
 
 
@@ -145,9 +146,9 @@ def test_crash_leaves_valid_open_transcript_that_end_closes(crepo: Path) -> None
     # A crash mid-write: the process died after part of a turn reached the file.
     with open(crepo / s.path, "a", encoding="utf-8") as fh:
         fh.write("\n## 10:15 — agent\nI will start by")
-    (crepo / capture.STATE_DIR / "ses_crash.json").unlink()  # state lost too
+    (crepo / STATE_DIR / "ses_crash.json").unlink()  # state lost too
     validate(crepo, s.path)
-    assert capture.find_open_transcript(crepo, "ses_crash") == s.path
+    assert find_open_transcript(crepo, "ses_crash") == s.path
     proc = run_memory(crepo, "capture", "end", "--session", "ses_crash")
     assert proc.returncode == 0, proc.stderr
     closed = proc.stdout.strip()
@@ -198,7 +199,7 @@ def test_a_secret_straddling_the_tool_line_cut_is_redacted_whole(crepo: Path) ->
                       "a" * 175 + " " + token, "ok")
     assert proc.returncode == 0, proc.stderr
     assert capture.tool(crepo, "ses_cut", "read", "x", "b" * 190 + " " + token) == 1
-    text = (crepo / capture.load_session(crepo, "ses_cut").path).read_text()
+    text = (crepo / load_session(crepo, "ses_cut").path).read_text()
     assert "ghp_" not in text and "abcdefghijklmnop" not in text
     assert "a" * 175 + " [REDACTED:github-token]" in text
     assert "…" in text and "[REDACTED:git…" not in text  # a placeholder is never cut
@@ -222,7 +223,7 @@ def test_attachments_are_redacted_in_name_reference_and_text(crepo: Path, tmp_pa
     assert AWS not in stored and "[REDACTED:aws-access-key]" in stored
     assert "keep this line" in stored
     assert (crepo / rel_bin).read_bytes() == blob.read_bytes()  # binaries are kept as they are
-    session = capture.load_session(crepo, "ses_att")
+    session = load_session(crepo, "ses_att")
     text = (crepo / session.path).read_text()
     assert GH not in text and f"> [attachment:{rel}]" in text
     done = capture.end(crepo, "ses_att")
@@ -248,7 +249,7 @@ def test_a_refused_end_commit_leaves_the_session_open_and_nothing_staged(crepo: 
     assert run_git(crepo, "diff", "--cached", "--name-only").stdout == ""  # nothing staged
     assert (crepo / s.path).read_bytes() == before  # reopened byte for byte
     assert list((crepo / "raw/conversations").rglob("*.md")) == [crepo / s.path]
-    assert capture.load_session(crepo, "ses_ref").path == s.path
+    assert load_session(crepo, "ses_ref").path == s.path
     # Fix the cause (the file is not committed yet, so it may be edited) and end again.
     (crepo / s.path).write_bytes(before.replace(b"## 10:61", b"## 10:59"))
     done = capture.end(crepo, "ses_ref")
@@ -289,7 +290,7 @@ def test_lock_file_is_never_unlinked(crepo: Path) -> None:
     after it: unlinking it would let two processes hold "the" lock at once."""
     capture.start(crepo, session_id="ses_lock", topic="lock")
     capture.append(crepo, "ses_lock", "user", "takes the lock")
-    lock = crepo / capture.STATE_DIR / "ses_lock.lock"
+    lock = crepo / STATE_DIR / "ses_lock.lock"
     inode = lock.stat().st_ino
     capture.end(crepo, "ses_lock", commit=False)
     assert lock.stat().st_ino == inode
@@ -306,7 +307,7 @@ def test_doctor_fix_closes_abandoned_sessions(crepo: Path) -> None:
     (crepo / gone.path).unlink()
     proc = run_memory(crepo, "doctor")
     assert "memory capture end --session ses_old" in proc.stdout
-    assert (crepo / capture.STATE_DIR / "ses_old.json").exists()  # without --fix: listed only
+    assert (crepo / STATE_DIR / "ses_old.json").exists()  # without --fix: listed only
     proc = run_memory(crepo, "doctor", "--fix")
     assert "Traceback" not in proc.stderr, proc.stderr
     assert f"fixed: closed session ses_old (idle 3.0 days): {old.path}, commit " in proc.stdout
@@ -314,17 +315,17 @@ def test_doctor_fix_closes_abandoned_sessions(crepo: Path) -> None:
     doc = documents.read_document(crepo / old.path, old.path)
     assert doc.meta["ended"].timestamp() == pytest.approx(last, abs=1)
     assert run_git(crepo, "log", "-1", "--format=%s").stdout.strip() == "conversation: abandoned-work"
-    assert not (crepo / capture.STATE_DIR / "ses_old.json").exists()
-    assert capture.load_session(crepo, "ses_live").path == fresh.path  # a live session stays
+    assert not (crepo / STATE_DIR / "ses_old.json").exists()
+    assert load_session(crepo, "ses_live").path == fresh.path  # a live session stays
 
 
 def test_an_end_that_died_before_its_commit_is_explained(crepo: Path) -> None:
     """The transcript was renamed and closed, the state file survived the crash."""
     s = capture.start(crepo, session_id="ses_half")
     capture.append(crepo, "ses_half", "user", "water the tomatoes")
-    state = capture.load_session(crepo, "ses_half")
+    state = load_session(crepo, "ses_half")
     done = capture.end(crepo, "ses_half", commit=False)
-    capture.save_session(crepo, state)  # what a crash before the commit leaves behind
+    save_session(crepo, state)  # what a crash before the commit leaves behind
     assert done.path != s.path
     with pytest.raises(MemrepoError, match=f"the session was closed as {done.path}"):
         capture.end(crepo, "ses_half")

@@ -20,23 +20,25 @@ from memrepo import documents
 from memrepo.errors import MemrepoError
 from memrepo.transcript import capture
 from memrepo.transcript.read import read_transcript
+from memrepo.transcript.session import OpenSession, _state_file, _tail_file, save_session
+from memrepo.transcript.tail import TranscriptFull, _note_tail, torn_tail
 
 LONG = "😀€é naïve " * 400
 
 
-def _open(root: Path, sid: str = "ses_r", **kw: object) -> capture.OpenSession:
+def _open(root: Path, sid: str = "ses_r", **kw: object) -> OpenSession:
     s = capture.start(root, session_id=sid, topic="recovery drill", **kw)  # type: ignore[arg-type]
     capture.append(root, sid, "user", "first turn, acknowledged")
     capture.append(root, sid, "agent", "second turn, acknowledged")
     return s
 
 
-def _tear(root: Path, s: capture.OpenSession, text: str, keep: int) -> int:
+def _tear(root: Path, s: OpenSession, text: str, keep: int) -> int:
     """What a kill mid-write leaves: the tail record of a turn, and its first ``keep`` bytes."""
     chunk = f"\n## 10:00 — user\n{text}\n".encode()
     full = root / s.path
     st = full.stat()
-    capture._note_tail(root, s.session_id, st.st_ino, st.st_size, len(chunk))
+    _note_tail(root, s.session_id, st.st_ino, st.st_size, len(chunk))
     with full.open("ab") as fh:
         fh.write(chunk[:keep])
     return st.st_size
@@ -60,7 +62,7 @@ def test_torn_turn_cut_at_a_line_boundary_is_still_found(crepo: Path) -> None:
     s = _open(crepo)
     chunk_head = len("\n## 10:00 — user\nline one\n".encode())
     _tear(crepo, s, "line one\nline two", chunk_head)
-    assert capture.torn_tail(crepo, s) is not None
+    assert torn_tail(crepo, s) is not None
     done = capture.end(crepo, "ses_r")
     body = documents.read_document(crepo / done.path, done.path).body
     assert "line one" not in body and done.turns == 2
@@ -70,7 +72,7 @@ def test_complete_unacknowledged_turn_is_kept(crepo: Path) -> None:
     s = _open(crepo)
     chunk = "\n## 10:00 — user\nwritten whole, killed before exit\n"
     _tear(crepo, s, "written whole, killed before exit", len(chunk.encode()))
-    assert capture.torn_tail(crepo, s) is None
+    assert torn_tail(crepo, s) is None
     capture.append(crepo, "ses_r", "agent", "next")
     assert "written whole" in (crepo / s.path).read_text(encoding="utf-8")
 
@@ -78,10 +80,10 @@ def test_complete_unacknowledged_turn_is_kept(crepo: Path) -> None:
 def test_cut_character_without_a_tail_record_is_repaired(crepo: Path) -> None:
     """A transcript an older memrepo wrote (no record): a cut UTF-8 character at the end."""
     s = _open(crepo)
-    capture._tail_file(crepo, "ses_r").unlink()
+    _tail_file(crepo, "ses_r").unlink()
     with (crepo / s.path).open("ab") as fh:
         fh.write("\n## 10:01 — agent\nhalf 😀".encode()[:-2])
-    assert "UTF-8" in capture.torn_tail(crepo, s)[1]  # type: ignore[index]
+    assert "UTF-8" in torn_tail(crepo, s)[1]  # type: ignore[index]
     capture.append(crepo, "ses_r", "user", "after")
     turns = read_transcript(crepo, s.path).turns
     assert [t.text for t in turns] == ["first turn, acknowledged", "second turn, acknowledged",
@@ -92,9 +94,9 @@ def test_end_killed_after_its_commit_is_finished_by_the_next_end(crepo: Path) ->
     """The state file still says ``closing`` (killed before it was removed): the next
     append is refused, and ``end`` finishes without a second commit."""
     _open(crepo, "ses_k")
-    state = json.loads(capture._state_file(crepo, "ses_k").read_text())
+    state = json.loads(_state_file(crepo, "ses_k").read_text())
     done = capture.end(crepo, "ses_k")
-    capture.save_session(crepo, capture.OpenSession(
+    save_session(crepo, OpenSession(
         **{**state, "phase": "closing", "closing_path": done.path}))
     head = run_git(crepo, "rev-parse", "HEAD").stdout
     with pytest.raises(MemrepoError, match=r"is closed .*memory capture end --session ses_k"):
@@ -103,7 +105,7 @@ def test_end_killed_after_its_commit_is_finished_by_the_next_end(crepo: Path) ->
     again = capture.end(crepo, "ses_k")
     assert again.path == done.path and again.turns == 2
     assert run_git(crepo, "rev-parse", "HEAD").stdout == head
-    assert not capture._state_file(crepo, "ses_k").exists()
+    assert not _state_file(crepo, "ses_k").exists()
     assert invoke_memory(crepo, "commit").returncode == 0
 
 
@@ -112,10 +114,10 @@ def test_end_killed_before_its_commit_commits_on_restart(crepo: Path) -> None:
     commits the closed file (it used to say the transcript is missing, for good)."""
     s = capture.start(crepo, session_id="ses_c")
     capture.append(crepo, "ses_c", "user", "rename me from this turn")
-    state = json.loads(capture._state_file(crepo, "ses_c").read_text())
+    state = json.loads(_state_file(crepo, "ses_c").read_text())
     done = capture.end(crepo, "ses_c", commit=False)
     assert done.path != s.path  # renamed from the first messages
-    capture.save_session(crepo, capture.OpenSession(
+    save_session(crepo, OpenSession(
         **{**state, "phase": "closing", "closing_path": done.path}))
     again = capture.end(crepo, "ses_c")
     assert again.commit and again.path == done.path and again.turns == 1
@@ -125,8 +127,8 @@ def test_end_killed_before_its_commit_commits_on_restart(crepo: Path) -> None:
 
 def test_end_killed_before_the_closed_file_starts_over(crepo: Path) -> None:
     s = _open(crepo, "ses_b")
-    state = json.loads(capture._state_file(crepo, "ses_b").read_text())
-    capture.save_session(crepo, capture.OpenSession(
+    state = json.loads(_state_file(crepo, "ses_b").read_text())
+    save_session(crepo, OpenSession(
         **{**state, "phase": "closing", "closing_path": s.path.replace("-session", "-x")}))
     done = capture.end(crepo, "ses_b")
     assert done.commit and done.turns == 2
@@ -135,16 +137,16 @@ def test_end_killed_before_the_closed_file_starts_over(crepo: Path) -> None:
 def test_append_to_a_closed_transcript_with_an_old_state_file_is_refused(crepo: Path) -> None:
     """A state file without a phase (an older memrepo) next to a closed transcript."""
     s = _open(crepo, "ses_o")
-    state = json.loads(capture._state_file(crepo, "ses_o").read_text())
+    state = json.loads(_state_file(crepo, "ses_o").read_text())
     done = capture.end(crepo, "ses_o")
     state.pop("phase")
     state["path"] = done.path
-    capture._state_file(crepo, "ses_o").write_text(json.dumps(state))
+    _state_file(crepo, "ses_o").write_text(json.dumps(state))
     proc = invoke_memory(crepo, "capture", "append", "--session", "ses_o", "--role", "user",
                          "late")
     assert proc.returncode == 1 and done.path in proc.stderr and "is closed" in proc.stderr
     assert capture.end(crepo, "ses_o").path == done.path
-    assert not capture._state_file(crepo, "ses_o").exists()
+    assert not _state_file(crepo, "ses_o").exists()
     del s
 
 
@@ -153,12 +155,12 @@ def test_size_limit_is_checked_at_append_time(crepo: Path) -> None:
     cfg.write_text(cfg.read_text().replace("max_file_kb: 1024", "max_file_kb: 8"))
     s = _open(crepo, "ses_big")
     assert s.max_bytes == 8 * 1024 - 2048
-    with pytest.raises(capture.TranscriptFull, match="too large for a transcript"):
+    with pytest.raises(TranscriptFull, match="too large for a transcript"):
         capture.append(crepo, "ses_big", "user", "x" * 6000)
     for _ in range(2):
         capture.append(crepo, "ses_big", "user", "y" * 2000)
     size = (crepo / s.path).stat().st_size
-    with pytest.raises(capture.TranscriptFull, match=r"validation\.max_file_kb.*end it"):
+    with pytest.raises(TranscriptFull, match=r"validation\.max_file_kb.*end it"):
         capture.append(crepo, "ses_big", "user", "z" * 2000)
     assert (crepo / s.path).stat().st_size == size
     done = capture.end(crepo, "ses_big")
@@ -260,5 +262,5 @@ def test_end_whose_transcript_another_commit_took_first_is_not_reopened(
     monkeypatch.setattr(capture, "_commit_closed", taken_first)
     done = capture.end(crepo, "ses_race")
     assert done.commit == run_git(crepo, "rev-parse", "HEAD").stdout.strip()
-    assert (crepo / done.path).is_file() and not capture._state_file(crepo, "ses_race").exists()
+    assert (crepo / done.path).is_file() and not _state_file(crepo, "ses_race").exists()
     assert run_git(crepo, "status", "--porcelain", "--", "raw/").stdout == ""

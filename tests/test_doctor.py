@@ -122,12 +122,14 @@ def test_interrupted_sessions_and_uncommitted_transcripts_are_reported_and_fixed
     memrepo_root: Path,
 ) -> None:
     from memrepo.transcript import capture
+    from memrepo.transcript.session import OpenSession, _state_file, save_session
+    from memrepo.transcript.tail import _note_tail
 
     root = memrepo_root
     torn = capture.start(root, session_id="ses_torn", topic="torn tail")
     capture.append(root, "ses_torn", "user", "kept")
     st = (root / torn.path).stat()
-    capture._note_tail(root, "ses_torn", st.st_ino, st.st_size, 500)
+    _note_tail(root, "ses_torn", st.st_ino, st.st_size, 500)
     with (root / torn.path).open("ab") as fh:
         fh.write("\n## 10:00 — agent\nhalf a tu".encode())
     capture.start(root, session_id="ses_loose", topic="never committed")
@@ -135,9 +137,9 @@ def test_interrupted_sessions_and_uncommitted_transcripts_are_reported_and_fixed
     loose = capture.end(root, "ses_loose", commit=False)
     capture.start(root, session_id="ses_half", topic="half ended")
     capture.append(root, "ses_half", "user", "hello")
-    state = json.loads(capture._state_file(root, "ses_half").read_text())
+    state = json.loads(_state_file(root, "ses_half").read_text())
     half = capture.end(root, "ses_half", commit=False)
-    capture.save_session(root, capture.OpenSession(
+    save_session(root, OpenSession(
         **{**state, "phase": "closing", "closing_path": half.path}))
 
     checks = {c.name: c for c in doctor.run_checks(discover(root))}

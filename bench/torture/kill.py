@@ -242,10 +242,11 @@ def _torn(run: Run, s: Session) -> bool:
     """Whether the killed write left part of a turn (a cut character, or less than the
     tail record announced)."""
     from memrepo.errors import MemrepoError
-    from memrepo.transcript import capture
+    from memrepo.transcript.session import load_session
+    from memrepo.transcript.tail import torn_tail
 
     try:
-        session = capture.load_session(run.env.repo, s.sid)
+        session = load_session(run.env.repo, s.sid)
         data = (run.env.repo / session.path).read_bytes()
     except (MemrepoError, OSError):
         return False
@@ -253,7 +254,7 @@ def _torn(run: Run, s: Session) -> bool:
         data.decode("utf-8")
     except UnicodeDecodeError:
         return True
-    return capture.torn_tail(run.env.repo, session) is not None
+    return torn_tail(run.env.repo, session) is not None
 
 
 def _closed_on_disk(run: Run, s: Session) -> bool:

@@ -466,6 +466,7 @@ def _capture_payload(root: Path, harness: str, payload: dict[str, Any], final: b
     recall kept) and the answer of this exchange, appended as two turns."""
     from memrepo.errors import MemrepoError
     from memrepo.transcript import capture
+    from memrepo.transcript.session import load_session
 
     hsid = payload.get("session_id")
     if not hsid:
@@ -479,7 +480,7 @@ def _capture_payload(root: Path, harness: str, payload: dict[str, Any], final: b
     answer = next((str(payload[k]) for k in H.ANSWER_FIELDS if payload.get(k)), "")
     if said or answer:
         try:
-            session = capture.load_session(root, sid)
+            session = load_session(root, sid)
         except MemrepoError:
             session = capture.start(root, session_id=sid, channel=harness,
                                     model=payload.get("model") or None)
@@ -490,7 +491,7 @@ def _capture_payload(root: Path, harness: str, payload: dict[str, Any], final: b
         pending.unlink(missing_ok=True)
     else:
         try:
-            session = capture.load_session(root, sid)
+            session = load_session(root, sid)
         except MemrepoError:
             return None, False
     if final:
@@ -501,13 +502,13 @@ def _capture_payload(root: Path, harness: str, payload: dict[str, Any], final: b
 
 def _open_part(root: Path, base: str) -> str:
     """The session id to write to: ``base``, or its next part once ``base`` is closed."""
-    from memrepo.transcript import capture
+    from memrepo.transcript.session import find_open_transcript, find_transcript
 
     n = 1
     while True:
         sid = base if n == 1 else f"{base}.{n}"
-        rel = capture.find_transcript(root, sid)
-        if rel is None or capture.find_open_transcript(root, sid):
+        rel = find_transcript(root, sid)
+        if rel is None or find_open_transcript(root, sid):
             return sid
         n += 1
 
@@ -564,11 +565,12 @@ def close_idle(root: Path, idle_seconds: float) -> list[str]:
     """Close the payload-captured sessions (Codex, Gemini) idle for ``idle_seconds``:
     Codex sends no SessionEnd. The closed transcripts' paths."""
     from memrepo.transcript import capture
+    from memrepo.transcript.session import open_sessions
 
     prefixes = tuple(f"{p}-" for h, p in H.SESSION_PREFIX.items() if H.LOG_FORMAT[h] is None)
     out = []
     now = time.time()
-    for s in capture.open_sessions(root):
+    for s in open_sessions(root):
         if not s.session_id.startswith(prefixes):
             continue
         try:

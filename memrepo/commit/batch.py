@@ -46,13 +46,10 @@ from memrepo.git import (
     retry_locked,
     staged_blobs,
 )
-from memrepo.layout import STATE_DIR
 from memrepo.llm import LLM, Usage
 from memrepo.secrets import redact
+from memrepo.transcript.session import STATE_DIR as SESSIONS_DIR
 
-#: Where ``capture`` keeps a session's state (:mod:`memrepo.transcript.capture`, which
-#: this module must not import: it commits through :mod:`memrepo.commit.write`).
-SESSIONS_DIR = f"{STATE_DIR}/sessions"
 #: Trees whose changes a batch commit takes.
 SCOPE = ("knowledge/", "topics/", "archive/", "raw/")
 TYPES = ("conversation", "memory", "identity", "maintenance", "explore", "extract")

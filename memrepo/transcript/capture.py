@@ -1,25 +1,16 @@
 """The transcript writer: one immutable, redacted markdown file per session (seed 000 §2.1, §8.2).
 
-Sessions (state, locks), ``start`` / ``append`` / ``tool`` / ``attach`` / ``end``, whole
-conversations written for the importers, and sessions a crashed agent left open. What the
-text looks like is :mod:`memrepo.transcript.render`'s. Why it looks like this:
+The verbs ``start`` / ``append`` / ``tool`` / ``attach`` / ``end``, and whole conversations
+written for the importers. Elsewhere: what the text looks like (:mod:`.render`), a
+session's state and lock (:mod:`.session`), one write per turn and torn tails
+(:mod:`.tail`), what ``memory doctor`` repairs (:mod:`.recovery`). Why it looks like this:
 
 - Secrets are redacted in memory, before a byte reaches disk (principle 7), with the rules
   the pre-commit check uses (memrepo.secrets).
-- Appends are one ``O_APPEND`` write under a per-session lock, so several processes writing
-  one session never interleave (the frontmatter is written once at start and rewritten only
-  at end, atomically). A write killed half way (SIGKILL, OOM) can still leave part of a
-  turn, perhaps half a UTF-8 character: each write first records where it starts and how
-  long it is (``<id>.tail``), and the next append, ``end`` or ``doctor --fix`` cuts such a
-  torn turn off (:func:`repair_tail`); the turns acknowledged before it stay.
-- Limits are checked when a turn is appended, never at ``end``: a transcript that grew
-  past ``validation.max_file_kb`` could never be committed, so ``end`` could never finish.
 - ``end`` is a small state machine kept in the state file: ``open`` -> ``closing`` (the
   closed file's path recorded before it is written) -> state removed after the commit. A
   process killed anywhere in between leaves a state the next ``end`` finishes, and an
   append to a closing or closed transcript is refused rather than breaking immutability.
-- The hot path (``append``) reads a small JSON state file instead of parsing config or
-  YAML: an agent calls it once per turn.
 - Turn headers are ``HH:MM`` in the session's own time zone, named in the frontmatter
   (``timezone``) so anyone can convert them.
 """
@@ -27,19 +18,15 @@ text looks like is :mod:`memrepo.transcript.render`'s. Why it looks like this:
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import re
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memrepo import layout
 from memrepo.errors import MemrepoError
-from memrepo.health import Check
-from memrepo.locks import LockBusy, file_lock
 from memrepo.secrets import redact
 from memrepo.transcript.render import (
     PROVISIONAL_SLUG,
@@ -49,7 +36,6 @@ from memrepo.transcript.render import (
     first_messages,
     knowledge_lines,
     now_in,
-    offset_label,
     prepare_attachment,
     redacted_tool_line,
     render_frontmatter,
@@ -59,200 +45,26 @@ from memrepo.transcript.render import (
     titled,
     turn_header,
 )
+from memrepo.transcript.session import (
+    STATE_DIR,
+    OpenSession,
+    _check_sid,
+    _forget,
+    _state_file,
+    _tail_file,
+    find_open_transcript,
+    load_session,
+    save_session,
+    secrets_allowlist,
+    session_lock,
+)
+from memrepo.transcript.tail import _check_open, _max_bytes, repair_tail, write_turn
 
-if TYPE_CHECKING:
-    from memrepo.repo import MemoryRepo
-
-#: Where per-session state and locks live (gitignored by the skeleton's `.memrepo/`).
-STATE_DIR = f"{layout.STATE_DIR}/sessions"
 _ATTACHMENT = re.compile(r"^> \[attachment:(?P<path>attachments/[^\]]+)\]", re.MULTILINE)
-_SID = re.compile(r"^[a-z0-9][a-z0-9._-]*$", re.IGNORECASE)
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-#: Longest session id: it becomes part of file names (``HHMM-<id>-<slug>.md``, state files).
-MAX_SID = 100
-#: Room kept below ``validation.max_file_kb`` for what ``end`` adds to the frontmatter
-#: (end time, counts, knowledge changes); at most a quarter of the limit.
-END_MARGIN = 16 * 1024
-#: The tail record (see :func:`repair_tail`): fixed width, written with one ``pwrite``.
-_TAIL_BYTES = 64
-#: A transcript with no append for this long (a crashed agent) is reported by ``memory
-#: doctor`` and closed by ``memory doctor --fix``. Not a config setting: a day is far beyond
-#: any live session's pause, and closing early only ever costs a new session id.
-STALE_AFTER = dt.timedelta(days=1)
 
 
 # ---------------------------------------------------------------------------
-# Session state and locking
-# ---------------------------------------------------------------------------
-
-
-@dataclass
-class OpenSession:
-    """What an open session needs between processes (kept in .memrepo/sessions/<id>.json)."""
-
-    session_id: str
-    path: str  # repo-relative transcript path
-    timezone: str
-    allowlist: list[str] = field(default_factory=list)
-    provisional_slug: bool = False
-    #: ``open``, or ``closing`` once ``end`` has begun: ``closing_path`` (the closed
-    #: transcript's path) is recorded before that file is written, so a restarted ``end``
-    #: knows what is left to do.
-    phase: str = "open"
-    closing_path: str | None = None
-    #: The size the open transcript may reach (validation.max_file_kb less END_MARGIN);
-    #: None in state files written before it was kept (then read from the config).
-    max_bytes: int | None = None
-
-    @property
-    def tz(self) -> dt.tzinfo:
-        return resolve_timezone(self.timezone)[0]
-
-
-def _state_file(root: Path, session_id: str) -> Path:
-    return root / STATE_DIR / f"{session_id}.json"
-
-
-def _lock_file(root: Path, session_id: str) -> Path:
-    return root / STATE_DIR / f"{session_id}.lock"
-
-
-def _tail_file(root: Path, session_id: str) -> Path:
-    return root / STATE_DIR / f"{session_id}.tail"
-
-
-def _check_sid(session_id: str | None) -> str:
-    """``session_id`` when it is safe in a file name, else an error saying what is wrong."""
-    sid = session_id if isinstance(session_id, str) else ""
-    shown = repr(sid if len(sid) <= 40 else sid[:40] + "…")
-    why = None
-    if not sid:
-        why = "is empty"
-    elif "/" in sid or "\\" in sid:
-        why = "contains a path separator"
-    elif ".." in sid:
-        why = "contains '..'"
-    elif _CONTROL.search(sid):
-        why = "contains a control character"
-    elif len(sid) > MAX_SID:
-        why = f"is {len(sid)} characters long (at most {MAX_SID})"
-    elif not _SID.match(sid):
-        why = "must be letters, digits, '.', '_' or '-', starting with a letter or digit"
-    if why:
-        raise MemrepoError(f"session id {shown} {why}")
-    return sid
-
-
-@contextmanager
-def session_lock(root: Path, session_id: str, timeout: float = 30.0) -> Iterator[None]:
-    """Exclusive per-session lock, so appends from many processes never interleave."""
-    try:
-        with file_lock(_lock_file(root, session_id), wait=timeout, poll=0.002):
-            yield
-    except LockBusy:
-        raise MemrepoError(f"session {session_id} is locked by another process") from None
-
-
-def save_session(root: Path, session: OpenSession) -> None:
-    from memrepo.atomic import atomic_write
-
-    atomic_write(_state_file(root, session.session_id), json.dumps(session.__dict__, indent=1))
-
-
-def load_session(root: Path, session_id: str) -> OpenSession:
-    """The open session ``session_id``: from its state file, else found on disk."""
-    _check_sid(session_id)
-    try:
-        data = json.loads(_state_file(root, session_id).read_text(encoding="utf-8"))
-        session = OpenSession(**data)
-    except FileNotFoundError:
-        pass
-    except (ValueError, TypeError):
-        pass  # a damaged state file: rebuild it from the transcript
-    else:
-        if session.phase == "open" and not (root / session.path).is_file():
-            raise _missing(root, session)
-        return session
-    path = find_open_transcript(root, session_id)
-    if path is None:
-        raise MemrepoError(
-            f"no open session {session_id!r}: start one with 'memory capture start'"
-        )
-    return _session_from_transcript(root, path)
-
-
-def _forget(root: Path, session_id: str) -> None:
-    """The session is over: its state and tail record go (the lock file stays, see end)."""
-    _state_file(root, session_id).unlink(missing_ok=True)
-    _tail_file(root, session_id).unlink(missing_ok=True)
-
-
-def _missing(root: Path, session: OpenSession) -> MemrepoError:
-    """The error for a session whose transcript file is gone, with the way out."""
-    sid, rel = session.session_id, session.path
-    other = find_transcript(root, sid)
-    if other and other != rel:  # an `end` that died between renaming and committing
-        hint = (f"the session was closed as {other} ('memory commit' commits it); forget the "
-                f"session by deleting {STATE_DIR}/{sid}.json")
-    else:
-        hint = (f"restore it ('git restore -- {rel}' if it was committed), or forget the "
-                f"session by deleting {STATE_DIR}/{sid}.json")
-    return MemrepoError(f"session {sid}: transcript {rel} is missing; {hint}")
-
-
-def find_open_transcript(root: Path, session_id: str) -> str | None:
-    """The transcript of ``session_id`` that has no ``ended`` yet (a crash leaves these)."""
-    from memrepo import documents
-
-    for full in sorted((root / layout.TRANSCRIPT_ROOT).glob(f"*/*/*/????-{session_id}-*.md")):
-        rel = full.relative_to(root).as_posix()
-        try:
-            doc = documents.read_document(full, rel)
-        except MemrepoError:
-            continue
-        if doc.meta.get("session_id") == session_id and doc.meta.get("ended") is None:
-            return rel
-    return None
-
-
-def _session_from_transcript(root: Path, rel: str) -> OpenSession:
-    from memrepo import documents
-
-    doc = documents.read_document(root / rel, rel)
-    tzname = doc.meta.get("timezone")
-    if not isinstance(tzname, str):
-        started = documents.parse_datetime(doc.meta.get("started"))
-        off = started.utcoffset() if started else None
-        tzname = offset_label(off or dt.timedelta())
-    return OpenSession(
-        session_id=str(doc.meta["session_id"]),
-        path=rel,
-        timezone=tzname,
-        allowlist=secrets_allowlist(root),
-        provisional_slug=False,
-    )
-
-
-def open_sessions(root: Path) -> list[OpenSession]:
-    """Every session with a state file (started and not ended on this machine)."""
-    out = []
-    for f in sorted((root / STATE_DIR).glob("*.json")):
-        try:
-            out.append(OpenSession(**json.loads(f.read_text(encoding="utf-8"))))
-        except (OSError, ValueError, TypeError):
-            continue
-    return out
-
-
-def secrets_allowlist(root: Path) -> list[str]:
-    """The repo's configured secrets allowlist (validation.secrets_allowlist)."""
-    from memrepo.config import load_config
-
-    return list(load_config(root)["validation"]["secrets_allowlist"])
-
-
-# ---------------------------------------------------------------------------
-# The writer
+# Porcelain: start, append, tool, attach
 # ---------------------------------------------------------------------------
 
 
@@ -324,24 +136,6 @@ def _start_time(started: dt.datetime | None, tz: dt.tzinfo) -> dt.datetime:
     return when
 
 
-def _max_bytes(max_file_kb: float) -> int:
-    """How large an open transcript may grow: the commit limit less room for ``end``."""
-    limit = int(max_file_kb * 1024)
-    return limit - min(END_MARGIN, limit // 4)
-
-
-def _session_max_bytes(root: Path, session: OpenSession) -> int:
-    if session.max_bytes is not None:
-        return session.max_bytes
-    from memrepo.config import load_config  # a state file from before max_bytes was kept
-
-    return _max_bytes(float(load_config(root)["validation"]["max_file_kb"]))
-
-
-class TranscriptFull(MemrepoError):
-    """A turn would take the open transcript past ``validation.max_file_kb``."""
-
-
 def text_from_bytes(data: bytes, source: str = "stdin") -> str:
     """``data`` as UTF-8 text, or an error naming ``source`` and the first bad byte."""
     try:
@@ -364,150 +158,6 @@ def _check_utf8(text: str, source: str) -> None:
         raise MemrepoError(
             f"{source} is not UTF-8 text ({what} at character {exc.start}); nothing was written"
         ) from None
-
-
-# ---------------------------------------------------------------------------
-# One turn, one write; a torn tail cut off
-# ---------------------------------------------------------------------------
-
-
-def write_turn(root: Path, session: OpenSession, chunk: str) -> None:
-    """Append ``chunk`` (whole turns or lines) to the open transcript, with the session
-    lock held: a torn tail left by a killed writer is cut off first, the transcript must
-    be open and stay under its size limit, and the bytes go in one ``O_APPEND`` write,
-    after a record of where they start and how long they are."""
-    data = chunk.encode("utf-8")
-    repair_tail(root, session)
-    _check_open(root, session)
-    path = root / session.path
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-    try:
-        st = os.fstat(fd)
-        _check_size(root, session, st.st_size, len(data))
-        _note_tail(root, session.session_id, st.st_ino, st.st_size, len(data))
-        while data:  # one write; a second only after a short write (a full disk)
-            data = data[os.write(fd, data):]
-    finally:
-        os.close(fd)
-
-
-def _note_tail(root: Path, sid: str, ino: int, start: int, length: int) -> None:
-    """Record, before writing, the bytes a write is about to add (one small pwrite)."""
-    record = f"{ino} {start} {length}".ljust(_TAIL_BYTES - 1).encode("ascii") + b"\n"
-    fd = os.open(_tail_file(root, sid), os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        os.pwrite(fd, record, 0)
-    finally:
-        os.close(fd)
-
-
-def _read_tail(root: Path, sid: str) -> tuple[int, int, int] | None:
-    try:
-        with _tail_file(root, sid).open("rb") as fh:
-            parts = fh.read(_TAIL_BYTES).split()
-        ino, start, length = (int(x) for x in parts[:3])
-    except (OSError, ValueError):
-        return None
-    return ino, start, length
-
-
-def torn_tail(root: Path, session: OpenSession) -> tuple[int, str] | None:
-    """(the size to cut the open transcript back to, why) when its last write was cut
-    short by a kill, else None.
-
-    The tail record says where the last write started and how long it was: a file that
-    ends inside that range holds part of a turn nobody was told was written. Without a
-    record for this file (an older memrepo wrote it), a UTF-8 character cut at the very
-    end still shows, and the file is cut back to its last complete turn.
-    """
-    path = root / session.path
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    rec = _read_tail(root, session.session_id)
-    if rec is not None and rec[0] == st.st_ino:
-        _, start, length = rec
-        if start < st.st_size < start + length:
-            return start, (f"its last write stopped after {st.st_size - start} of "
-                           f"{length} bytes")
-        return None
-    with path.open("rb") as fh:
-        fh.seek(max(0, st.st_size - 4))
-        if not _ends_mid_character(fh.read()):
-            return None
-        fh.seek(0)
-        data = fh.read()
-    heads = list(_TURN_BYTES.finditer(data))
-    if not heads:
-        return None
-    return heads[-1].start(), "it ends inside a UTF-8 character"
-
-
-#: Where a turn begins (a content line that looks like a header is escaped, and a header
-#: cut short still begins so).
-_TURN_BYTES = re.compile(rb"\n## [0-9]")
-
-
-def _ends_mid_character(tail: bytes) -> bool:
-    """Whether ``tail`` (a file's last bytes) stops inside a multibyte UTF-8 character."""
-    for i in range(1, len(tail) + 1):
-        b = tail[-i]
-        if b & 0xC0 == 0x80:
-            continue  # a continuation byte: look further back for the lead byte
-        need = 1 if b < 0x80 else 2 if b < 0xE0 else 3 if b < 0xF0 else 4
-        return i < need
-    return bool(tail)  # only continuation bytes: not UTF-8
-
-
-def repair_tail(root: Path, session: OpenSession) -> str | None:
-    """Cut a torn last turn off the open transcript (see :func:`torn_tail`); what was
-    done, or None when the tail was whole. The caller holds the session lock."""
-    torn = torn_tail(root, session)
-    if torn is None:
-        return None
-    size, why = torn
-    full = root / session.path
-    cut = full.stat().st_size - size
-    os.truncate(full, size)
-    return f"{session.path}: cut a torn last turn ({cut} bytes; {why})"
-
-
-def _check_open(root: Path, session: OpenSession) -> None:
-    """Refuse to write to a transcript an ``end`` closed (or began to close)."""
-    sid = session.session_id
-    if session.phase != "open" or _is_closed(root / session.path):
-        raise MemrepoError(
-            f"session {sid}: its transcript {session.closing_path or session.path} is closed "
-            f"(an 'end' did not finish), so nothing was written: run 'memory capture end "
-            f"--session {sid}' to finish closing it, then start a new session"
-        )
-
-
-def _is_closed(full: Path) -> bool:
-    """Whether the transcript's frontmatter has an ``ended`` (read from its first 4 KB)."""
-    with full.open("rb") as fh:
-        head = fh.read(4096)
-    front = head.split(b"\n---", 1)[0] if head.startswith(b"---") else b""
-    return b"\nended:" in front
-
-
-def _check_size(root: Path, session: OpenSession, size: int, adding: int) -> None:
-    limit = _session_max_bytes(root, session)
-    if size + adding <= limit:
-        return
-    sid = session.session_id
-    kb = f"{(size + adding) / 1024:,.0f} KB"
-    room = f"{limit / 1024:,.0f} KB (validation.max_file_kb less room for 'end')"
-    if adding > limit // 2:
-        raise TranscriptFull(
-            f"session {sid}: a turn of {adding / 1024:,.0f} KB is too large for a transcript "
-            f"(at most {room}); nothing was written: store it with 'memory capture attach'",
-            session.path)
-    raise TranscriptFull(
-        f"session {sid}: the transcript would grow to {kb}, above {room}; nothing was "
-        f"written: end it ('memory capture end --session {sid}') and go on in a new session",
-        session.path)
 
 
 def _last_role(path: Path) -> tuple[str | None, bool]:
@@ -648,6 +298,11 @@ def _append_line(
     else:
         chunk = (f"{line}\n" if after_ref else f"\n{line}\n")
     write_turn(root, session, chunk)
+
+
+# ---------------------------------------------------------------------------
+# end: close, commit, or undo
+# ---------------------------------------------------------------------------
 
 
 @dataclass
@@ -875,194 +530,8 @@ def _tracked(root: Path, rel: str) -> bool:
 
 
 # ---------------------------------------------------------------------------
-# Sessions a crashed agent left open (``memory doctor`` and ``doctor --fix``)
-# ---------------------------------------------------------------------------
-
-
-def stale_sessions(root: Path) -> list[tuple[str, str, dt.datetime | None]]:
-    """Sessions open on this machine with no append for STALE_AFTER: (id, why, last append).
-
-    The last append is the transcript's mtime (appends are the only writes to an open
-    transcript); None when the transcript is gone.
-    """
-    import time
-
-    stale: list[tuple[str, str, dt.datetime | None]] = []
-    for s in open_sessions(root):
-        if s.phase != "open":
-            continue  # an interrupted end: interrupted_sessions() reports it
-        try:
-            mtime = (root / s.path).stat().st_mtime
-        except OSError:
-            stale.append((s.session_id, f"transcript {s.path} missing", None))
-            continue
-        age = time.time() - mtime
-        if age > STALE_AFTER.total_seconds():
-            last = dt.datetime.fromtimestamp(mtime, dt.timezone.utc)
-            stale.append((s.session_id, f"idle {age / 86400:.1f} days", last))
-    return stale
-
-
-def close_stale_sessions(repo: MemoryRepo) -> list[tuple[bool, str]]:
-    """Doctor --fix: close (and commit) what a crashed agent left open, as `capture end`
-    would, ended at its last append. (done, report line) per session."""
-    out = []
-    for sid, why, last in stale_sessions(repo.root):
-        if last is None:
-            out.append((False, f"session {sid} left open: {why}; restore the transcript or "
-                               f"delete {STATE_DIR}/{sid}.json"))
-            continue
-        try:
-            done = end(repo.root, sid, when=last)
-        except MemrepoError as exc:
-            out.append((False, f"session {sid} left open: {exc}"))
-            continue
-        commit = f", commit {done.commit[:10]}" if done.commit else ""
-        out.append((True, f"closed session {sid} ({why}): {done.path}{commit}"))
-    return out
-
-
-def health_checks(repo: MemoryRepo) -> list[Check]:
-    """Doctor: open transcripts a crashed agent left behind for more than a day, sessions a
-    killed writer left half done, closed transcripts never committed."""
-    stale = stale_sessions(repo.root)
-    if not stale:
-        checks = [Check("open transcripts", True, "no session left open for more than a day")]
-    else:
-        detail = ", ".join(f"{sid} ({why})" for sid, why, _ in stale)
-        fix = "memory doctor --fix (closes them: " + "; ".join(
-            f"memory capture end --session {sid}" for sid, _, _ in stale) + ")"
-        checks = [Check("open transcripts", False, f"left open: {detail}", fix, warning=True)]
-    return [*checks, *recovery_checks(repo)]
-
-
-# ---------------------------------------------------------------------------
-# What a killed writer leaves (``memory doctor`` and ``doctor --fix``)
-# ---------------------------------------------------------------------------
-
-
-def interrupted_sessions(root: Path) -> list[tuple[OpenSession, str]]:
-    """Sessions a killed process left half done: an ``end`` that did not finish, or an
-    open transcript ending in a torn turn; (session, what is wrong)."""
-    out = []
-    for s in open_sessions(root):
-        if s.phase != "open":
-            out.append((s, f"an 'end' did not finish (closing {s.closing_path or s.path})"))
-            continue
-        try:
-            torn = torn_tail(root, s)
-        except OSError:
-            continue
-        if torn is not None:
-            out.append((s, f"{s.path} ends in a torn turn ({torn[1]})"))
-    return out
-
-
-def closed_uncommitted(root: Path) -> list[str]:
-    """Closed transcripts git does not have: an ``end --no-commit``, an ``end`` killed
-    before its commit, an import not committed (``memory commit`` takes them too)."""
-    from memrepo.git import git
-
-    out = git(["status", "--porcelain", "-z", "--no-renames", "--untracked-files=all", "--",
-               layout.TRANSCRIPT_ROOT], root)
-    found = []
-    for entry in out.split("\0"):
-        xy, rel = entry[:2], entry[3:]
-        if len(entry) < 4 or "D" in xy or not rel.endswith(".md"):
-            continue
-        try:
-            if _is_closed(root / rel):
-                found.append(rel)
-        except OSError:
-            continue
-    return found
-
-
-def recovery_checks(repo: MemoryRepo) -> list[Check]:
-    """Doctor: interrupted sessions (a failure) and closed transcripts never committed."""
-    root = repo.root
-    bad = interrupted_sessions(root)
-    closing = {s.closing_path for s, _ in bad if s.closing_path}
-    loose = [p for p in closed_uncommitted(root) if p not in closing]
-    checks = []
-    if bad:
-        checks.append(Check(
-            "interrupted sessions", False,
-            "; ".join(f"session {s.session_id}: {why}" for s, why in bad),
-            "memory doctor --fix (or: " + "; ".join(
-                f"memory capture end --session {s.session_id}" if s.phase != "open"
-                else f"memory capture append --session {s.session_id} …" for s, _ in bad) + ")",
-        ))
-    else:
-        checks.append(Check("interrupted sessions", True, "no torn turn, no unfinished end"))
-    if loose:
-        checks.append(Check(
-            "uncommitted transcripts", False,
-            f"{len(loose)} closed but not committed: " + ", ".join(loose[:5])
-            + (" …" if len(loose) > 5 else ""),
-            "memory doctor --fix (or memory commit)", warning=True,
-        ))
-    return checks
-
-
-def repair_sessions(repo: MemoryRepo) -> list[tuple[bool, str]]:
-    """Doctor --fix: finish interrupted ends, cut torn turns, commit closed transcripts
-    left uncommitted; (done, report line) each. A session in use is left alone."""
-    from memrepo import documents
-
-    root = repo.root
-    out: list[tuple[bool, str]] = []
-    for s, why in interrupted_sessions(root):
-        sid = s.session_id
-        try:
-            if s.phase != "open":
-                done = end(root, sid)
-                out.append((True, f"finished ending session {sid}: {done.path}"
-                                  + (f", commit {done.commit[:10]}" if done.commit else "")))
-                continue
-            with session_lock(root, sid, timeout=2.0):
-                said = repair_tail(root, load_session(root, sid))
-            out.append((True, said or f"session {sid}: tail already whole"))
-        except MemrepoError as exc:
-            out.append((False, f"session {sid} ({why}): {exc}"))
-    live = {s.session_id for s in open_sessions(root)}
-    for rel in closed_uncommitted(root):
-        try:
-            doc = documents.read_document(root / rel, rel)
-            sid = str(doc.meta.get("session_id") or "")
-            if sid in live:
-                continue  # an `end` may be at work on it: its session lock decides
-            if not sid or f"-{sid}-" not in rel:
-                raise MemrepoError("its session_id does not match its file name", rel)
-            sha = _commit_closed(root, sid, rel, _closing_paths(root, rel, doc.body))
-        except MemrepoError as exc:
-            out.append((False, f"{rel} not committed: {exc}"))
-            continue
-        out.append((True, f"committed {rel}" + (f" ({sha[:10]})" if sha else "")))
-    return out
-
-
-# ---------------------------------------------------------------------------
 # Whole conversations at once (the importers)
 # ---------------------------------------------------------------------------
-
-
-def find_transcript(root: Path, session_id: str, started: dt.datetime | None = None) -> str | None:
-    """Any transcript of ``session_id`` (the re-import check): its day first, then git's index."""
-    from memrepo.git import git
-
-    if started is not None:
-        day = root / f"{layout.TRANSCRIPT_ROOT}{started:%Y/%m/%d}"
-        for full in day.glob(f"????-{session_id}-*.md"):
-            return full.relative_to(root).as_posix()
-    pattern = f":(glob){layout.TRANSCRIPT_ROOT}**/*-{session_id}-*.md"
-    out = git(["ls-files", "-z", "--", pattern], root)
-    hits = [p for p in out.split("\0") if p]
-    if hits:
-        return hits[0]
-    for full in (root / layout.TRANSCRIPT_ROOT).glob(f"*/*/*/????-{session_id}-*.md"):
-        return full.relative_to(root).as_posix()
-    return None
 
 
 def write_conversation(

@@ -159,8 +159,8 @@ def _follow(root: Path, log: Path, final: bool, lock_wait: float,
 def _write_new(root: Path, log: Path, data: bytes, p: Progress | None, out: Followed,
                lock_wait: float) -> Progress | None:
     """Append what ``data`` holds beyond ``p``; the progress after it (None: no turn yet)."""
-    from memrepo.transcript import capture
     from memrepo.transcript.render import DraftTurn
+    from memrepo.transcript.session import load_session
 
     conv = parse_log(root, log, data)
     if conv is None:
@@ -188,7 +188,7 @@ def _write_new(root: Path, log: Path, data: bytes, p: Progress | None, out: Foll
         prev = turns[p.turns - 1].blocks[p.blocks - 1] if continuing else None
         out.redactions = _append_parts(root, p, conv, drafts, prev, lock_wait)
         out.appended = len(drafts)
-        out.path = capture.load_session(root, p.session).path
+        out.path = load_session(root, p.session).path
         p.turns, p.blocks = len(turns), len(turns[-1].blocks)
     p.size = len(data)
     _save(root, log, p)
@@ -198,13 +198,13 @@ def _write_new(root: Path, log: Path, data: bytes, p: Progress | None, out: Foll
 def parse_log(root: Path, log: Path, data: bytes) -> Conversation | None:
     """The conversation in the log's bytes (None when it has no turn yet). A line that is
     not JSON (a crash mid-write, an edit) is skipped rather than blocking the session."""
-    from memrepo.transcript import capture
     from memrepo.transcript.importers import claude_code
     from memrepo.transcript.importers.run import ImportContext
+    from memrepo.transcript.session import secrets_allowlist
 
     started = dt.datetime.fromtimestamp(log.stat().st_mtime, dt.timezone.utc) \
         if log.exists() else dt.datetime.now(dt.timezone.utc)
-    ictx = ImportContext(log, started, allowlist=tuple(capture.secrets_allowlist(root)))
+    ictx = ImportContext(log, started, allowlist=tuple(secrets_allowlist(root)))
     try:
         convs = claude_code.parse(data, ictx)
     except json.JSONDecodeError:
@@ -226,14 +226,14 @@ def _adopt(root: Path, log: Path, conv: Conversation) -> Progress:
     already (``memory capture import``, or a progress file lost), in one part or more."""
     from memrepo.documents import read_document
     from memrepo.errors import FormatError
-    from memrepo.transcript import capture
     from memrepo.transcript.render import TURN_LINES
+    from memrepo.transcript.session import find_transcript
 
     p = Progress(str(log.resolve()), base=conv.session_id)
     n = 1
     while True:
         sid = _part_id(p.base, n)
-        rel = capture.find_transcript(root, sid)
+        rel = find_transcript(root, sid)
         if rel is None:
             break
         try:
@@ -261,9 +261,10 @@ def _part_id(base: str, n: int) -> str:
 def _start_part(root: Path, p: Progress, conv: Conversation, when: dt.datetime | None) -> None:
     """Open the next part's transcript (the first part carries the log's own session id)."""
     from memrepo.transcript import capture
+    from memrepo.transcript.session import find_transcript
 
     n = p.part + 1
-    while capture.find_transcript(root, _part_id(p.base, n)) is not None:
+    while find_transcript(root, _part_id(p.base, n)) is not None:
         n += 1
     started = conv.started if n == 1 else (when or dt.datetime.now(dt.timezone.utc))
     session = capture.start(root, session_id=_part_id(p.base, n), model=conv.model,
@@ -277,10 +278,11 @@ def _append_parts(root: Path, p: Progress, conv: Conversation, drafts: list[Draf
     ``validation.max_file_kb`` (capture refuses such an append; a closed part never
     changes, so the part is closed and the turns continue in the next one)."""
     from memrepo.transcript import capture
+    from memrepo.transcript.tail import TranscriptFull
 
     try:
         return _append(root, p.session, conv, drafts, prev, lock_wait)
-    except capture.TranscriptFull:
+    except TranscriptFull:
         pass
     count = 0
     for i, draft in enumerate(drafts):
@@ -288,7 +290,7 @@ def _append_parts(root: Path, p: Progress, conv: Conversation, drafts: list[Draf
         try:
             count += _append(root, p.session, conv, [draft], first, lock_wait)
             continue
-        except capture.TranscriptFull:
+        except TranscriptFull:
             done = capture.end(root, p.session, title=p.title)
             p.open = False
             p.closed.append(done.path)
@@ -310,11 +312,12 @@ def _append(root: Path, sid: str, conv: Conversation, drafts: list[DraftTurn],
     last written turn when ``prev`` (that turn's last block) is given. Redactions made."""
     from memrepo.atomic import atomic_write
     from memrepo.documents import parse_document
-    from memrepo.transcript import capture
     from memrepo.transcript.render import TURN_LINES, Conversation, render_conversation
+    from memrepo.transcript.session import load_session, session_lock
+    from memrepo.transcript.tail import write_turn
 
-    with capture.session_lock(root, sid, timeout=lock_wait):
-        session = capture.load_session(root, sid)
+    with session_lock(root, sid, timeout=lock_wait):
+        session = load_session(root, sid)
         started = next((d.when for d in drafts if d.when), None) or dt.datetime.now(
             dt.timezone.utc)
         part = Conversation(sid, started, drafts, attachments=conv.attachments)
@@ -329,7 +332,7 @@ def _append(root: Path, sid: str, conv: Conversation, drafts: list[DraftTurn],
         for path, blob in attachments.items():
             if not (root / path).exists():
                 atomic_write(root / path, blob)
-        capture.write_turn(root, session, body)
+        write_turn(root, session, body)
     return body.count("[REDACTED:")
 
 

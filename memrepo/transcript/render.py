@@ -2,8 +2,8 @@
 
 Turn headers in the session's own time zone, content escaped so it never reads as a turn
 header, tool and attachment lines redacted before they are cut short, attachment names,
-frontmatter, and whole conversations (what the importers hand over). Writing, sessions and
-locks are :mod:`memrepo.transcript.capture`'s.
+frontmatter, and whole conversations (what the importers hand over). Writing is
+:mod:`memrepo.transcript.capture`'s, sessions and locks :mod:`memrepo.transcript.session`'s.
 
 Light on purpose: ``capture append`` (every turn of every agent) imports this module, so
 only the standard library, :mod:`memrepo.secrets` and :mod:`memrepo.layout` at the top.

@@ -17,8 +17,9 @@ from pathlib import Path
 
 from memrepo import documents
 from memrepo.errors import MemrepoError
-from memrepo.transcript.capture import find_transcript, secrets_allowlist, write_conversation
+from memrepo.transcript.capture import write_conversation
 from memrepo.transcript.render import Conversation
+from memrepo.transcript.session import find_transcript, secrets_allowlist
 
 from ._common import MAX_DEPTH, ShapeError, too_deep
 
