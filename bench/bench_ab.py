@@ -42,7 +42,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_commit import _stage_ten
 from corpus import ensure_memory_repo, git
 
-HOOKS = ("pre-commit", "post-commit", "post-merge", "post-checkout", "post-rewrite")
+#: every hook memrepo installs, direct (a repo made by an older init may hold the pre-commit
+#: framework's commit-msg hook: it diffs the whole work tree, +0.9 s a commit at 100K files)
+HOOKS = ("pre-commit", "commit-msg", "post-commit", "post-merge", "post-checkout",
+         "post-rewrite")
 MARKER = "# memrepo direct hook"
 QUERIES = ("deploy rollback", "payment webhook retries", "who owns the ledger", "kubernetes")
 
