@@ -44,6 +44,7 @@ def serve(ctx: click.Context, mode: str, idle: float | None, model: str | None,
             text = (f"running: pid {st['pid']}, {st['model']} "
                     f"({'loaded' if st['loaded'] else 'loading'}), {st['rss_mb']} MB, "
                     f"cache {st['cache']} queries, socket {st['socket']}")
+            text += "\n" + _nearest_line(st.get("nearest") or {})
         else:
             text = "not running" + (f" ({st['note']})" if st.get("note") else "")
         out(st, text)
@@ -62,3 +63,16 @@ def serve(ctx: click.Context, mode: str, idle: float | None, model: str | None,
                                 echo=None if as_json else lambda m: click.echo(m, err=True))
     except resident.AlreadyRunning as exc:
         raise MemrepoError(str(exc)) from None
+
+
+def _nearest_line(nr: dict) -> str:
+    """How the server answers ``nearest`` (its ANN index, or exact numpy and why)."""
+    if not nr:
+        return "nearest: not offered by this server"
+    text = f"nearest: {nr.get('via')}, {nr.get('vectors', 0):,} vectors ({nr.get('state')}"
+    if nr.get("progress"):
+        text += " {:,} of {:,}".format(*nr["progress"])
+    text += ")"
+    if nr.get("why_exact"):
+        text += f"; {nr['why_exact']}"
+    return text

