@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import time
 import re
 import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 

@@ -170,8 +170,9 @@ def test_a_search_through_the_server_ranks_as_the_local_path(
         assert [h.explain.get("vector") or 0 for h in a] == pytest.approx(
             [h.explain.get("vector") or 0 for h in b], abs=0.02)  # int8 codes vs float32
         assert a[0].explain["vectors"] == "on"
-        assert any(n.startswith("vectors: resident ") for n in via_server.notes)
-        assert not any(n.startswith("vectors: resident") for n in local.notes)
+        assert via_server.vectors_via.startswith("resident "), via_server.vectors_via
+        assert a[0].explain["vectors_via"] == via_server.vectors_via
+        assert local.vectors_via.startswith("local "), local.vectors_via
 
 
 def test_while_it_builds_a_search_scans_locally(hashed: IRepo, mode: str,
@@ -186,8 +187,8 @@ def test_while_it_builds_a_search_scans_locally(hashed: IRepo, mode: str,
         hits = s.search("kubernetes rolling update")
         s.close()
         assert hits[0].path == KUBE and hits[0].explain["vectors"] == "on"
-        assert any(n.startswith("vectors: local scan: the resident server refused")
-                   for n in s.notes), s.notes
+        assert s.vectors_via.startswith("local scan: the resident server refused"), (
+            s.vectors_via)
     finally:
         srv.stop()
 

@@ -301,9 +301,7 @@ class Searcher:
             top = self._vsearch.top(qv, VECTOR_CANDIDATES)
             if ask is None:
                 via = f"local {self._vsearch.mode}"
-        self.vectors_via = via
-        if f"vectors: {via}" not in self.notes:
-            self.notes.append(f"vectors: {via}")
+        self.vectors_via = via  # shown by --explain (vectors_via), not as a note per query
         if not top:
             return False
         sim = dict(top)
