@@ -23,6 +23,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from memrepo.atomic import append_lines
 from memrepo.index.anchors import TEXT_CHARS, Relocator
 from memrepo.index.paths import is_utf8, printable
 from memrepo.layout import HITS_DIR, HITS_PREFIX, SIGNALS_DIR
@@ -98,23 +99,8 @@ def append(root: Path, events: list[dict]) -> Path:
         path = signal_file(root, now, hits)
         path.parent.mkdir(parents=True, exist_ok=True)
         lines = "".join(json.dumps({"ts": stamp, **e}, ensure_ascii=False) + "\n" for e in mine)
-        _append_lines(path, lines.encode("utf-8"))
+        append_lines(path, lines.encode("utf-8"))
     return path
-
-
-def _append_lines(path: Path, data: bytes) -> None:
-    """One ``O_APPEND`` write of whole lines. A writer killed mid-line leaves a line with
-    no newline; the next event would be glued to it and both lost to the JSON reader, so
-    a file that does not end with a newline gets one first (in the same write)."""
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        size = os.fstat(fd).st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            data = b"\n" + data
-        while data:
-            data = data[os.write(fd, data):]
-    finally:
-        os.close(fd)
 
 
 Key = tuple[str, int]

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memrepo.atomic import atomic_write
+from memrepo.atomic import append_lines, atomic_write
 from memrepo.layout import STATE_DIR
 
 if TYPE_CHECKING:
@@ -181,15 +181,7 @@ def append_log(root: Path, entries: list[dict[str, Any]]) -> None:
     ).encode("utf-8")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            size = os.fstat(fd).st_size  # a writer killed mid-line: never glue onto it
-            if size and os.pread(fd, 1, size - 1) != b"\n":
-                data = b"\n" + data
-            while data:
-                data = data[os.write(fd, data):]
-        finally:
-            os.close(fd)
+        append_lines(path, data)
     except OSError:
         pass
 
