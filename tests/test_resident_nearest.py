@@ -240,3 +240,23 @@ def test_usearch_then_minilm_in_one_process_does_not_crash() -> None:
             "print(len(MiniLMEmbedder().embed(['a dog'])[0]))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.strip() == "1536", proc.stderr[-500:]
+
+
+def test_while_it_builds_a_big_index_is_not_scanned_here(hashed: IRepo, mode: str,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past LOCAL_SCAN_MAX vectors a search does not scan them itself (0.7 s at 1.2M):
+    FTS5 alone answers until the server's index is ready, and says why."""
+    from memrepo.index import search as search_mod
+
+    monkeypatch.setattr(vectors.NearestIndex, "refresh", lambda self, should_stop=None: 0)
+    monkeypatch.setattr(search_mod, "LOCAL_SCAN_MAX", 0)
+    srv = resident.Server(hashed.root, HashEmbedder())
+    srv.start()
+    try:
+        s = Searcher(hashed.root, embedder_name="hash")
+        hits = s.search("kubernetes rolling update")
+        s.close()
+        assert hits[0].path == KUBE and hits[0].explain["vectors"] == "off"
+        assert "too many vectors to scan here" in (s.vectors_why or ""), s.vectors_why
+    finally:
+        srv.stop()

@@ -44,6 +44,9 @@ CANDIDATES = 400
 #: server at 100K files takes 13.8 instead of 18.6 ms p50 (fewer hits to send and to rank);
 #: LoCoMo dev with MiniLM 88.9 / 78.4 / 63.3 against 88.9 / 78.7 / 63.3
 VECTOR_CANDIDATES = 200
+#: vectors a search may scan itself while the resident server builds its nearest index
+#: (numpy: ~16 ms per 100K)
+LOCAL_SCAN_MAX = 100_000
 #: A query word in more than this share of all chunks (and at least COMMON_MIN) is left
 #: out of the ranked query when rarer words remain: BM25 gives it almost no weight, but
 #: ranking its 70K matches at 100K files costs ~150 ms (a corpus-driven stop list).
@@ -267,6 +270,13 @@ class Searcher:
         ask = getattr(self.embedder, "nearest", None) if text is not None else None
         return _Early(ask, text, VECTOR_CANDIDATES) if ask is not None else None
 
+    def _too_many_to_scan(self) -> bool:
+        """Whether a local scan of the index's vectors would cost more than the query: past
+        :data:`LOCAL_SCAN_MAX` vectors a search waits for the server's nearest index (FTS5
+        alone meanwhile) rather than scan (0.7 s at 1.2M vectors)."""
+        (n,) = self.con.execute("SELECT max(id) FROM vectors").fetchone()
+        return (n or 0) > LOCAL_SCAN_MAX
+
     def _vectors(self, text: str | None, f: Filters, hits: dict[int, ChunkHit],
                  early: _Early | None = None) -> bool:
         if self.embedder is None or text is None:
@@ -283,6 +293,9 @@ class Searcher:
                     via = f"resident {via}"
                 except Refused as exc:  # its index is being built: embed there, scan here
                     via = "local scan: " + str(exc).split(" (")[0][-80:]
+                    if self._too_many_to_scan():  # ... unless that scan would take seconds
+                        self.vectors_why = f"{str(exc)[:120]}; too many vectors to scan here"
+                        return False
             if top is None:
                 qv = self.embedder.embed([text])[0]
         except Exception as exc:  # a missing extra or a bad model file: BM25 still answers
