@@ -144,7 +144,8 @@ def test_stop_removes_the_socket_and_pidfile(hashed: IRepo) -> None:
     srv.start()
     assert (srv.sdir / resident.PIDFILE).exists()
     assert resident.request(srv.sock_path, {"op": "stop"})["stopping"]
-    assert _wait(lambda: not srv.sock_path.exists())
+    assert _wait(srv._stopped.is_set)  # the stop is done (socket, then pidfile, removed)
+    assert not srv.sock_path.exists()
     assert not (srv.sdir / resident.PIDFILE).exists()
     assert resident.ping(hashed.root) is None
     assert resident.status(hashed.root)["running"] is False
