@@ -20,7 +20,6 @@ search or included by the same compile. It is read from this clone's hit log
 from __future__ import annotations
 
 import functools
-import json
 import posixpath
 import re
 import sqlite3
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from memrepo import compression
+from memrepo.jsonsafe import json_object
 from memrepo.layout import HITS_DIR, HITS_PREFIX
 
 
@@ -205,11 +205,8 @@ def co_recalled(root: Path, path: str, limit: int = 10) -> list[tuple[str, int]]
         except OSError:
             continue
         for line in text.splitlines():
-            try:
-                ev = json.loads(line)
-            except (ValueError, RecursionError):
-                continue
-            if isinstance(ev, dict) and isinstance(ev.get("path"), str):
+            ev = json_object(line)
+            if ev is not None and isinstance(ev.get("path"), str):
                 batch = ev.get("batch") or ev.get("ts")
                 if isinstance(batch, str):
                     batches.setdefault(batch, set()).add(ev["path"])

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from memrepo.index.paths import db_path, state_dir
+from memrepo.jsonsafe import json_object
 
 SERVE_DIR = "serve"
 SOCKET_NAME = "embed.sock"
@@ -178,11 +179,8 @@ def request(sock_path: Path, msg: dict[str, Any], budget: float = QUERY_BUDGET_S
             raise Unavailable(f"the resident server failed mid-request ({exc})") from None
     finally:
         s.close()
-    try:
-        reply = json.loads(buf)
-    except (ValueError, RecursionError):
-        raise Unavailable("the resident server sent a garbage reply") from None
-    if not isinstance(reply, dict):
+    reply = json_object(buf)
+    if reply is None:
         raise Unavailable("the resident server sent a garbage reply")
     if reply.get("ok") is not True:
         raise Refused(f"the resident server refused: {str(reply.get('error'))[:200]}")

@@ -26,6 +26,7 @@ from pathlib import Path
 from memrepo.atomic import append_lines
 from memrepo.index.anchors import TEXT_CHARS, Relocator
 from memrepo.index.paths import is_utf8, printable
+from memrepo.jsonsafe import json_object
 from memrepo.layout import HITS_DIR, HITS_PREFIX, SIGNALS_DIR
 
 #: Seed 001's weights, the defaults of ``search.reinforce_weight`` / ``demote_weight``.
@@ -135,11 +136,8 @@ def _event(line: str) -> tuple[Key, str, str, str | None] | None:
     number that is not an int in 0..MAX_NUMBER, or a string SQLite cannot encode
     (a lone ``\\udXXX`` escape), would break every index update that folds it.
     """
-    try:
-        ev = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(ev, dict):
+    ev = json_object(line)
+    if ev is None:
         return None
     path, kind, ts = ev.get("path"), ev.get("event"), ev.get("ts", "")
     num = ev.get("line") or 0

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memrepo.atomic import append_lines, atomic_write
+from memrepo.jsonsafe import json_object
 from memrepo.layout import STATE_DIR
 
 if TYPE_CHECKING:
@@ -188,11 +189,8 @@ def append_log(root: Path, entries: list[dict[str, Any]]) -> None:
 
 def parse_line(line: str) -> dict[str, Any] | None:
     """One record of the log (a decision gets its id), or None for a line that is not one."""
-    try:
-        rec = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(rec, dict):
+    rec = json_object(line)
+    if rec is None:
         return None
     if "feedback" not in rec and not isinstance(rec.get("id"), str):
         rec["id"] = line_id(line)
