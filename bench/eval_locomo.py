@@ -90,19 +90,29 @@ def main(argv: list[str] | None = None) -> int:
     return rc
 
 
+def headline(rows: list[dict]) -> dict[str, float]:
+    """Session R@5, turn R@10 and multi-hop session R@5 (%) over ``rows`` (cat 1-4)."""
+    rows = [r for r in rows if r.get("category") in (1, 2, 3, 4) and r.get("session")]
+
+    def mean(rs: list[dict], level: str, k: str) -> float:
+        xs = [r[level][k] for r in rs if r.get(level)]
+        return 100 * sum(xs) / len(xs) if xs else float("nan")
+
+    return {
+        "n": len(rows),
+        "session_r5": mean(rows, "session", "R@5"),
+        "turn_r10": mean(rows, "turn", "R@10"),
+        "multihop_r5": mean([r for r in rows if r["category"] == 1], "session", "R@5"),
+    }
+
+
 def per_conversation(rows: list[dict]) -> str:
     """The headline figures for each conversation: a setting that wins overall but loses
     on one conversation is tuning, not retrieval (issue #15)."""
     by: dict[str, list[dict]] = {}
     for r in rows:
-        if r.get("category") in (1, 2, 3, 4) and r.get("session"):
-            by.setdefault(r["conversation"], []).append(r)
-    by["all"] = [r for rs in by.values() for r in rs]
-
-    def mean(rs: list[dict], level: str, k: str) -> str:
-        xs = [r[level][k] for r in rs if r.get(level)]
-        return f"{100 * sum(xs) / len(xs):.1f}" if xs else "-"
-
+        by.setdefault(r["conversation"], []).append(r)
+    by["all"] = rows
     lines = [
         "Per conversation (cat 1-4):",
         "",
@@ -110,10 +120,10 @@ def per_conversation(rows: list[dict]) -> str:
         "|---|---|---|---|---|",
     ]
     for conv, rs in by.items():
-        mh = [r for r in rs if r["category"] == 1]
+        h = headline(rs)
         lines.append(
-            f"| {conv} | {len(rs)} | {mean(rs, 'session', 'R@5')} | "
-            f"{mean(rs, 'turn', 'R@10')} | {mean(mh, 'session', 'R@5')} |"
+            f"| {conv} | {h['n']} | {h['session_r5']:.1f} | {h['turn_r10']:.1f} | "
+            f"{h['multihop_r5']:.1f} |"
         )
     return "\n".join(lines)
 

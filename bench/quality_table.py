@@ -27,7 +27,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from eval_locomo import per_conversation  # noqa: E402
+from eval_locomo import headline, per_conversation  # noqa: E402
 
 #: name -> (search.* overrides, what it costs)
 CONFIGS: dict[str, tuple[dict[str, object], str]] = {
@@ -62,16 +62,8 @@ def retrieval(settings: dict[str, object], data: list[str], out: Path) -> dict:
         check=True, stdout=subprocess.DEVNULL,
     )
     run = json.loads(out.read_text())[0]
-    rows = [r for r in run["rows"] if r.get("category") in (1, 2, 3, 4) and r.get("session")]
-
-    def mean(rs: list[dict], level: str, k: str) -> float:
-        xs = [r[level][k] for r in rs if r.get(level)]
-        return 100 * sum(xs) / len(xs) if xs else float("nan")
-
     return {
-        "session_r5": mean(rows, "session", "R@5"),
-        "turn_r10": mean(rows, "turn", "R@10"),
-        "multihop_r5": mean([r for r in rows if r["category"] == 1], "session", "R@5"),
+        **headline(run["rows"]),
         "ms_per_query": run["timing"]["ms_per_query"],
         "index_s": run["timing"]["index_s"],
         "per_conversation": per_conversation(run["rows"]),
