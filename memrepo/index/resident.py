@@ -267,16 +267,11 @@ class HostedEmbedder:
         self.dim = server.embedder.dim
 
     def embed(self, texts: list[str]) -> list[bytes]:
-        why = self.server._not_loaded()
-        if why:
-            raise Unavailable(why)
-        return [v or b"" for v in self.server._vectors(texts)]
+        return self.server.query_vectors(texts)
 
     def nearest(self, text: str, k: int) -> tuple[list[tuple[int, float]], str]:
-        reply = self.server._nearest({"text": text, "k": k})
-        if reply.get("ok") is not True:
-            raise Refused(f"the resident server refused: {str(reply.get('error'))[:200]}")
-        return [(int(h), float(v)) for h, v in reply["hits"]], f"hosted {reply['via']}"
+        hits, via = self.server.search_nearest(text, k)
+        return hits, f"hosted {via}"
 
 
 def query_embedder(recorded: str, root: Path, *, local: bool = False) -> Any:
@@ -810,22 +805,20 @@ class Server:
         model = req.get("model")
         if model is not None and model != self.embedder.id:
             return {"ok": False, "error": f"this server runs {self.embedder.id}, not {model}"}
-        why = self._not_loaded()
-        if why:
-            return {"ok": False, "error": why}
-        out = self._vectors(texts)
+        try:
+            out = self.query_vectors(texts)
+        except Refused as exc:
+            return {"ok": False, "error": str(exc)}
         return {"ok": True, "model": self.embedder.id,
-                "vectors": [base64.b64encode(v or b"").decode() for v in out]}
+                "vectors": [base64.b64encode(v).decode() for v in out]}
 
-    def _not_loaded(self) -> str | None:
+    def query_vectors(self, texts: list[str]) -> list[bytes]:
+        """Vectors of ``texts``, from the cache or the model (which fills the cache);
+        Refused while the model loads or when it failed to."""
         if not self._loaded.wait(REQUEST_TIMEOUT_S):
-            return "the model is still loading"
+            raise Refused("the model is still loading")
         if self.load_error:
-            return f"the model failed to load: {self.load_error}"
-        return None
-
-    def _vectors(self, texts: list[str]) -> list[bytes | None]:
-        """Vectors of ``texts``, from the cache or the model (which fills the cache)."""
+            raise Refused(f"the model failed to load: {self.load_error}")
         out: list[bytes | None] = [self.cache.get(t) for t in texts]
         todo = [i for i, v in enumerate(out) if v is None]
         if todo:
@@ -833,12 +826,11 @@ class Server:
             for i, v in zip(dict.fromkeys(todo), fresh, strict=True):
                 self.cache.put(texts[i], v)
             out = [self.cache.get(t) if v is None else v for t, v in zip(texts, out, strict=True)]
-        return out
+        return [v or b"" for v in out]
 
     # -- nearest ----------------------------------------------------------------
     def _nearest(self, req: dict[str, Any]) -> dict[str, Any]:
-        from memrepo.index.vectors import NotReady
-
+        """The ``nearest`` op: the request checked, then :meth:`search_nearest`."""
         text, k = req.get("text"), req.get("k", 400)
         if not isinstance(text, str):
             return {"ok": False, "error": "text must be a string"}
@@ -847,18 +839,26 @@ class Server:
         model = req.get("model")
         if model is not None and model != self.embedder.id:
             return {"ok": False, "error": f"this server runs {self.embedder.id}, not {model}"}
+        try:
+            hits, via = self.search_nearest(text, k)
+        except Refused as exc:
+            return {"ok": False, "error": str(exc)}
+        return {"ok": True, "model": self.embedder.id, "via": via,
+                "hits": [[h, round(s, 6)] for h, s in hits]}
+
+    def search_nearest(self, text: str, k: int) -> tuple[list[tuple[int, float]], str]:
+        """(chunk hash, cosine) of the ``k`` chunks nearest ``text``, and which index
+        answered; Refused while the model loads or the index is being built."""
+        from memrepo.index.vectors import NotReady
+
         if self.nearest.changed():
             self._keep_wake.set()  # memory.db moved on: the keeper catches up (not here)
-        why = self._not_loaded()
-        if why:
-            return {"ok": False, "error": why}
-        (qv,) = self._vectors([text])
+        (qv,) = self.query_vectors([text])
         try:
-            hits = self.nearest.search(qv or b"", k)
+            hits = self.nearest.search(qv, k)
         except NotReady as exc:
-            return {"ok": False, "error": f"nearest: {exc}"}
-        return {"ok": True, "model": self.embedder.id, "via": self.nearest.status()["via"],
-                "hits": [[h, round(s, 6)] for h, s in hits]}
+            raise Refused(f"nearest: {exc}") from None
+        return hits, self.nearest.status()["via"]
 
     def _keep_nearest(self) -> None:
         """The keeper thread: build, load or update the nearest index when memory.db
