@@ -350,7 +350,7 @@ def nearest_recall(repo: Path, queries: int = 200, k: int = 400) -> dict[str, ob
     rec, top10, top1 = [], [], []
     for q, v in zip(qs, vecs, strict=True):
         want = [h for h, _ in exact.top(v, k)]  # type: ignore[attr-defined]
-        got, _via = resident.nearest(sock, MODEL_ID, q, k, budget=5)
+        got = resident.nearest(sock, MODEL_ID, q, k, budget=5).hits
         have = {h for h, _ in got}
         rec.append(len(set(want) & have) / len(want))
         top10.append(len(set(want[:10]) & have) / 10)

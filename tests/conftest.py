@@ -228,7 +228,8 @@ class IRepo:
                     "FROM documents ORDER BY path"
                 ).fetchall(),
                 "chunks": con.execute(
-                    "SELECT d.path, c.ord, c.start_line, c.end_line, c.hash, c.stale FROM chunks c "
+                    "SELECT d.path, c.ord, c.start_line, c.end_line, c.hash, c.stale, "
+                    "c.reply_hash FROM chunks c "
                     "JOIN documents d ON d.id = c.doc_id ORDER BY d.path, c.ord"
                 ).fetchall(),
                 "vocab": con.execute("SELECT term, doc, cnt FROM vocab ORDER BY term").fetchall(),

@@ -107,10 +107,13 @@ def test_the_index_records_the_minilm_id(irepo: IRepo) -> None:
     con = sqlite3.connect(db_path(irepo.root))
     stored = dict(con.execute("SELECT key, value FROM meta").fetchall())
     n_vectors = con.execute("SELECT count(*) FROM vectors").fetchone()[0]
-    n_chunks = con.execute("SELECT count(DISTINCT hash) FROM chunks").fetchone()[0]
+    n_keys = con.execute(
+        "SELECT count(*) FROM (SELECT hash FROM chunks UNION SELECT reply_hash FROM chunks "
+        "WHERE reply_hash IS NOT NULL)").fetchone()[0]
+    n_replies = con.execute("SELECT count(reply_hash) FROM chunks").fetchone()[0]
     con.close()
     assert stored.get("embedder") == "minilm-l6-v2-int8"
-    assert n_vectors == n_chunks > 0
+    assert n_vectors == n_keys > 0 and n_replies > 0  # each turn, and each turn + its reply
 
 
 def test_search_answers_with_bm25_when_the_model_cannot_run(

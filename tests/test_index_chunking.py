@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import pytest
 
@@ -129,6 +130,36 @@ def test_vectors_are_made_from_the_turn_alone(irepo) -> None:
     emb = HashEmbedder()
     for c in led:
         assert stored[c.hash] == emb.embed_one(c.own_text) != emb.embed_one(c.text)
+    # ... and each turn but the last a second one, with its reply; nothing else is stored
+    replied = [c for c in chunks if c.reply]
+    assert replied and not chunks[-1].reply
+    for c in replied:
+        assert stored[c.reply_hash] == emb.embed_one(c.reply_text)
+    keys = {k for p in irepo.root.rglob("*.md") if ".git" not in p.parts
+            for c in _chunks(p.read_text(), p.relative_to(irepo.root).as_posix())
+            for k in c.vector_texts()}
+    assert set(stored) == keys
+
+
+def test_a_turn_has_a_second_vector_text_with_its_reply() -> None:
+    text = (
+        "---\ntype: conversation\nsession_id: s\nstarted: 2024-01-01T10:00:00Z\n---\n"
+        "## 10:00 — user\n\nDid you go?\n\n## 10:01 — agent\n\nYes, to Paris.\n\n"
+        "## 10:02 — user\n\nNice.\n"
+    )
+    first, second, last = _chunks(text, "raw/conversations/2024/01/01/1000-s-x.md")
+    assert first.reply == second.own_text and second.reply == last.own_text
+    assert first.reply_text == "## 10:00 — user\n\nDid you go?\n## 10:01 — agent\n\nYes, to Paris."
+    assert last.reply == "" and last.reply_text is None and last.reply_hash is None
+    assert first.vector_texts() == {first.hash: first.own_text,
+                                    first.reply_hash: first.reply_text}
+    assert last.vector_texts() == {last.hash: last.own_text}
+    # a key is never shared between a turn's text and a reply text that reads the same
+    twin = replace(first, text=first.reply_text, lead=0, reply="")
+    assert twin.hash != first.reply_hash
+    # notes are sections, not a dialogue: one vector each
+    note = _chunks("# A\n\none\n\n# B\n\ntwo\n")
+    assert len(note) == 2 and not any(c.reply for c in note)
 
 
 def test_hash_embedder_batch_path_equals_the_one_by_one_path() -> None:

@@ -125,6 +125,26 @@ def test_hash_vectors_follow_the_same_updates(irepo: IRepo, copies: Path) -> Non
     _assert_like_rebuild(irepo, copies, "hash")
 
 
+def test_a_turn_appended_gives_the_one_before_its_reply_vector(irepo: IRepo, copies: Path
+                                                               ) -> None:
+    """Transcripts grow at the end: the turn that was last gains a reply (a second vector);
+    a transcript removed takes its reply vectors along."""
+    rebuild(irepo.root, "hash")
+    path = "raw/conversations/2024/03/02/1000-s1-rotating-keys.md"
+    before = irepo.snapshot()["vectors"]
+    with open(irepo.root / path, "a", encoding="utf-8") as fh:
+        fh.write("\n## 10:02 — user\n\nThanks, the consumer is redeployed.\n")
+    irepo.commit("turn")
+    irepo.event()
+    after = irepo.snapshot()["vectors"]
+    assert len(after) == len(before) + 2  # the new turn's, and the old last turn's reply
+    _assert_like_rebuild(irepo, copies, "hash")
+    irepo.git("rm", "-q", path)
+    irepo.commit("gone")
+    irepo.event()
+    _assert_like_rebuild(irepo, copies, "hash")
+
+
 def test_hook_without_index_does_nothing_and_logs(irepo: IRepo) -> None:
     irepo.event()
     assert not (irepo.root / "memory.db").exists()

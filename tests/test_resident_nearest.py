@@ -78,8 +78,7 @@ def _hashes(root: Path, path: str) -> set[int]:
 
 
 def _ask(srv: resident.Server, text: str, k: int = 5) -> list[tuple[int, float]]:
-    hits, _via = resident.nearest(srv.sock_path, srv.embedder.id, text, k, budget=2.0)
-    return hits
+    return resident.nearest(srv.sock_path, srv.embedder.id, text, k, budget=2.0).hits
 
 
 def _exact(root: Path, text: str, k: int) -> list[tuple[int, float]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 
+import pytest
 from conftest import IRepo, invoke_memory
 
 from memrepo.index.dates import date_ranges, in_ranges
@@ -175,3 +176,39 @@ def test_query_expansion_finds_a_neighbour_word_when_turned_on(irepo: IRepo) -> 
     assert found("0.2")[0] == "knowledge/reference/studio.md"
     assert expand.expansion(["pottery", "zzzz"], used=lambda w: w != "porcelain") == [
         "ceramics", "ceramic", "pots"]
+
+
+@pytest.mark.parametrize("candidates", [200, 1])
+def test_a_turn_scores_the_mean_of_its_own_and_its_reply_vector(
+    irepo: IRepo, candidates: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A transcript turn has two vectors (the turn, and the turn with the reply it got):
+    search gives it their mean, scoring here the one the nearest search did not return
+    (with 1 candidate, one of the two)."""
+    import array
+
+    from memrepo.index import search
+
+    monkeypatch.setattr(search, "VECTOR_CANDIDATES", candidates)
+    from memrepo.index.embedders import HashEmbedder
+    from memrepo.index.indexer import parse, rebuild
+
+    rebuild(irepo.root, "hash")
+    path = "raw/conversations/2024/03/02/1000-s1-rotating-keys.md"
+    first = parse(path, (irepo.root / path).read_bytes()).chunks[0]
+    assert first.reply
+    emb = HashEmbedder()
+
+    def cos(a: str, b: str) -> float:
+        va, vb = (array.array("f", emb.embed_one(t)) for t in (a, b))
+        return sum(x * y for x, y in zip(va, vb, strict=True))
+
+    query = "how do I rotate the signing key"
+    s = Searcher(irepo.root, embedder_name="hash", local_model=True)
+    try:
+        best = next(h for h in s.search(query, 10) if h.path == path)
+    finally:
+        s.close()
+    assert best.start_line == first.start_line  # the file's best chunk: explained
+    mean = (cos(query, first.own_text) + cos(query, first.reply_text)) / 2
+    assert best.explain["vector"] == round(mean, 4) != round(cos(query, first.own_text), 4)

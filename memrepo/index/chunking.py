@@ -13,8 +13,9 @@ the old blob and deleting exactly the text that was inserted.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memrepo.layout import superseded_share
 
@@ -37,10 +38,35 @@ class Chunk:
     text: str  # what is indexed: heading trail (if any) + the lines
     stale: float = 0.0  # share of its bullets that are superseded entries (down-ranked)
     lead: int = 0  # characters at the end of ``text`` that lead in from the turn before
+    #: a transcript turn's reply: the next chunk's own text ('' for the last, and outside
+    #: transcripts); embedded with the turn as its second vector (:attr:`reply_text`)
+    reply: str = ""
 
     @property
     def hash(self) -> int:
         return content_hash(self.text)
+
+    @property
+    def reply_text(self) -> str | None:
+        """The turn followed by its reply: what the second vector of a transcript turn
+        embeds (search averages it with the first). Half of what a question asks is in the
+        answer a turn got ("Did you go?" "Yes, to Paris"); MiniLM on LoCoMo dev, session
+        R@5 / turn R@10 / multi-hop R@5: 88.9 / 78.4 / 63.3 one vector, 89.4 / 79.6 / 65.5
+        two (DESIGN-NOTES)."""
+        return f"{self.own_text}\n{self.reply}" if self.reply else None
+
+    @property
+    def reply_hash(self) -> int | None:
+        """Key of the second vector (its text marked, so it never meets a chunk's hash)."""
+        text = self.reply_text
+        return None if text is None else content_hash("\x00reply\x00" + text)
+
+    def vector_texts(self) -> dict[int, str]:
+        """What the vectors of this chunk embed, by key: the one place that says it."""
+        out = {self.hash: self.own_text}
+        if self.reply:
+            out[self.reply_hash] = self.reply_text  # type: ignore[index]
+        return out
 
     @property
     def own_text(self) -> str:
@@ -153,6 +179,8 @@ def chunk_lines(lines: list[str], body_line: int, *, transcript: bool = False) -
             stale = 0.0 if transcript else superseded_share(lines[s:e])
             chunks.append(Chunk(len(chunks), s + 1, e, text + lead, stale, len(lead)))
             previous = "\n".join(lines[s + 1 : e]) if level and k == 0 else body
+    if transcript:
+        chunks = [replace(c, reply=n.own_text) for c, n in itertools.pairwise(chunks)] + chunks[-1:]
     return chunks
 
 

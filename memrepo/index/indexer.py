@@ -204,18 +204,20 @@ class Writer:
         for c in p.chunks:
             h = c.hash
             cid = self.con.execute(
-                "INSERT INTO chunks(doc_id, ord, start_line, end_line, hash, stale)"
-                " VALUES (?,?,?,?,?,?)",
-                (doc_id, c.ord, c.start_line, c.end_line, h, c.stale),
+                "INSERT INTO chunks(doc_id, ord, start_line, end_line, hash, stale, reply_hash)"
+                " VALUES (?,?,?,?,?,?,?)",
+                (doc_id, c.ord, c.start_line, c.end_line, h, c.stale, c.reply_hash),
             ).lastrowid
             self.con.execute("INSERT INTO chunks_fts(rowid, text) VALUES (?, ?)", (cid, c.text))
             cjk.add(self.con, cid, c.text)
             if vectors is not None:
-                self.embedded += self.con.execute(
-                    "INSERT OR IGNORE INTO vectors(hash, vec) VALUES (?, ?)", (h, vectors[h])
+                self.embedded += self.con.executemany(
+                    "INSERT OR IGNORE INTO vectors(hash, vec) VALUES (?, ?)",
+                    [(k, vectors[k]) for k in c.vector_texts()],
                 ).rowcount
             elif self.embed_now:
-                self.to_embed.setdefault(h, c.own_text)
+                for k, text in c.vector_texts().items():
+                    self.to_embed.setdefault(k, text)
         links.store(self.con, p.links)
         self.chunks += len(p.chunks)
         if len(self.to_embed) >= EMBED_BATCH:
@@ -229,6 +231,9 @@ class Writer:
         ids = self.con.execute(
             "SELECT id, hash FROM chunks WHERE doc_id = ? ORDER BY ord", (doc_id,)
         ).fetchall()
+        self.dropped_hashes.update(h for (h,) in self.con.execute(
+            "SELECT reply_hash FROM chunks WHERE doc_id = ? AND reply_hash IS NOT NULL",
+            (doc_id,)))
         if ids:
             if old is None:
                 raise NeedsRebuild(f"the indexed version of {path} is no longer in git")
@@ -268,7 +273,7 @@ class Writer:
 
     def drop_orphan_vectors(self) -> None:
         for h in self.dropped_hashes:
-            (used,) = self.con.execute(f"SELECT {schema.VECTOR_IN_USE}", (h,)).fetchone()
+            (used,) = self.con.execute(f"SELECT {schema.VECTOR_IN_USE}", (h, h)).fetchone()
             if not used:
                 self.con.execute("DELETE FROM vectors WHERE hash = ?", (h,))
         self.dropped_hashes.clear()
@@ -451,7 +456,8 @@ def _catch_up_vectors(
         for sha, data in gitsource.stream_blobs(root, by_sha):
             if data is not None:
                 for c in parse(by_sha[sha], data, writer.gz_limit).chunks:
-                    writer.to_embed.setdefault(c.hash, c.own_text)
+                    for h, text in c.vector_texts().items():
+                        writer.to_embed.setdefault(h, text)
                 if len(writer.to_embed) >= EMBED_BATCH:
                     n += writer.flush_vectors()
                     if progress:
@@ -538,7 +544,8 @@ def _prepare_part(
             _WORKER_EMBEDDERS[embedder_name] = get_embedder(embedder_name)
         emb = _WORKER_EMBEDDERS[embedder_name]
         if emb is not None:
-            texts = {c.hash: c.own_text for _, _, p in parsed if p for c in p.chunks}
+            texts = {h: t for _, _, p in parsed if p for c in p.chunks
+                     for h, t in c.vector_texts().items()}
             vecs = dict(zip(texts, emb.embed(list(texts.values())), strict=True))
     return parsed, vecs
 

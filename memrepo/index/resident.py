@@ -14,7 +14,7 @@ Protocol: one JSON object per line each way, on a connection per request.
 - ``{"op": "embed", "model": ID, "texts": [...]}`` -> ``{"ok": true, "vectors": [b64…]}``
   (little-endian float32; an LRU cache per text, so a repeated query costs no model time)
 - ``{"op": "nearest", "model": ID, "text": T, "k": N}`` -> ``{"ok": true, "via", "hits":
-  [[chunk hash, cosine], …]}``: T's vector (cached as above) searched in the server's
+  [[vector key, cosine], …], "vector": b64}``: T's vector (cached as above) searched in the server's
   in-memory nearest-neighbour index of the index's vectors
   (:class:`~memrepo.index.vectors.NearestIndex`: usearch HNSW over int8 codes, else exact
   numpy), kept current by a keeper thread and saved in the serve dir; a search asks this
@@ -48,7 +48,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from memrepo.index.paths import db_path, state_dir
 from memrepo.jsonsafe import json_object
@@ -200,18 +200,27 @@ def embed(sock_path: Path, model: str, texts: list[str], budget: float = QUERY_B
         raise Unavailable("the resident server sent a garbage reply (vectors)") from None
 
 
+class Nearest(NamedTuple):
+    """What a ``nearest`` answers."""
+
+    hits: list[tuple[int, float]]  # (vector key, cosine), best first
+    via: str  # which index answered
+    vector: bytes  # the query's own vector: search scores a turn's other vector with it
+
+
 def nearest(sock_path: Path, model: str, text: str, k: int, budget: float = QUERY_BUDGET_S
-            ) -> tuple[list[tuple[int, float]], str]:
-    """The ``k`` chunk hashes nearest ``text``'s vector, by the server's index, and which
-    index answered (``via``). Refused when the server cannot (its index being built)."""
+            ) -> Nearest:
+    """The ``k`` vector keys nearest ``text``'s vector, by the server's index. Refused
+    when the server cannot (its index being built)."""
     reply = request(sock_path, {"op": "nearest", "model": model, "text": text, "k": k},
                     budget)
     hits = reply.get("hits")
     try:
         out = [(int(h), float(s)) for h, s in hits]  # type: ignore[union-attr]
+        vector = base64.b64decode(reply.get("vector") or "", validate=True)
     except (TypeError, ValueError):
         raise Unavailable("the resident server sent a garbage reply (hits)") from None
-    return out, str(reply.get("via") or "")
+    return Nearest(out, str(reply.get("via") or ""), vector)
 
 
 def ping(root: Path, budget: float = 0.5) -> dict | None:
@@ -249,8 +258,8 @@ class ResidentEmbedder:
     def embed(self, texts: list[str]) -> list[bytes]:
         return embed(self.socket, self.id, texts, self.budget)
 
-    def nearest(self, text: str, k: int) -> tuple[list[tuple[int, float]], str]:
-        """(chunk hash, cosine) nearest ``text``, searched by the server, and by what."""
+    def nearest(self, text: str, k: int) -> Nearest:
+        """The vectors nearest ``text``, searched by the server."""
         return nearest(self.socket, self.id, text, k, self.budget)
 
 
@@ -269,9 +278,9 @@ class HostedEmbedder:
     def embed(self, texts: list[str]) -> list[bytes]:
         return self.server.query_vectors(texts)
 
-    def nearest(self, text: str, k: int) -> tuple[list[tuple[int, float]], str]:
-        hits, via = self.server.search_nearest(text, k)
-        return hits, f"hosted {via}"
+    def nearest(self, text: str, k: int) -> Nearest:
+        found = self.server.search_nearest(text, k)
+        return found._replace(via=f"hosted {found.via}")
 
 
 def query_embedder(recorded: str, root: Path, *, local: bool = False) -> Any:
@@ -455,7 +464,8 @@ def _catch_up_rounds(root: Path, gd: Path, embedder: Any, should_stop: Callable[
         for sha, data in gitsource.stream_blobs(root, by_sha):
             if data is not None:
                 for c in parse(by_sha[sha], data).chunks:
-                    texts.setdefault(c.hash, c.own_text)
+                    for h, text in c.vector_texts().items():
+                        texts.setdefault(h, text)
         items = list(texts.items())
         for i in range(0, len(items), CATCHUP_BATCH):
             if should_stop():
@@ -498,7 +508,7 @@ def _write_vectors(root: Path, gd: Path, embedder_id: str, pairs: list[tuple[int
                 con.executemany(
                     "INSERT OR IGNORE INTO vectors(hash, vec) SELECT ?, ? "
                     f"WHERE {schema.VECTOR_IN_USE}",
-                    [(h, v, h) for h, v in pairs],
+                    [(h, v, h, h) for h, v in pairs],
                 )
                 con.execute("COMMIT")
             except BaseException:
@@ -840,15 +850,16 @@ class Server:
         if model is not None and model != self.embedder.id:
             return {"ok": False, "error": f"this server runs {self.embedder.id}, not {model}"}
         try:
-            hits, via = self.search_nearest(text, k)
+            found = self.search_nearest(text, k)
         except Refused as exc:
             return {"ok": False, "error": str(exc)}
-        return {"ok": True, "model": self.embedder.id, "via": via,
-                "hits": [[h, round(s, 6)] for h, s in hits]}
+        return {"ok": True, "model": self.embedder.id, "via": found.via,
+                "hits": [[h, round(s, 6)] for h, s in found.hits],
+                "vector": base64.b64encode(found.vector).decode()}
 
-    def search_nearest(self, text: str, k: int) -> tuple[list[tuple[int, float]], str]:
-        """(chunk hash, cosine) of the ``k`` chunks nearest ``text``, and which index
-        answered; Refused while the model loads or the index is being built."""
+    def search_nearest(self, text: str, k: int) -> Nearest:
+        """The ``k`` vectors nearest ``text`` (keys, cosines), which index answered, and
+        the query's vector; Refused while the model loads or the index is being built."""
         from memrepo.index.vectors import NotReady
 
         if self.nearest.changed():
@@ -858,7 +869,7 @@ class Server:
             hits = self.nearest.search(qv, k)
         except NotReady as exc:
             raise Refused(f"nearest: {exc}") from None
-        return hits, self.nearest.status()["via"]
+        return Nearest(hits, self.nearest.status()["via"], qv)
 
     def _keep_nearest(self) -> None:
         """The keeper thread: build, load or update the nearest index when memory.db

@@ -20,7 +20,7 @@ from __future__ import annotations
 import sqlite3
 
 #: Bump when the tables or the chunker change: an index of another version is rebuilt.
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 DDL = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -47,10 +47,12 @@ CREATE TABLE chunks (
     start_line INTEGER NOT NULL, -- 1-based, inclusive
     end_line INTEGER NOT NULL,
     hash INTEGER NOT NULL,       -- 64-bit content hash of the indexed text
-    stale REAL NOT NULL DEFAULT 0 -- share of its bullets that are superseded entries
+    stale REAL NOT NULL DEFAULT 0, -- share of its bullets that are superseded entries
+    reply_hash INTEGER           -- a transcript turn's second vector (Chunk.reply_hash; 9)
 );
 CREATE INDEX chunks_doc ON chunks(doc_id);
 CREATE INDEX chunks_hash ON chunks(hash);
+CREATE INDEX chunks_reply ON chunks(reply_hash) WHERE reply_hash IS NOT NULL;
 CREATE VIRTUAL TABLE chunks_fts USING fts5(text, content='', tokenize='porter unicode61');
 -- bigrams of unsegmented scripts (index/cjk.py); 'ascii' never splits a non-ASCII bigram
 CREATE VIRTUAL TABLE chunks_cjk USING fts5(text, content='', tokenize='ascii');
@@ -89,18 +91,27 @@ def create(con: sqlite3.Connection) -> None:
     con.executescript(DDL)
 
 
-#: Files with a chunk still waiting for its vector (the embedder was too heavy for a hook).
+#: Every key a vector is kept under: each chunk's hash and each turn's reply_hash.
+_VECTOR_KEYS = (
+    "SELECT hash AS k, doc_id FROM chunks "
+    "UNION ALL SELECT reply_hash, doc_id FROM chunks WHERE reply_hash IS NOT NULL"
+)
+#: Files with a chunk still waiting for a vector (the embedder was too heavy for a hook).
 MISSING_VECTOR_DOCS = (
-    "SELECT DISTINCT d.path, d.blob FROM documents d JOIN chunks c ON c.doc_id = d.id "
-    "LEFT JOIN vectors v ON v.hash = c.hash WHERE v.hash IS NULL"
+    f"SELECT DISTINCT d.path, d.blob FROM ({_VECTOR_KEYS}) c "
+    "JOIN documents d ON d.id = c.doc_id "
+    "WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = c.k)"
 )
 #: How many vectors are still to be made.
 MISSING_VECTORS = (
-    "SELECT count(DISTINCT c.hash) FROM chunks c LEFT JOIN vectors v ON v.hash = c.hash "
-    "WHERE v.hash IS NULL"
+    f"SELECT count(DISTINCT c.k) FROM ({_VECTOR_KEYS}) c "
+    "WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = c.k)"
 )
-#: Keep a vector only while some chunk still has its hash.
-VECTOR_IN_USE = "EXISTS (SELECT 1 FROM chunks WHERE hash = ?)"
+#: Keep a vector only while some chunk still has its key; takes the key twice.
+VECTOR_IN_USE = (
+    "(EXISTS (SELECT 1 FROM chunks WHERE hash = ?) "
+    "OR EXISTS (SELECT 1 FROM chunks WHERE reply_hash = ?))"
+)
 
 
 def get_meta(con: sqlite3.Connection) -> dict[str, str]:

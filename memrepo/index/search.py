@@ -288,8 +288,8 @@ class Searcher:
                 from memrepo.index.resident import Refused
 
                 try:
-                    top, via = (early.result() if early is not None
-                                else ask(text, VECTOR_CANDIDATES))
+                    top, via, qv = (early.result() if early is not None
+                                    else ask(text, VECTOR_CANDIDATES))
                     via = f"resident {via}"
                 except Refused as exc:  # its index is being built: embed there, scan here
                     via = "local scan: " + str(exc).split(" (")[0][-80:]
@@ -317,22 +317,39 @@ class Searcher:
         self.vectors_via = via  # shown by --explain (vectors_via), not as a note per query
         if not top:
             return False
-        sim = dict(top)
-        extra, args = _doc_filter_sql(f)
-        hashes = list(sim)
-        for i in range(0, len(hashes), 500):
-            part = hashes[i : i + 500]
-            sql = (
-                "SELECT c.id, d.path, c.ord, c.start_line, c.end_line, c.hash, c.stale "
-                "FROM chunks c JOIN documents d ON d.id = c.doc_id "
-                f"WHERE c.hash IN ({_in(len(part))}){extra}"
-            )
-            for cid, p, o, a, b, h, st in self.con.execute(sql, [*part, *args]):
-                hit = hits.get(cid)
-                if hit is None:
-                    hit = hits[cid] = ChunkHit(cid, p, o, a, b, stale=st)
-                hit.vector = sim[h]
+        self._score_vectors(dict(top), qv, f, hits)
         return True
+
+    def _score_vectors(self, sim: dict[int, float], qv: bytes, f: Filters,
+                       hits: dict[int, ChunkHit]) -> None:
+        """Give every chunk one of whose vectors is among the nearest (``sim``: key ->
+        cosine) its similarity: a transcript turn's is the mean of its own vector's and
+        its reply vector's (:attr:`~memrepo.index.chunking.Chunk.reply_text`), the one
+        the nearest search did not return scored here against ``qv``."""
+        extra, args = _doc_filter_sql(f)
+        keys = list(sim)
+        rows: dict[int, tuple[Any, ...]] = {}
+        for column in ("hash", "reply_hash"):
+            for i in range(0, len(keys), 500):
+                part = keys[i : i + 500]
+                sql = (
+                    "SELECT c.id, d.path, c.ord, c.start_line, c.end_line, c.stale, c.hash, "
+                    "c.reply_hash FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                    f"WHERE c.{column} IN ({_in(len(part))}){extra}"
+                )
+                for row in self.con.execute(sql, [*part, *args]):
+                    rows[row[0]] = row
+        missing = {k for row in rows.values() for k in row[6:] if k is not None and k not in sim}
+        if missing and qv:
+            from memrepo.index.vectors import similarities
+
+            sim = {**sim, **similarities(self.con, qv, list(missing))}
+        for cid, p, o, a, b, st, own, reply in rows.values():
+            got = [sim[k] for k in (own, reply) if k is not None and k in sim]
+            hit = hits.get(cid)
+            if hit is None:
+                hit = hits[cid] = ChunkHit(cid, p, o, a, b, stale=st)
+            hit.vector = sum(got) / len(got)
 
     def _files(self, paths: list[str]) -> dict[str, FileInfo]:
         out: dict[str, FileInfo] = {}
