@@ -259,14 +259,14 @@ def in_process_fts5(repo: Path, qs: list[str]) -> dict[str, float]:
 def search_only(n: int, queries: int) -> dict[str, object]:
     """``--search-only``: warm in-process p50, FTS5 alone and through the server's nearest,
     side by side (the server loads its saved index; repos as built by a full run)."""
-    from memrepo.index import resident
+    from memrepo.index import resident, serve
 
     base = ensure_memory_repo(n)
     mini = minilm_copy(base, n)
     qs = messages(queries, n, seed=29)
-    resident.stop(mini)
+    serve.stop(mini)
     res: dict[str, object] = {"load_avg": round(os.getloadavg()[0], 1)}
-    resident.start_detached(mini, idle=600)
+    serve.start_detached(mini, idle=600)
     try:
         wall, _ = wait_nearest(mini, lambda nr: nr.get("state") == "ready")
         res["nearest_ready_s"] = round(wall, 1)
@@ -275,7 +275,7 @@ def search_only(n: int, queries: int) -> dict[str, object]:
         res["in_process_fts5_default_again"] = in_process_fts5(base, qs)
         res["server_rss_mb"] = resident.ping(mini)["rss_mb"]
     finally:
-        resident.stop(mini)
+        serve.stop(mini)
     res["load_avg_end"] = round(os.getloadavg()[0], 1)
     return res
 
@@ -414,17 +414,17 @@ def chunks_per_second(repo: Path, n: int = 512) -> dict[str, float]:
 
 
 def after_commit_cost(repo: Path, server: bool) -> float:
-    from memrepo.index import resident
+    from memrepo.index import catchup, resident, serve
 
     times = []
     for _ in range(5):
         t0 = time.perf_counter()
-        resident.after_commit(repo)
+        catchup.after_commit(repo)
         times.append((time.perf_counter() - t0) * 1000)
         if not server:  # let the worker finish (nothing to embed) before the next call
             sdir = resident.serve_dir(repo)
             deadline = time.monotonic() + 30
-            while resident._locked(sdir / resident.CATCHUP_LOCK) and time.monotonic() < deadline:
+            while serve._locked(sdir / catchup.CATCHUP_LOCK) and time.monotonic() < deadline:
                 time.sleep(0.05)
     return p50(times)
 
@@ -444,12 +444,12 @@ def install_size() -> dict[str, float]:
 
 
 def bench_size(n: int, queries: int, env: dict[str, str]) -> dict[str, object]:
-    from memrepo.index import resident
+    from memrepo.index import resident, serve
 
     base = ensure_memory_repo(n)
     ensure_index(base)
     mini = minilm_copy(base, n)
-    resident.stop(mini)
+    serve.stop(mini)
     qs = messages(queries, n, seed=29)
     res: dict[str, object] = {"load_avg": round(os.getloadavg()[0], 1)}
     res["search_process_fts5_default"] = search_process(base, qs, env)
@@ -460,7 +460,7 @@ def bench_size(n: int, queries: int, env: dict[str, str]) -> dict[str, object]:
     for old in resident.serve_dir(mini).glob("nearest-*"):  # build from scratch
         old.unlink()
     t0 = time.perf_counter()
-    st = resident.start_detached(mini, idle=7200)
+    st = serve.start_detached(mini, idle=7200)
     res["server_start_to_loaded_s"] = round(time.perf_counter() - t0, 2)
     res["server_model_load_s"] = round(st.get("load_seconds") or 0, 2)
     try:
@@ -468,9 +468,9 @@ def bench_size(n: int, queries: int, env: dict[str, str]) -> dict[str, object]:
         res["nearest_build"] = {"via": nr["via"], "vectors": nr["vectors"],
                                 "build_s": nr["build_s"], "start_to_ready_s": round(wall, 1),
                                 "server_rss_mb": resident.ping(mini)["rss_mb"]}
-        resident.stop(mini)  # a restart loads the saved index
+        serve.stop(mini)  # a restart loads the saved index
         t0 = time.perf_counter()
-        resident.start_detached(mini, idle=7200)
+        serve.start_detached(mini, idle=7200)
         wall, nr = wait_nearest(mini, lambda nr: nr.get("state") == "ready")
         res["nearest_restart"] = {"load_s": nr["load_s"], "build_s": nr["build_s"],
                                   "start_to_ready_s": round(time.perf_counter() - t0, 1)}
@@ -483,7 +483,7 @@ def bench_size(n: int, queries: int, env: dict[str, str]) -> dict[str, object]:
         res["after_commit_server_ms"] = after_commit_cost(mini, server=True)
         res["server_rss_mb"] = resident.ping(mini)["rss_mb"]
     finally:
-        resident.stop(mini)
+        serve.stop(mini)
     res["in_mcp_hosting"] = in_mcp(mini, qs)
     res["load_avg_end"] = round(os.getloadavg()[0], 1)
     return res

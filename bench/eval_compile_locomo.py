@@ -134,18 +134,18 @@ def evaluate(
 def resident_model(root: Path, settings: dict[str, object]) -> Iterator[None]:
     """A heavy embedder (MiniLM) answers compile's queries only through ``memory serve``
     (a compile never loads the model): run one for this corpus, as a user would."""
-    from memrepo.index import resident
+    from memrepo.index import serve
     from memrepo.index.embedders import get_embedder
 
     emb = get_embedder(str(settings.get("embedder") or "none"))
     if emb is None or getattr(emb, "light", True):
         yield
         return
-    resident.start_detached(root)
+    serve.start_detached(root)
     try:
         yield
     finally:
-        resident.stop(root)
+        serve.stop(root)
 
 
 def compile_questions(conv: Any, corpus: Any, repo: Any, budget: int, recent: set[str],

@@ -65,7 +65,7 @@ def on_git_event(root: pathlib.Path, event: str) -> None:
             f"files in {res.seconds * 1000:.0f} ms"
         )
         if res.pending_vectors:  # never embedded here: a resident server or a worker does it
-            from memrepo.index.resident import after_commit
+            from memrepo.index.catchup import after_commit
 
             msg += (f"; {res.pending_vectors} chunks to embed: "
                     f"{after_commit(root, state)}")

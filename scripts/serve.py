@@ -31,7 +31,8 @@ from memrepo.repo import discover
 def serve(ctx: click.Context, mode: str, idle: float | None, model: str | None,
           as_json: bool) -> None:
     """Serve the sentence model to hooks and searches over a local socket."""
-    from memrepo.index import resident
+    from memrepo.index.serve import run_foreground, start_detached, status, stop
+    from memrepo.index.server import AlreadyRunning
 
     repo = discover((ctx.obj or {}).get("repo"))
 
@@ -39,7 +40,7 @@ def serve(ctx: click.Context, mode: str, idle: float | None, model: str | None,
         click.echo(json.dumps(info, indent=1) if as_json else text)
 
     if mode == "status":
-        st = resident.status(repo.root)
+        st = status(repo.root)
         if st["running"]:
             text = (f"running: pid {st['pid']}, {st['model']} "
                     f"({'loaded' if st['loaded'] else 'loading'}), {st['rss_mb']} MB, "
@@ -50,18 +51,18 @@ def serve(ctx: click.Context, mode: str, idle: float | None, model: str | None,
         out(st, text)
         return
     if mode == "stop":
-        stopped = resident.stop(repo.root)
+        stopped = stop(repo.root)
         out({"stopped": stopped}, "stopped" if stopped else "no server was running")
         return
     if mode == "detach":
-        st = resident.start_detached(repo.root, model, idle)
+        st = start_detached(repo.root, model, idle)
         out(st, f"started: pid {st['pid']}, {st['model']} loaded in "
                 f"{st.get('load_seconds') or 0:.2f}s")
         return
     try:
-        resident.run_foreground(repo.root, model, idle,
-                                echo=None if as_json else lambda m: click.echo(m, err=True))
-    except resident.AlreadyRunning as exc:
+        run_foreground(repo.root, model, idle,
+                       echo=None if as_json else lambda m: click.echo(m, err=True))
+    except AlreadyRunning as exc:
         raise MemrepoError(str(exc)) from None
 
 

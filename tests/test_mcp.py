@@ -429,6 +429,7 @@ async def test_a_heavy_model_is_hosted_once_and_shared(
     from memrepo.index import resident
     from memrepo.index.embedders import HashEmbedder
     from memrepo.index.resident import ResidentEmbedder
+    from memrepo.index.server import HostedEmbedder
 
     monkeypatch.setattr(HashEmbedder, "light", False)
     cfg = crepo / "memory-config.yaml"
@@ -444,7 +445,7 @@ async def test_a_heavy_model_is_hosted_once_and_shared(
         host = first.memrepo  # type: ignore[attr-defined]
         assert host._server is not None and resident.ping(crepo)["pid"] == os.getpid()
         hosted = host._search.engine.embedder  # the hosted server, asked in-process
-        assert isinstance(hosted, resident.HostedEmbedder)
+        assert isinstance(hosted, HostedEmbedder)
         assert isinstance(hosted.server.embedder, HashEmbedder)
         for _ in range(100):  # its nearest index is built by the keeper thread
             if hosted.server.nearest.status()["state"] == "ready":

@@ -22,12 +22,13 @@ from pathlib import Path
 import pytest
 from conftest import IRepo, invoke_memory
 
-from memrepo.index import resident
+from memrepo.index import catchup, resident, serve
 from memrepo.index.embedders import HashEmbedder
 from memrepo.index.indexer import rebuild, sync
 from memrepo.index.paths import db_path
 from memrepo.index.resident import ResidentEmbedder, query_embedder
 from memrepo.index.search import Searcher
+from memrepo.index.server import MAX_REQUEST, MAX_TEXTS, PIDFILE, AlreadyRunning, Server
 
 
 @pytest.fixture
@@ -45,8 +46,8 @@ def hashed(irepo: IRepo) -> IRepo:
 
 
 @pytest.fixture
-def server(hashed: IRepo) -> Iterator[resident.Server]:
-    srv = resident.Server(hashed.root, HashEmbedder())
+def server(hashed: IRepo) -> Iterator[Server]:
+    srv = Server(hashed.root, HashEmbedder())
     srv.start()
     yield srv
     srv.stop()
@@ -93,7 +94,7 @@ def _wait(cond, seconds: float = 10.0) -> bool:
 # --- the protocol ---------------------------------------------------------------------
 
 
-def test_embed_answers_the_models_vectors_and_caches_them(server: resident.Server) -> None:
+def test_embed_answers_the_models_vectors_and_caches_them(server: Server) -> None:
     texts = ["rotate the hmac key", "kubernetes rolling update"]
     got = resident.embed(server.sock_path, server.embedder.id, texts, budget=2.0)
     assert got == HashEmbedder().embed(texts)
@@ -104,17 +105,17 @@ def test_embed_answers_the_models_vectors_and_caches_them(server: resident.Serve
     assert st["cache_hits"] >= 1 and st["pid"] == os.getpid()
 
 
-def test_bad_requests_are_answered_and_the_server_goes_on(server: resident.Server) -> None:
+def test_bad_requests_are_answered_and_the_server_goes_on(server: Server) -> None:
     root = server.root
     assert _raw(root, b"not json\n")["error"] == "not JSON"
     assert _raw(root, b"[1, 2]\n")["error"] == "not a JSON object"
     assert "unknown op" in _raw(root, b'{"op": "format-disk"}\n')["error"]
     assert "list of strings" in _raw(root, b'{"op": "embed", "texts": "x"}\n')["error"]
-    many = json.dumps({"op": "embed", "texts": ["a"] * (resident.MAX_TEXTS + 1)})
+    many = json.dumps({"op": "embed", "texts": ["a"] * (MAX_TEXTS + 1)})
     assert "at most" in _raw(root, many.encode() + b"\n")["error"]
     other = json.dumps({"op": "embed", "model": "minilm-l6-v2-int8", "texts": ["a"]})
     assert "runs hash-v4-256" in _raw(root, other.encode() + b"\n")["error"]
-    huge = b'{"op": "embed", "texts": ["' + b"x" * (resident.MAX_REQUEST + 10) + b'"]}\n'
+    huge = b'{"op": "embed", "texts": ["' + b"x" * (MAX_REQUEST + 10) + b'"]}\n'
     assert "longer than" in _raw(root, huge)["error"]
     with pytest.raises(resident.Unavailable, match="refused: unknown op"):
         resident.request(server.sock_path, {"op": 7})
@@ -122,7 +123,7 @@ def test_bad_requests_are_answered_and_the_server_goes_on(server: resident.Serve
 
 
 def test_a_silent_client_does_not_block_others(
-    server: resident.Server, monkeypatch: pytest.MonkeyPatch
+    server: Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as idle:
         idle.connect(str(server.sock_path))  # connects, never sends
@@ -131,28 +132,28 @@ def test_a_silent_client_does_not_block_others(
         assert time.monotonic() - t0 < 1.0
 
 
-def test_socket_is_private_and_one_server_per_clone(server: resident.Server) -> None:
+def test_socket_is_private_and_one_server_per_clone(server: Server) -> None:
     assert stat.S_IMODE(os.stat(server.sock_path).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(server.sock_path.parent).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(server.sdir).st_mode) == 0o700
-    with pytest.raises(resident.AlreadyRunning, match=f"pid {os.getpid()}"):
-        resident.Server(server.root, HashEmbedder()).start()
+    with pytest.raises(AlreadyRunning, match=f"pid {os.getpid()}"):
+        Server(server.root, HashEmbedder()).start()
 
 
 def test_stop_removes_the_socket_and_pidfile(hashed: IRepo) -> None:
-    srv = resident.Server(hashed.root, HashEmbedder())
+    srv = Server(hashed.root, HashEmbedder())
     srv.start()
-    assert (srv.sdir / resident.PIDFILE).exists()
+    assert (srv.sdir / PIDFILE).exists()
     assert resident.request(srv.sock_path, {"op": "stop"})["stopping"]
     assert _wait(srv._stopped.is_set)  # the stop is done (socket, then pidfile, removed)
     assert not srv.sock_path.exists()
-    assert not (srv.sdir / resident.PIDFILE).exists()
+    assert not (srv.sdir / PIDFILE).exists()
     assert resident.ping(hashed.root) is None
-    assert resident.status(hashed.root)["running"] is False
+    assert serve.status(hashed.root)["running"] is False
 
 
 def test_idle_timeout_stops_the_server(hashed: IRepo) -> None:
-    srv = resident.Server(hashed.root, HashEmbedder(), idle=0.3)
+    srv = Server(hashed.root, HashEmbedder(), idle=0.3)
     srv.start()
     assert resident.ping(hashed.root) is not None
     assert _wait(lambda: not srv.sock_path.exists(), 5)
@@ -160,13 +161,13 @@ def test_idle_timeout_stops_the_server(hashed: IRepo) -> None:
 
 def test_a_stale_socket_is_refused_then_replaced(hashed: IRepo) -> None:
     path = _sock(hashed.root)
-    resident._private_dir(path.parent)
+    resident.private_dir(path.parent)
     dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     dead.bind(str(path))  # a killed server's socket file: nobody listens
     dead.close()
     with pytest.raises(resident.Unavailable, match="stale socket"):
         resident.request(path, {"op": "ping"})
-    srv = resident.Server(hashed.root, HashEmbedder())
+    srv = Server(hashed.root, HashEmbedder())
     srv.start()
     try:
         assert resident.request(path, {"op": "ping"})["ok"]
@@ -195,7 +196,7 @@ def test_search_without_a_server_is_fts5_alone_and_says_why(
     assert "vectors off: no resident server" in out.stderr
 
 
-def test_search_uses_the_resident_server(server: resident.Server, heavy_hash: None) -> None:
+def test_search_uses_the_resident_server(server: Server, heavy_hash: None) -> None:
     out = invoke_memory(server.root, "search", "--json", "--explain", "kubernetes")
     assert out.returncode == 0, out.stderr
     top = json.loads(out.stdout)[0]
@@ -205,7 +206,7 @@ def test_search_uses_the_resident_server(server: resident.Server, heavy_hash: No
 
 def _fake_server(path: Path, behaviour: str) -> threading.Thread:
     """A socket that misbehaves: hangs up mid-request, answers garbage, or is too slow."""
-    resident._private_dir(path.parent)
+    resident.private_dir(path.parent)
     path.unlink(missing_ok=True)
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.bind(str(path))
@@ -264,10 +265,10 @@ def _commit_fay(repo: IRepo) -> None:
 
 
 def test_the_server_catches_up_after_a_commit(
-    server: resident.Server, hashed: IRepo, heavy_hash: None
+    server: Server, hashed: IRepo, heavy_hash: None
 ) -> None:
     _commit_fay(hashed)
-    assert resident.after_commit(hashed.root) == "server"
+    assert catchup.after_commit(hashed.root) == "server"
     assert _wait(lambda: _pending(hashed.root) == 0)
     assert _wait(lambda: server.embedded > 0)
 
@@ -275,13 +276,13 @@ def test_the_server_catches_up_after_a_commit(
 def test_without_a_server_one_detached_worker_catches_up(hashed: IRepo, heavy_hash: None) -> None:
     _commit_fay(hashed)
     t0 = time.perf_counter()
-    assert resident.after_commit(hashed.root) == "spawned"
+    assert catchup.after_commit(hashed.root) == "spawned"
     took = time.perf_counter() - t0
-    assert resident.after_commit(hashed.root) == "running"  # the first holds the lock
+    assert catchup.after_commit(hashed.root) == "running"  # the first holds the lock
     assert _wait(lambda: _pending(hashed.root) == 0, 20)
     sdir = resident.serve_dir(hashed.root)
-    assert _wait(lambda: not resident._locked(sdir / resident.CATCHUP_LOCK), 10)
-    assert not (sdir / resident.CATCHUP_PENDING).exists()
+    assert _wait(lambda: not serve._locked(sdir / catchup.CATCHUP_LOCK), 10)
+    assert not (sdir / catchup.CATCHUP_PENDING).exists()
     assert took < 0.5
 
 
@@ -289,7 +290,7 @@ def test_catch_up_leaves_an_index_of_another_embedder_alone(hashed: IRepo) -> No
     from memrepo.index.embedders import get_embedder
 
     rebuild(hashed.root, "none")
-    assert resident.catch_up(hashed.root, get_embedder("hash")) == 0
+    assert catchup.catch_up(hashed.root, get_embedder("hash")) == 0
 
 
 # --- the real model ---------------------------------------------------------------------
@@ -305,7 +306,7 @@ def test_a_search_process_gets_minilm_vectors_from_the_server(irepo: IRepo) -> N
     irepo.write("memory-config.yaml", "search:\n  embedder: minilm\n")
     irepo.commit("sam")
     rebuild(irepo.root, "minilm")
-    srv = resident.Server(irepo.root, MiniLMEmbedder())
+    srv = Server(irepo.root, MiniLMEmbedder())
     srv.start()
     try:
         assert _wait(lambda: resident.ping(irepo.root)["loaded"], 20)

@@ -23,6 +23,7 @@ from memrepo.index.embedders import HashEmbedder
 from memrepo.index.indexer import rebuild, sync
 from memrepo.index.paths import db_path
 from memrepo.index.search import Searcher
+from memrepo.index.server import Server
 
 KUBE = "knowledge/reference/kubernetes.md"
 
@@ -47,7 +48,7 @@ def hashed(irepo: IRepo, monkeypatch: pytest.MonkeyPatch) -> IRepo:
     return irepo
 
 
-def _ready(srv: resident.Server, seconds: float = 10.0) -> dict:
+def _ready(srv: Server, seconds: float = 10.0) -> dict:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         st = srv.nearest.status()
@@ -59,8 +60,8 @@ def _ready(srv: resident.Server, seconds: float = 10.0) -> dict:
 
 
 @pytest.fixture
-def server(hashed: IRepo, mode: str) -> Iterator[resident.Server]:
-    srv = resident.Server(hashed.root, HashEmbedder())
+def server(hashed: IRepo, mode: str) -> Iterator[Server]:
+    srv = Server(hashed.root, HashEmbedder())
     srv.start()
     _ready(srv)
     yield srv
@@ -77,7 +78,7 @@ def _hashes(root: Path, path: str) -> set[int]:
         con.close()
 
 
-def _ask(srv: resident.Server, text: str, k: int = 5) -> list[tuple[int, float]]:
+def _ask(srv: Server, text: str, k: int = 5) -> list[tuple[int, float]]:
     return resident.nearest(srv.sock_path, srv.embedder.id, text, k, budget=2.0).hits
 
 
@@ -104,7 +105,7 @@ def _same(got: list[tuple[int, float]], want: list[tuple[int, float]]) -> bool:
     return {h for h, s in got if s > cut + 0.02} == {h for h, s in want if s > cut + 0.02}
 
 
-def test_nearest_returns_the_chunk_nearest_the_text(server: resident.Server, mode: str) -> None:
+def test_nearest_returns_the_chunk_nearest_the_text(server: Server, mode: str) -> None:
     text = "Rolling updates replace pods gradually; set maxSurge and maxUnavailable."
     hits = _ask(server, text)
     assert hits[0][0] in _hashes(server.root, KUBE)
@@ -116,7 +117,7 @@ def test_nearest_returns_the_chunk_nearest_the_text(server: resident.Server, mod
     assert (st["why_exact"] is None) == (mode == "ann")
 
 
-def test_bad_nearest_requests_are_refused(server: resident.Server) -> None:
+def test_bad_nearest_requests_are_refused(server: Server) -> None:
     for msg, why in (({"text": 3}, "text must be a string"), ({"text": "x", "k": 0}, "k must"),
                      ({"text": "x", "k": True}, "k must"),
                      ({"text": "x", "model": "minilm-l6-v2-int8"}, "runs hash-v4-256")):
@@ -125,7 +126,7 @@ def test_bad_nearest_requests_are_refused(server: resident.Server) -> None:
 
 
 def test_new_vectors_are_found_and_removed_ones_forgotten(
-    server: resident.Server, hashed: IRepo
+    server: Server, hashed: IRepo
 ) -> None:
     text = "Zebra crossings need amber beacons on both kerbs."
     hashed.write("knowledge/reference/zebra.md", f"# Zebras\n\n{text}\n")
@@ -142,7 +143,7 @@ def test_new_vectors_are_found_and_removed_ones_forgotten(
     assert not new & {h for h, _ in _ask(server, text, 50)}
 
 
-def test_a_rebuilt_index_file_is_reconciled(server: resident.Server, hashed: IRepo) -> None:
+def test_a_rebuilt_index_file_is_reconciled(server: Server, hashed: IRepo) -> None:
     before = os.stat(db_path(hashed.root)).st_ino
     hashed.write("knowledge/reference/otters.md", "# Otters\n\nOtters hold hands asleep.\n")
     hashed.commit("otters")
@@ -155,7 +156,7 @@ def test_a_rebuilt_index_file_is_reconciled(server: resident.Server, hashed: IRe
 
 
 def test_a_search_through_the_server_ranks_as_the_local_path(
-    server: resident.Server, hashed: IRepo, mode: str
+    server: Server, hashed: IRepo, mode: str
 ) -> None:
     for query in ("kubernetes rolling update", "rotate the hmac key", "green tea"):
         via_server = Searcher(hashed.root, embedder_name="hash")
@@ -177,7 +178,7 @@ def test_a_search_through_the_server_ranks_as_the_local_path(
 def test_while_it_builds_a_search_scans_locally(hashed: IRepo, mode: str,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(vectors.NearestIndex, "refresh", lambda self, should_stop=None: 0)
-    srv = resident.Server(hashed.root, HashEmbedder())
+    srv = Server(hashed.root, HashEmbedder())
     srv.start()
     try:
         with pytest.raises(resident.Refused, match="no vector index"):
@@ -193,13 +194,13 @@ def test_while_it_builds_a_search_scans_locally(hashed: IRepo, mode: str,
 
 
 def test_a_restart_loads_the_saved_index(hashed: IRepo, mode: str) -> None:
-    srv = resident.Server(hashed.root, HashEmbedder())
+    srv = Server(hashed.root, HashEmbedder())
     srv.start()
     _ready(srv)
     built = srv.nearest.status()
     srv.stop()
     saved = list(srv.sdir.glob("nearest-*"))
-    srv = resident.Server(hashed.root, HashEmbedder())
+    srv = Server(hashed.root, HashEmbedder())
     srv.start()
     try:
         st = _ready(srv)
@@ -215,7 +216,7 @@ def test_a_restart_loads_the_saved_index(hashed: IRepo, mode: str) -> None:
         srv.stop()
 
 
-def test_status_says_how_nearest_answers(server: resident.Server, mode: str) -> None:
+def test_status_says_how_nearest_answers(server: Server, mode: str) -> None:
     out = invoke_memory(server.root, "serve", "--status")
     assert out.returncode == 0, out.stderr
     assert "nearest:" in out.stdout
@@ -249,7 +250,7 @@ def test_while_it_builds_a_big_index_is_not_scanned_here(hashed: IRepo, mode: st
 
     monkeypatch.setattr(vectors.NearestIndex, "refresh", lambda self, should_stop=None: 0)
     monkeypatch.setattr(search_mod, "LOCAL_SCAN_MAX", 0)
-    srv = resident.Server(hashed.root, HashEmbedder())
+    srv = Server(hashed.root, HashEmbedder())
     srv.start()
     try:
         s = Searcher(hashed.root, embedder_name="hash")

@@ -36,6 +36,7 @@ from typing import Any
 
 from memrepo.agents import harness as H
 from memrepo.agents import state
+from memrepo.spawn import detached
 
 #: How long a hook waits for its payload on stdin: agents write it at once, and a stdin
 #: that is never closed (seen with ``claude --resume``) must not hang the hook.
@@ -398,29 +399,9 @@ def detach(root: Path, harness: str, event: str, raw: bytes) -> None:
             fh.write(raw)
         argv = [sys.executable, "-m", "memrepo.agents.worker", harness, event, str(root)]
         env = {**os.environ, H.GUARD_ENV: "1"}
-        spawn(argv, env, tmp, root / state.AGENTS_DIR / "worker.err")
+        detached(argv, root / state.AGENTS_DIR / "worker.err", stdin=tmp, env=env)
     finally:
         os.unlink(tmp)  # the child has it open
-
-
-def spawn(argv: list[str], env: dict[str, str], stdin: Path, stderr: Path) -> None:
-    """Run ``argv`` in a session of its own (the agent's timeout or Ctrl-C cannot reach
-    it), stdin from a file, stdout to /dev/null, stderr appended to a file. posix_spawn
-    where there is one: no ``subprocess`` import, and no copy of this process."""
-    if hasattr(os, "posix_spawn"):
-        actions = [
-            (os.POSIX_SPAWN_OPEN, 0, str(stdin), os.O_RDONLY, 0),
-            (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
-            (os.POSIX_SPAWN_OPEN, 2, str(stderr), os.O_WRONLY | os.O_APPEND | os.O_CREAT,
-             0o644),
-        ]
-        os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
-        return
-    import subprocess  # pragma: no cover - Windows
-
-    with open(stdin, "rb") as fin, open(stderr, "ab") as ferr:  # pragma: no cover
-        subprocess.Popen(argv, stdin=fin, stdout=subprocess.DEVNULL, stderr=ferr, env=env,
-                         start_new_session=True, close_fds=True)
 
 
 def lock_wait() -> float:

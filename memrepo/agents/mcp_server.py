@@ -190,7 +190,7 @@ class Memory:
             if mine is not None and (local or mine.light):  # else: another server's, by socket
                 if self._server is not None and mine.id == self._server.embedder.id:
                     # the hosted server's model, cache and nearest index, in-process
-                    from memrepo.index.resident import HostedEmbedder
+                    from memrepo.index.server import HostedEmbedder
 
                     engine.embedder = HostedEmbedder(self._server)  # type: ignore[attr-defined]
                 elif self._embedder is not None and mine.id == self._embedder.id:
@@ -209,8 +209,9 @@ class Memory:
         resident server (started here when none answers), so hooks and searches share
         its loaded model; False when another server runs (used over its socket) or the
         embedder is light or none (in-process as ever)."""
-        from memrepo.index import resident
         from memrepo.index.embedders import get_embedder
+        from memrepo.index.resident import ping
+        from memrepo.index.server import AlreadyRunning, Server
 
         try:
             emb = get_embedder(name)
@@ -224,15 +225,14 @@ class Memory:
                 return True
             self._server.stop()  # the config changed model: serve the new one
             self._server = None
-        if resident.ping(self.root, budget=0.2) is not None:
+        if ping(self.root, budget=0.2) is not None:
             return False
         if self._embedder is None or self._embedder.id != emb.id:
             self._embedder = emb
-        server = resident.Server(self.root, self._embedder, log=log.info,
-                                 catch_up_on_start=True)
+        server = Server(self.root, self._embedder, log=log.info, catch_up_on_start=True)
         try:
             server.start()
-        except resident.AlreadyRunning:
+        except AlreadyRunning:
             return False
         except OSError as exc:  # no socket here: the model still serves this process
             log.warning("resident model server not started: %s", exc)

@@ -1,0 +1,36 @@
+"""Start a process that outlives its parent: the one way hooks and servers detach work.
+
+A hook must return at once and an agent's timeout or Ctrl-C must not reach what it
+started, so the child gets a session of its own (``setsid``), stdout to /dev/null and
+stderr appended to a private log file. ``posix_spawn`` where there is one: no
+``subprocess`` import on a hook's path, and no copy of this process.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+
+def detached(argv: list[str], stderr: Path, *, stdin: Path | None = None,
+             env: dict[str, str] | None = None, fd3: int | None = None) -> None:
+    """Run ``argv`` detached; ``stdin`` from a file (else /dev/null); ``fd3``: a
+    descriptor the child inherits as fd 3 (a lock it goes on holding)."""
+    env = dict(os.environ) if env is None else env
+    if hasattr(os, "posix_spawn"):
+        actions: list[tuple[Any, ...]] = [
+            (os.POSIX_SPAWN_OPEN, 0, str(stdin or os.devnull), os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+            (os.POSIX_SPAWN_OPEN, 2, str(stderr), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600),
+        ]
+        if fd3 is not None:
+            actions.append((os.POSIX_SPAWN_DUP2, fd3, 3))
+        os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
+        return
+    import subprocess  # pragma: no cover - Windows (no fd 3 to pass there)
+
+    with (open(stdin or os.devnull, "rb") as fin,  # pragma: no cover
+          open(stderr, "ab") as ferr):
+        subprocess.Popen(argv, stdin=fin, stdout=subprocess.DEVNULL, stderr=ferr, env=env,
+                         start_new_session=True, close_fds=True)
