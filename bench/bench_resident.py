@@ -93,11 +93,14 @@ def parent_vectors() -> object:
 
 
 def shaped_vectors(con: sqlite3.Connection) -> None:
-    """Replace the table's vectors with MiniLM-shaped ones, one per chunk hash."""
+    """Replace the table's vectors with MiniLM-shaped ones, one per vector key (each
+    chunk's hash, each transcript turn's reply_hash)."""
     import numpy as np
 
     parents = parent_vectors()
-    hashes = [h for (h,) in con.execute("SELECT DISTINCT hash FROM chunks")]
+    hashes = [h for (h,) in con.execute(
+        "SELECT hash FROM chunks UNION SELECT reply_hash FROM chunks "
+        "WHERE reply_hash IS NOT NULL")]
     rng = np.random.default_rng(7)
     con.execute("BEGIN")
     con.execute("DELETE FROM vectors")
@@ -262,6 +265,7 @@ def search_only(n: int, queries: int) -> dict[str, object]:
     from memrepo.index import resident, serve
 
     base = ensure_memory_repo(n)
+    ensure_index(base)  # an index of an older schema is rebuilt (and its copy with it)
     mini = minilm_copy(base, n)
     qs = messages(queries, n, seed=29)
     serve.stop(mini)

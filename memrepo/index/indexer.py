@@ -64,7 +64,7 @@ class Result:
     files: int = 0
     chunks: int = 0
     embedded: int = 0
-    pending_vectors: int = 0
+    pending_vectors: int = 0  # vectors still to make (a hook: those its commit left)
     skipped: int = 0  # files left out because their name is not valid UTF-8
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
@@ -160,6 +160,9 @@ class Writer:
         self.embedder = embedder
         self.embed_now = embed_now and embedder is not None
         self.to_embed: dict[int, str] = {}
+        #: keys of vectors left to the catch-up (a heavy embedder in a hook): what this
+        #: commit adds to the wait, counted without scanning every chunk (:meth:`waiting`)
+        self.left: set[int] = set()
         self.dropped_hashes: set[int] = set()
         self.chunks = 0
         self.removed_chunks = 0
@@ -218,6 +221,8 @@ class Writer:
             elif self.embed_now:
                 for k, text in c.vector_texts().items():
                     self.to_embed.setdefault(k, text)
+            elif self.embedder is not None:
+                self.left.update(c.vector_texts())
         links.store(self.con, p.links)
         self.chunks += len(p.chunks)
         if len(self.to_embed) >= EMBED_BATCH:
@@ -270,6 +275,16 @@ class Writer:
                 [(h, v) for (h, _), v in zip(todo, vecs, strict=True)],
             )
         return len(todo)
+
+    def waiting(self) -> int:
+        """How many of the vectors this writer left to the catch-up are still missing."""
+        keys = list(self.left)
+        have = 0
+        for i in range(0, len(keys), 500):
+            part = keys[i : i + 500]
+            q = f"SELECT count(*) FROM vectors WHERE hash IN ({','.join('?' * len(part))})"
+            have += self.con.execute(q, part).fetchone()[0]
+        return len(keys) - have
 
     def drop_orphan_vectors(self) -> None:
         for h in self.dropped_hashes:
@@ -339,7 +354,8 @@ def update(
                 raise
         if embedder is not None and embed_now and not hook:
             res.embedded += _catch_up_vectors(root, con, embedder, progress)
-        res.pending_vectors = pending_vectors(con) if embedder is not None else 0
+        if embedder is not None and not hook:  # a hook counts only what its commit left
+            res.pending_vectors = pending_vectors(con)
         res.seconds = time.perf_counter() - t0
         return res
     finally:
@@ -406,6 +422,7 @@ def _apply_diff(
             elif old_sha is not None:
                 res.removed += 1
         res.embedded += writer.embedded + writer.flush_vectors()
+        res.pending_vectors = writer.waiting()
         res.notes += writer.problems
         writer.drop_orphan_vectors()
         _refold_signals(root, con, force=signals_changed)
