@@ -42,7 +42,8 @@ CONFIGS: dict[str, tuple[dict[str, object], str]] = {
     ),
     "minilm": (
         {"embedder": "minilm"},
-        "MiniLM through memory serve (names masked, 0.5 / 0.5): the resident default",
+        "MiniLM through memory serve (names masked, 0.5 / 0.5, each turn also embedded "
+        "with its reply): the resident default",
     ),
     "minilm-expansion": (
         {"embedder": "minilm", "expansion_weight": 0.2},

@@ -217,6 +217,8 @@ def _fake_server(path: Path, behaviour: str) -> threading.Thread:
         conn.recv(65536)
         if behaviour == "garbage":
             conn.sendall(b"\x00\xffnot json at all\n")
+        elif behaviour == "bad-vector":  # the nearest reply's query vector is not float32s
+            conn.sendall(b'{"ok": true, "via": "x", "hits": [[1, 0.5]], "vector": "AAA="}\n')
         elif behaviour == "slow":
             time.sleep(0.5)
         conn.close()
@@ -230,6 +232,7 @@ def _fake_server(path: Path, behaviour: str) -> threading.Thread:
 @pytest.mark.parametrize(("behaviour", "why"), [
     ("hangup", "closed the connection mid-request"),
     ("garbage", "garbage reply"),
+    ("bad-vector", "garbage reply"),
     ("slow", "did not answer within 100 ms"),
 ])
 def test_a_broken_server_leaves_fts5_alone(

@@ -199,6 +199,8 @@ def nearest(sock_path: Path, model: str, text: str, k: int, budget: float = QUER
     try:
         out = [(int(h), float(s)) for h, s in hits]  # type: ignore[union-attr]
         vector = base64.b64decode(reply.get("vector") or "", validate=True)
+        if len(vector) % 4:
+            raise ValueError("not float32")
     except (TypeError, ValueError):
         raise Unavailable("the resident server sent a garbage reply (hits)") from None
     return Nearest(out, str(reply.get("via") or ""), vector)
