@@ -212,3 +212,29 @@ def test_a_turn_scores_the_mean_of_its_own_and_its_reply_vector(
     assert best.start_line == first.start_line  # the file's best chunk: explained
     mean = (cos(query, first.own_text) + cos(query, first.reply_text)) / 2
     assert best.explain["vector"] == round(mean, 4) != round(cos(query, first.own_text), 4)
+
+
+def test_words_too_common_are_left_out_and_counted_again_after_an_index_change(
+    irepo: IRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A word in more than ``cap`` chunks ranks nothing (it is skipped, and said so); a
+    long-lived searcher remembers each count until another connection changes the index."""
+    from memrepo.index import search
+    from memrepo.index.indexer import rebuild
+
+    monkeypatch.setattr(search, "COMMON_MIN", 2)
+    monkeypatch.setattr(search, "COMMON_FRAC", 0.0)
+    rebuild(irepo.root, "none")
+    s = Searcher(irepo.root)
+    try:
+        first = s.search("otters vault")
+        assert "common_words_skipped" not in first[0].explain
+        for name in ("a", "b"):
+            irepo.write(f"knowledge/reference/otters-{name}.md", f"# Otters {name}\n\notters\n")
+        irepo.commit("otters")
+        sync(irepo.root)  # another connection commits: the counts are stale
+        again = s.search("otters vault")
+        assert again[0].explain["common_words_skipped"] == "otters"
+        assert [h.path for h in again] == [first[0].path]  # the otters files rank nothing
+    finally:
+        s.close()

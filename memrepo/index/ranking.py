@@ -102,7 +102,7 @@ class Settings:
     mask_names: bool = True
 
 
-@dataclass
+@dataclass(slots=True)  # ~1,000 made a query: slots make them cheaper to make
 class ChunkHit:
     chunk_id: int
     path: str
@@ -115,7 +115,7 @@ class ChunkHit:
     stale: float = 0.0  # share of superseded entries in the chunk
 
 
-@dataclass
+@dataclass(slots=True)
 class FileInfo:
     path: str
     category: str | None
@@ -164,21 +164,33 @@ def _fuse(hits: list[ChunkHit], s: Settings, have_vectors: bool) -> None:
     # Seed 000: each score divided by the best of its kind, so the weakest keyword match
     # keeps its share (min-max would give it 0, below chunks that match no word at all);
     # a similarity of 0 or less says "unrelated" and counts nothing.
-    bhi = max((h.bm25 for h in hits), default=0.0) or 1.0
-    vhi = max((h.vector or 0.0 for h in hits), default=0.0) or 1.0
-    for h in hits:
-        b = max(h.bm25, 0.0) / bhi
-        v = max(h.vector or 0.0, 0.0) / vhi
-        h.fused = s.bm25_weight * b + s.vector_weight * v
+    bm = [h.bm25 for h in hits]
+    vs = [h.vector or 0.0 for h in hits]
+    bhi = max(bm, default=0.0) or 1.0
+    vhi = max(vs, default=0.0) or 1.0
+    bw, vw = s.bm25_weight, s.vector_weight
+    for h, b, v in zip(hits, bm, vs, strict=True):
+        h.fused = bw * (max(b, 0.0) / bhi) + vw * (max(v, 0.0) / vhi)
 
 
 def _days_since(date: str | None, today: dt.date) -> int | None:
     if not date:
         return None
-    try:
-        return max((today - dt.date.fromisoformat(date[:10])).days, 0)
-    except ValueError:
-        return None
+    day = _ORDINALS.get(date[:10], False)
+    if day is False:
+        if len(_ORDINALS) >= 100_000:  # a process that searched years of distinct days
+            _ORDINALS.clear()
+        try:
+            day = dt.date.fromisoformat(date[:10]).toordinal()
+        except ValueError:
+            day = None
+        _ORDINALS[date[:10]] = day
+    return None if day is None else max(today.toordinal() - day, 0)
+
+
+#: day number of each date string seen (a query weighs ~1,000 files' dates, mostly the same
+#: few thousand days from one query to the next): parsing them was a tenth of the ranking
+_ORDINALS: dict[str, int | None] = {}
 
 
 def rank(
@@ -193,42 +205,110 @@ def rank(
     """Roll chunks up to files, apply signals/recency/status/dates, keep the best ``limit``.
 
     ``dates``: the calendar ranges the query names (:func:`~memrepo.index.dates.date_ranges`).
+    A query weighs ~1,000 files: each gets its score in one tight loop (:func:`_finals`);
+    only the ``limit`` shown become :class:`Ranked`, explained.
     """
     today = today or dt.date.today()
     by_file: dict[str, list[ChunkHit]] = {}
-    for h in sorted(hits, key=lambda h: -h.fused):
-        if h.fused > 0:  # neither a keyword match nor a related vector: not a result
-            by_file.setdefault(h.path, []).append(h)
+    # neither a keyword match nor a related vector: not a result
+    for h in sorted([h for h in hits if h.fused > 0], key=_neg_fused):
+        chunks = by_file.get(h.path)
+        if chunks is None:
+            by_file[h.path] = [h]
+        else:
+            chunks.append(h)
+    keys = _finals(by_file, files, signals, s, today, dates)
+    keys.sort()  # (-score, path): what sorting the files by that key gives, ties and all
     out: list[Ranked] = []
-    pending: dict[str, tuple[Any, ...]] = {}
-    for path, chunks in by_file.items():
-        info = files.get(path) or FileInfo(path, None, None, "")
-        rel = sum(w * c.fused for w, c in zip(s.rollup, chunks, strict=False))
-        best = chunks[0]
-        score, reinforced = 0.0, None
-        for line, sc, when in signals.get(path, ()):
-            if line == 0 or best.start_line <= line <= best.end_line:
-                score += sc
-                if when and (reinforced is None or when > reinforced):
-                    reinforced = when
-        signal_f = math.exp(score * s.reinforce_factor)
-        ref_date = max(filter(None, (info.modified, reinforced)), default=None)
-        days = _days_since(ref_date, today)
-        recency_f = 1.0 / (1.0 + days * s.recency_per_day) if days is not None else 1.0
-        status_f = {"superseded": s.superseded_factor, "archived": s.archived_factor}.get(
-            info.status, 1.0
-        )
-        date_f = 1.0 + s.date_boost if dates and in_ranges(info.modified, dates) else 1.0
-        final = rel * signal_f * recency_f * status_f * date_f
-        why = (best, rel, len(chunks), score, signal_f, days, recency_f, info.status, status_f,
-               date_f, final)
-        out.append(Ranked(path, info.category, final, chunks[: max(s.per_file, 1)]))
-        pending[path] = why
-    out.sort(key=lambda r: (-r.score, r.path))
-    out = out[:limit]
-    for r in out:  # explained only for what is shown (a query weighs ~1,000 files)
-        r.explain = _explain(*pending[r.path])
+    for _, path in keys[:limit]:
+        r, why = _score(path, by_file[path], files.get(path), signals.get(path), s, today,
+                        dates)
+        r.explain = _explain(*why)  # explained only for what is shown
+        out.append(r)
     return out
+
+
+def _neg_fused(h: ChunkHit) -> float:
+    return -h.fused
+
+
+def _rollup(s: Settings, chunks: list[ChunkHit]) -> float:
+    if len(s.rollup) == 1:  # the default: what sum() computes for one term, 0.0 + w * f
+        return 0.0 + s.rollup[0] * chunks[0].fused
+    return sum(w * c.fused for w, c in zip(s.rollup, chunks, strict=False))
+
+
+def _signal(sig: list[tuple[int, float, str | None]] | None, best: ChunkHit,
+            s: Settings) -> tuple[float, str | None, float]:
+    """(signal score, last reinforce, factor) of the signals on the file or in ``best``."""
+    score, reinforced = 0.0, None
+    for line, sc, when in sig or ():
+        if line == 0 or best.start_line <= line <= best.end_line:
+            score += sc
+            if when and (reinforced is None or when > reinforced):
+                reinforced = when
+    return score, reinforced, math.exp(score * s.reinforce_factor)
+
+
+def _recency(ref_date: str | None, today: dt.date, s: Settings) -> tuple[int | None, float]:
+    days = _days_since(ref_date, today)
+    return days, 1.0 / (1.0 + days * s.recency_per_day) if days is not None else 1.0
+
+
+def _score(path: str, chunks: list[ChunkHit], info: FileInfo | None,
+           sig: list[tuple[int, float, str | None]] | None, s: Settings, today: dt.date,
+           dates: list[DateRange] | None) -> tuple[Ranked, tuple[Any, ...]]:
+    """One file's :class:`Ranked` and what :func:`_explain` says of it (the score
+    :func:`_finals` computes, with its parts)."""
+    info = info or FileInfo(path, None, None, "")
+    rel = _rollup(s, chunks)
+    best = chunks[0]
+    score, reinforced, signal_f = _signal(sig, best, s)
+    ref_date = max(filter(None, (info.modified, reinforced)), default=None)
+    days, recency_f = _recency(ref_date, today, s)
+    status_f = {"superseded": s.superseded_factor, "archived": s.archived_factor}.get(
+        info.status, 1.0
+    )
+    date_f = 1.0 + s.date_boost if dates and in_ranges(info.modified, dates) else 1.0
+    final = rel * signal_f * recency_f * status_f * date_f
+    why = (best, rel, len(chunks), score, signal_f, days, recency_f, info.status, status_f,
+           date_f, final)
+    return Ranked(path, info.category, final, chunks[: max(s.per_file, 1)]), why
+
+
+def _finals(by_file: dict[str, list[ChunkHit]], files: dict[str, FileInfo],
+            signals: dict[str, list[tuple[int, float, str | None]]], s: Settings,
+            today: dt.date, dates: list[DateRange] | None) -> list[tuple[float, str]]:
+    """``(-score, path)`` of every file, in ``by_file``'s order: :func:`_score`'s product,
+    factor by factor in the same order (the same float), with each date's recency and
+    date factor computed once (most files have no signals)."""
+    statuses = {"superseded": s.superseded_factor, "archived": s.archived_factor}
+    no_signal = math.exp(0.0 * s.reinforce_factor)
+    recency: dict[str | None, float] = {}
+    boost: dict[str | None, float] = {}
+    keys: list[tuple[float, str]] = []
+    for path, chunks in by_file.items():
+        info = files.get(path)
+        modified, status = (info.modified, info.status) if info is not None else (None, "")
+        rel = _rollup(s, chunks)
+        sig = signals.get(path)
+        if sig:
+            reinforced, signal_f = _signal(sig, chunks[0], s)[1:]
+            ref_date = max(filter(None, (modified, reinforced)), default=None)
+        else:
+            signal_f, ref_date = no_signal, modified or None
+        recency_f = recency.get(ref_date)
+        if recency_f is None:
+            recency_f = recency[ref_date] = _recency(ref_date, today, s)[1]
+        status_f = statuses.get(status, 1.0)
+        date_f = 1.0
+        if dates:
+            date_f = boost.get(modified, 0.0)
+            if not date_f:
+                date_f = boost[modified] = 1.0 + s.date_boost if in_ranges(modified,
+                                                                           dates) else 1.0
+        keys.append((-(rel * signal_f * recency_f * status_f * date_f), path))
+    return keys
 
 
 def _explain(best: ChunkHit, rel: float, matching: int, score: float, signal_f: float,
