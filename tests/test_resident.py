@@ -250,6 +250,31 @@ def test_a_broken_server_leaves_fts5_alone(
     assert took < 0.5  # the 100 ms budget, not the server's pace
 
 
+def test_one_slow_reply_costs_one_query_its_vectors_not_the_searcher(
+    hashed: IRepo, heavy_hash: None
+) -> None:
+    """A long-lived searcher (the MCP server, --batch) whose server was slow once asks it
+    again on the next query."""
+    t = _fake_server(_sock(hashed.root), "slow")
+    searcher = Searcher(hashed.root, embedder_name="hash")
+    try:
+        first = searcher.search("kubernetes rolling update")
+        t.join(2)
+        assert first[0].explain["vectors"] == "off"
+        srv = Server(hashed.root, HashEmbedder())
+        srv.start()
+        try:
+            deadline = time.monotonic() + 10
+            while srv.nearest.status().get("state") != "ready" and time.monotonic() < deadline:
+                time.sleep(0.05)
+            again = searcher.search("kubernetes rolling update")
+        finally:
+            srv.stop()
+    finally:
+        searcher.close()
+    assert again[0].explain["vectors"] == "on", again[0].explain
+
+
 def test_light_embedders_stay_in_process(hashed: IRepo) -> None:
     searcher = Searcher(hashed.root, embedder_name="hash")
     hits = searcher.search("kubernetes")

@@ -295,7 +295,7 @@ class Searcher:
         ask = getattr(self.embedder, "nearest", None)  # the resident server searches too
         try:
             if ask is not None:
-                from memrepo.index.resident import Refused
+                from memrepo.index.resident import Refused, Unavailable
 
                 try:
                     top, via, qv = (early.result() if early is not None
@@ -309,11 +309,13 @@ class Searcher:
             if top is None:
                 qv = self.embedder.embed([text])[0]
         except Exception as exc:  # a missing extra or a bad model file: BM25 still answers
+            self.vectors_why = str(exc)[:120] or type(exc).__name__
+            if ask is not None and isinstance(exc, Unavailable):
+                return False  # a slow or busy server: this query alone goes without vectors
             self.notes.append(
                 f"vectors unused: the {self.embedder.id} embedder failed "
                 f"({type(exc).__name__}: {str(exc)[:120]})"
             )
-            self.vectors_why = str(exc)[:120] or type(exc).__name__
             self.embedder = None
             return False
         if top is None:
