@@ -178,18 +178,23 @@ def test_query_expansion_finds_a_neighbour_word_when_turned_on(irepo: IRepo) -> 
         "ceramics", "ceramic", "pots"]
 
 
-@pytest.mark.parametrize("candidates", [200, 1])
+@pytest.mark.parametrize(("candidates", "numpy"), [(200, True), (1, True), (1, False)])
 def test_a_turn_scores_the_mean_of_its_own_and_its_reply_vector(
-    irepo: IRepo, candidates: int, monkeypatch: pytest.MonkeyPatch
+    irepo: IRepo, candidates: int, numpy: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A transcript turn has two vectors (the turn, and the turn with the reply it got):
     search gives it their mean, scoring here the one the nearest search did not return
-    (with 1 candidate, one of the two)."""
+    (with 1 candidate, one of the two; by numpy when a process has it, else in Python)."""
     import array
+    import sys
 
     from memrepo.index import search
 
     monkeypatch.setattr(search, "VECTOR_CANDIDATES", candidates)
+    if numpy:
+        pytest.importorskip("numpy")
+    else:
+        monkeypatch.delitem(sys.modules, "numpy", raising=False)
     from memrepo.index.embedders import HashEmbedder
     from memrepo.index.indexer import parse, rebuild
 
