@@ -341,16 +341,15 @@ class Searcher:
         extra, args = _doc_filter_sql(f)
         keys = list(sim)
         rows: dict[int, tuple[Any, ...]] = {}
-        for column in ("hash", "reply_hash"):
-            for i in range(0, len(keys), 500):
-                part = keys[i : i + 500]
-                sql = (
-                    "SELECT c.id, d.path, c.ord, c.start_line, c.end_line, c.stale, c.hash, "
-                    "c.reply_hash FROM chunks c JOIN documents d ON d.id = c.doc_id "
-                    f"WHERE c.{column} IN ({_in(len(part))}){extra}"
-                )
-                for row in self.con.execute(sql, [*part, *args]):
-                    rows[row[0]] = row
+        for i in range(0, len(keys), 400):
+            part = keys[i : i + 400]
+            sql = (
+                "SELECT c.id, d.path, c.ord, c.start_line, c.end_line, c.stale, c.hash, "
+                "c.reply_hash FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                f"WHERE (c.hash IN ({_in(len(part))}) OR c.reply_hash IN ({_in(len(part))})){extra}"
+            )
+            for row in self.con.execute(sql, [*part, *part, *args]):
+                rows[row[0]] = row
         missing = {k for row in rows.values() for k in row[6:] if k is not None and k not in sim}
         if missing and qv:
             from memrepo.index.vectors import similarities
