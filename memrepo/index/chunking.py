@@ -51,7 +51,7 @@ class Chunk:
         """The turn followed by its reply: what the second vector of a transcript turn
         embeds (search averages it with the first). Half of what a question asks is in the
         answer a turn got ("Did you go?" "Yes, to Paris"); MiniLM on LoCoMo dev, session
-        R@5 / turn R@10 / multi-hop R@5: 88.9 / 78.4 / 63.3 one vector, 89.4 / 79.6 / 65.5
+        R@5 / turn R@10 / multi-hop R@5: 88.9 / 78.4 / 63.3 one vector, 89.3 / 79.7 / 65.5
         two (DESIGN-NOTES)."""
         return f"{self.own_text}\n{self.reply}" if self.reply else None
 
