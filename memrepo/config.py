@@ -102,6 +102,11 @@ SCHEMA: dict[str, dict[str, Setting]] = {
             0.0, "weight of the query words' nearest words (a static table, no model) in "
             "BM25; 0 turns query expansion off"
         ),
+        "reply_vectors": Setting(
+            True, bool, "embed each transcript turn twice: alone, and with the reply it got "
+            "(search averages the two); false: one vector a chunk, ~2.5x less to embed "
+            "(applies at the next 'memory index', which rebuilds)"
+        ),
         "mask_names": Setting(
             True, bool, "embed a query with the people it names replaced by 'they' "
             "(names from participants, people files); BM25 still matches them"

@@ -53,7 +53,7 @@ def index(ctx: click.Context, rebuild: bool, as_json: bool) -> None:
     bar, embed_bar = _Bar(tty), _Bar(tty, "embedding")
     try:
         res = sync(repo.root, embedder_name=name, force_rebuild=rebuild, progress=bar,
-                   embed_progress=embed_bar)
+                   embed_progress=embed_bar, replies=repo.config["search"]["reply_vectors"])
     except Busy as exc:
         raise MemrepoError(f"{exc}; try again when it finishes") from None
     finally:

@@ -123,7 +123,8 @@ def _first_index(root: Path) -> str | None:
     try:
         from memrepo.index.indexer import sync
 
-        res = sync(root, embedder_name=load_config(root)["search"]["embedder"])
+        search = load_config(root)["search"]
+        res = sync(root, embedder_name=search["embedder"], replies=search["reply_vectors"])
     except Exception as exc:  # init has done its job; the doctor reports the index
         return f"search index not built ({exc}); run 'memory index'"
     return f"indexed {res.files} files into memory.db" if res is not None else None

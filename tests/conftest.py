@@ -244,7 +244,8 @@ class IRepo:
         finally:
             con.close()
 
-    def rebuilt_snapshot(self, tmp: Path, embedder: str = "none") -> dict[str, object]:
+    def rebuilt_snapshot(self, tmp: Path, embedder: str = "none", replies: bool = True
+                         ) -> dict[str, object]:
         """The snapshot of a fresh rebuild of the same HEAD, in a copy of the repo."""
         import shutil
 
@@ -252,7 +253,7 @@ class IRepo:
 
         copy = tmp / f"rebuilt-{len(list(tmp.iterdir()))}"
         shutil.copytree(self.root, copy, ignore=shutil.ignore_patterns("memory.db*"))
-        rebuild(copy, embedder)
+        rebuild(copy, embedder, replies=replies)
         return IRepo(copy).snapshot()
 
 

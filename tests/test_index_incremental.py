@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import IREPO_TRANSCRIPT, IRepo, run_git
+from conftest import IREPO_TRANSCRIPT, IRepo, invoke_memory, run_git
 
 from memrepo.index import log as hooklog
 from memrepo.index.indexer import rebuild, sync
@@ -220,12 +220,17 @@ def test_heavy_embedder_is_queued_off_the_commit_path(
     _assert_like_rebuild(irepo, copies, "hash")
 
 
-def _vectors_check(irepo: IRepo) -> tuple[bool, str]:
-    """What `memory doctor` says of the vectors (ok, the first words of the detail)."""
+def _index_checks(irepo: IRepo) -> list:
+    """What `memory doctor` checks of the index."""
     from memrepo.index import health
     from memrepo.repo import discover
 
-    (check,) = [c for c in health.checks(discover(str(irepo.root))) if c.name == "index vectors"]
+    return health.checks(discover(str(irepo.root)))
+
+
+def _vectors_check(irepo: IRepo) -> tuple[bool, str]:
+    """What `memory doctor` says of the vectors (ok, the first words of the detail)."""
+    (check,) = [c for c in _index_checks(irepo) if c.name == "index vectors"]
     assert check.warning and check.fix == "memory index"
     words = " ".join(check.detail.split()[:3]) if not check.ok else check.detail
     return check.ok, words
@@ -248,3 +253,33 @@ def test_the_hook_path_stays_light(irepo_indexed: IRepo) -> None:
     )
     assert out.stdout.strip() == "[]", out.stderr
     assert irepo_indexed.snapshot()["commit"] == irepo_indexed.git("rev-parse", "HEAD").strip()
+
+
+def test_reply_vectors_off_keeps_one_vector_a_chunk_until_the_setting_changes(
+    irepo: IRepo, copies: Path
+) -> None:
+    """``search.reply_vectors: false`` (a big repo halving its embedding): no turn gets a
+    second vector, updates keep to it, and `memory index` rebuilds when it changes."""
+    irepo.write("memory-config.yaml", "search:\n  embedder: hash\n  reply_vectors: false\n")
+    irepo.commit("one vector a chunk")
+    out = invoke_memory(irepo.root, "index")
+    assert out.returncode == 0, out.stderr
+    snap = irepo.snapshot()
+    assert snap["chunks"] and all(row[-1] is None for row in snap["chunks"])
+    assert len(snap["vectors"]) == len({row[4] for row in snap["chunks"]})
+    path = "raw/conversations/2024/03/02/1000-s1-rotating-keys.md"
+    with open(irepo.root / path, "a", encoding="utf-8") as fh:
+        fh.write("\n## 10:02 — user\n\nThanks, the consumer is redeployed.\n")
+    irepo.commit("turn")
+    irepo.event()  # the hook keeps what the index recorded
+    assert irepo.snapshot() == irepo.rebuilt_snapshot(copies, "hash", replies=False)
+    irepo.write("memory-config.yaml", "search:\n  embedder: hash\n")
+    irepo.commit("two vectors a turn")
+    irepo.event()
+    (check,) = [c for c in _index_checks(irepo) if c.name == "index embedder"]
+    assert not check.ok and "search.reply_vectors is true" in check.detail  # doctor says so
+    out = invoke_memory(irepo.root, "index")
+    assert out.returncode == 0, out.stderr
+    assert "rebuilt" in out.stdout and "search.reply_vectors is now true" in out.stdout
+    assert any(row[-1] is not None for row in irepo.snapshot()["chunks"])
+    _assert_like_rebuild(irepo, copies, "hash")

@@ -147,7 +147,7 @@ def _catch_up_rounds(root: Path, gd: Path, embedder: Any, should_stop: Callable[
                      log: Callable[[str], None] | None, before: int) -> int:
     from memrepo.index import db as dbmod
     from memrepo.index import gitsource, schema
-    from memrepo.index.indexer import parse
+    from memrepo.index.indexer import parse, replies_recorded
 
     path = db_path(root)
     tried: set[str] = set()  # blobs read once: one that cannot give its chunks is not retried
@@ -157,7 +157,9 @@ def _catch_up_rounds(root: Path, gd: Path, embedder: Any, should_stop: Callable[
             return done
         con = dbmod.connect(path, readonly=True)
         try:
-            if schema.get_meta(con).get("embedder") != embedder.id:
+            meta = schema.get_meta(con)
+            replies = replies_recorded(meta)
+            if meta.get("embedder") != embedder.id:
                 if log:
                     log(f"catch-up: the index is not built with {embedder.id}; nothing to do")
                 return done
@@ -176,7 +178,7 @@ def _catch_up_rounds(root: Path, gd: Path, embedder: Any, should_stop: Callable[
         for sha, data in gitsource.stream_blobs(root, by_sha):
             if data is not None:
                 for c in parse(by_sha[sha], data).chunks:
-                    for h, text in c.vector_texts().items():
+                    for h, text in c.vector_texts(replies).items():
                         texts.setdefault(h, text)
         items = list(texts.items())
         for i in range(0, len(items), CATCHUP_BATCH):

@@ -61,10 +61,11 @@ class Chunk:
         text = self.reply_text
         return None if text is None else content_hash("\x00reply\x00" + text)
 
-    def vector_texts(self) -> dict[int, str]:
-        """What the vectors of this chunk embed, by key: the one place that says it."""
+    def vector_texts(self, replies: bool = True) -> dict[int, str]:
+        """What the vectors of this chunk embed, by key: the one place that says it
+        (``replies``: the index keeps reply vectors, ``search.reply_vectors``)."""
         out = {self.hash: self.own_text}
-        if self.reply:
+        if self.reply and replies:
             out[self.reply_hash] = self.reply_text  # type: ignore[index]
         return out
 

@@ -98,12 +98,16 @@ def _meta_checks(repo, root, meta, docs, head, embedder_id) -> list[Check]:
         wanted = None
         out.append(Check("index embedder", False, f"config: {exc}", "memory config show"))
     if wanted is not None:
+        from memrepo.index.indexer import replies_recorded
+
         have = meta.get("embedder")
-        out.append(
-            Check(
-                "index embedder", have == wanted, f"built with {have}, config wants {wanted}", FIX
-            )
-        )
+        ok, detail = have == wanted, f"built with {have}, config wants {wanted}"
+        replies = bool(repo.config["search"].get("reply_vectors", True))
+        if ok and have != "none" and replies_recorded(meta) != replies:
+            ok = False
+            detail += (f", but search.reply_vectors is {str(replies).lower()} and the index "
+                       f"was built with it {str(not replies).lower()}")
+        out.append(Check("index embedder", ok, detail, FIX))
     indexed = meta.get("commit") or None
     if head is None:
         out.append(Check("index commit", True, "no commit yet"))

@@ -154,6 +154,8 @@ class Writer:
     def __init__(self, con: sqlite3.Connection, embedder: Embedder | None, embed_now: bool,
                  gz_limit: int = compression.DEFAULT_LIMIT):
         self.con = con
+        #: whether transcript turns get their reply vector (recorded by the rebuild)
+        self.replies = replies_recorded(schema.get_meta(con))
         self.gz_limit = gz_limit
         #: ``path: why`` of compressed archives that could not be read (indexed textless)
         self.problems: list[str] = []
@@ -209,20 +211,21 @@ class Writer:
             cid = self.con.execute(
                 "INSERT INTO chunks(doc_id, ord, start_line, end_line, hash, stale, reply_hash)"
                 " VALUES (?,?,?,?,?,?,?)",
-                (doc_id, c.ord, c.start_line, c.end_line, h, c.stale, c.reply_hash),
+                (doc_id, c.ord, c.start_line, c.end_line, h, c.stale,
+                 c.reply_hash if self.replies else None),
             ).lastrowid
             self.con.execute("INSERT INTO chunks_fts(rowid, text) VALUES (?, ?)", (cid, c.text))
             cjk.add(self.con, cid, c.text)
             if vectors is not None:
                 self.embedded += self.con.executemany(
                     "INSERT OR IGNORE INTO vectors(hash, vec) VALUES (?, ?)",
-                    [(k, vectors[k]) for k in c.vector_texts()],
+                    [(k, vectors[k]) for k in c.vector_texts(self.replies)],
                 ).rowcount
             elif self.embed_now:
-                for k, text in c.vector_texts().items():
+                for k, text in c.vector_texts(self.replies).items():
                     self.to_embed.setdefault(k, text)
             elif self.embedder is not None:
-                self.left.update(c.vector_texts())
+                self.left.update(c.vector_texts(self.replies))
         links.store(self.con, p.links)
         self.chunks += len(p.chunks)
         if len(self.to_embed) >= EMBED_BATCH:
@@ -294,13 +297,22 @@ class Writer:
         self.dropped_hashes.clear()
 
 
-def _check_meta(meta: dict[str, str], embedder_id: str | None) -> None:
+def replies_recorded(meta: dict[str, str]) -> bool:
+    """Whether the index keeps reply vectors (``search.reply_vectors`` at its rebuild)."""
+    return meta.get("reply_vectors", "1") == "1"
+
+
+def _check_meta(meta: dict[str, str], embedder_id: str | None,
+                replies: bool | None = None) -> None:
     if meta.get("schema_version") != str(schema.SCHEMA_VERSION):
         raise NeedsRebuild(
             f"index schema {meta.get('schema_version')} is not {schema.SCHEMA_VERSION}"
         )
     if embedder_id is not None and meta.get("embedder") != embedder_id:
         raise NeedsRebuild(f"index embedder {meta.get('embedder')} is not {embedder_id}")
+    if (replies is not None and meta.get("embedder", "none") != "none"
+            and replies_recorded(meta) != replies):
+        raise NeedsRebuild(f"search.reply_vectors is now {str(replies).lower()}")
 
 
 def open_index(root: Path) -> sqlite3.Connection:
@@ -325,7 +337,7 @@ def pending_vectors(con: sqlite3.Connection) -> int:
 
 def update(
     root: Path, *, embedder_id: str | None = None, hook: bool = False, head: str | None = None,
-    progress: Progress | None = None,
+    progress: Progress | None = None, replies: bool | None = None,
 ) -> Result:
     """Bring an existing index to HEAD from the diff (the caller holds the lock);
     ``progress(done, total)`` follows the embedding of chunks left without vectors."""
@@ -336,7 +348,7 @@ def update(
     con = open_index(root)
     try:
         meta = schema.get_meta(con)
-        _check_meta(meta, embedder_id)
+        _check_meta(meta, embedder_id, replies)
         indexed = meta.get("commit") or None
         embedder = get_embedder(meta.get("embedder", "none"))
         embed_now = embedder is not None and (embedder.light or not hook)
@@ -473,7 +485,7 @@ def _catch_up_vectors(
         for sha, data in gitsource.stream_blobs(root, by_sha):
             if data is not None:
                 for c in parse(by_sha[sha], data, writer.gz_limit).chunks:
-                    for h, text in c.vector_texts().items():
+                    for h, text in c.vector_texts(writer.replies).items():
                         writer.to_embed.setdefault(h, text)
                 if len(writer.to_embed) >= EMBED_BATCH:
                     n += writer.flush_vectors()
@@ -489,7 +501,8 @@ def _catch_up_vectors(
     return n
 
 
-def rebuild(root: Path, embedder_name: str, *, progress: Progress | None = None) -> Result:
+def rebuild(root: Path, embedder_name: str, *, progress: Progress | None = None,
+            replies: bool = True) -> Result:
     """A fresh index of HEAD in a temp file, swapped in atomically (the caller holds the lock)."""
     t0 = time.perf_counter()
     root = Path(root)
@@ -507,6 +520,7 @@ def rebuild(root: Path, embedder_name: str, *, progress: Progress | None = None)
                 con,
                 schema_version=schema.SCHEMA_VERSION,
                 embedder=embedder.id if embedder else "none",
+                reply_vectors=int(replies),
                 commit=head or "",
                 updated=int(time.time()),
             )
@@ -547,7 +561,7 @@ _WORKER_EMBEDDERS: dict[str, Embedder | None] = {}
 
 def _prepare_part(
     root: str, part: list[tuple[str, str]], embedder_name: str | None,
-    gz_limit: int = compression.DEFAULT_LIMIT,
+    gz_limit: int = compression.DEFAULT_LIMIT, replies: bool = True,
 ) -> tuple[list[tuple[str, str, Parsed | None]], dict[int, bytes] | None]:
     """Read, chunk and (when asked) embed a slice of files: runs in a worker process."""
     blobs = dict(gitsource.stream_blobs(Path(root), dict.fromkeys(sha for _, sha in part)))
@@ -562,14 +576,14 @@ def _prepare_part(
         emb = _WORKER_EMBEDDERS[embedder_name]
         if emb is not None:
             texts = {h: t for _, _, p in parsed if p for c in p.chunks
-                     for h, t in c.vector_texts().items()}
+                     for h, t in c.vector_texts(replies).items()}
             vecs = dict(zip(texts, emb.embed(list(texts.values())), strict=True))
     return parsed, vecs
 
 
 def _prepared_parts(
     root: Path, files: list[tuple[str, str]], embedder_name: str | None,
-    gz_limit: int = compression.DEFAULT_LIMIT,
+    gz_limit: int = compression.DEFAULT_LIMIT, replies: bool = True,
 ) -> Iterable[tuple[list[tuple[str, str, Parsed | None]], dict[int, bytes] | None]]:
     parts = [files[i : i + PART_FILES] for i in range(0, len(files), PART_FILES)]
     if len(files) >= PARALLEL_MIN_FILES and (os.cpu_count() or 1) > 1:
@@ -583,7 +597,8 @@ def _prepared_parts(
             with pool:  # a few slices in flight: the worker never runs far ahead (RSS)
                 todo = iter(parts)
                 window = collections.deque(
-                    pool.apply_async(_prepare_part, (str(root), part, embedder_name, gz_limit))
+                    pool.apply_async(_prepare_part,
+                                     (str(root), part, embedder_name, gz_limit, replies))
                     for part in itertools.islice(todo, 3)
                 )
                 while window:
@@ -592,12 +607,12 @@ def _prepared_parts(
                     if nxt is not None:
                         window.append(
                             pool.apply_async(_prepare_part,
-                                             (str(root), nxt, embedder_name, gz_limit))
+                                             (str(root), nxt, embedder_name, gz_limit, replies))
                         )
                     yield result
             return
     for part in parts:
-        yield _prepare_part(str(root), part, embedder_name, gz_limit)
+        yield _prepare_part(str(root), part, embedder_name, gz_limit, replies)
 
 
 def _bulk_add(
@@ -612,7 +627,8 @@ def _bulk_add(
     con.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('automerge', 0)")
     done = 0
     con.execute("BEGIN")
-    for parsed, vecs in _prepared_parts(root, files, embedder_name, writer.gz_limit):
+    for parsed, vecs in _prepared_parts(root, files, embedder_name, writer.gz_limit,
+                                        writer.replies):
         for path, sha, p in parsed:
             if p is not None:
                 writer.add(path, sha, b"", p, vecs)
@@ -649,6 +665,7 @@ def sync(
     wait: float = 30.0,
     located: tuple[Path, str | None] | None = None,
     embed_progress: Progress | None = None,
+    replies: bool | None = None,
 ) -> Result | None:
     """Update (or rebuild) under the lock, then loop while hooks marked work pending.
 
@@ -677,7 +694,7 @@ def sync(
             while lock.take_pending() or own_pass:
                 own_pass = False
                 res = _one_pass(root, embedder_name, force_rebuild, hook, progress, head,
-                                embed_progress)
+                                embed_progress, replies)
                 result = res if result is None else _combine(result, res)
                 force_rebuild, head = False, None  # later passes: HEAD may have moved
         finally:
@@ -711,35 +728,42 @@ def _one_pass(
     progress: Progress | None,
     head: str | None,
     embed_progress: Progress | None = None,
+    replies: bool | None = None,
 ) -> Result:
+    """One update, or a rebuild when it cannot be (``replies``: the configured
+    ``search.reply_vectors``; None: keep what the index recorded)."""
     eid = None
     if embedder_name is not None:
         emb = get_embedder(embedder_name)
         eid = emb.id if emb else "none"
     if not force_rebuild:
         try:
-            return update(root, embedder_id=eid, hook=hook, head=head, progress=embed_progress)
+            return update(root, embedder_id=eid, hook=hook, head=head, progress=embed_progress,
+                          replies=replies)
         except (NoIndex, NeedsRebuild) as exc:
             if hook:
                 raise
             note = str(exc)
     else:
         note = "rebuild requested"
+    recorded = _recorded_meta(root)
     if embedder_name is None:
-        meta_embedder = _recorded_embedder(root)
-        embedder_name = meta_embedder or "none"
-    res = rebuild(root, embedder_name, progress=progress)
+        embedder_name = recorded.get("embedder") or "none"
+    if replies is None:
+        replies = replies_recorded(recorded)
+    res = rebuild(root, embedder_name, progress=progress, replies=replies)
     res.notes.insert(0, note)  # first: `memory index` prints it as the reason
     # commits that landed while rebuilding are picked up by the next pass (pending mark)
     return res
 
 
-def _recorded_embedder(root: Path) -> str | None:
+def _recorded_meta(root: Path) -> dict[str, str]:
+    """What the current index recorded (empty when there is none to read)."""
     try:
         con = open_index(root)
     except (NoIndex, NeedsRebuild):
-        return None
+        return {}
     try:
-        return schema.get_meta(con).get("embedder")
+        return schema.get_meta(con)
     finally:
         con.close()
