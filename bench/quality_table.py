@@ -112,11 +112,11 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             settings, cost = CONFIGS[name]
             r = retrieval(settings, data, Path(tmp) / f"{name}.json")
-            cov = (float("nan") if args.no_compile
-                   else coverage(settings, data, Path(tmp) / f"{name}-compile.json"))
+            cov = ("–" if args.no_compile else
+                   f"{coverage(settings, data, Path(tmp) / f'{name}-compile.json'):.1f} %")
             lines.append(
                 f"| {name} | {r['session_r5']:.1f} | {r['turn_r10']:.1f} | "
-                f"{r['multihop_r5']:.1f} | {cov:.1f} % | {r['ms_per_query']:.1f} | "
+                f"{r['multihop_r5']:.1f} | {cov} | {r['ms_per_query']:.1f} | "
                 f"{r['index_s']:.0f} | {cost} |"
             )
             details.append(f"### {name}\n\n{r['per_conversation']}")
