@@ -283,3 +283,24 @@ def test_reply_vectors_off_keeps_one_vector_a_chunk_until_the_setting_changes(
     assert "rebuilt" in out.stdout and "search.reply_vectors is now true" in out.stdout
     assert any(row[-1] is not None for row in irepo.snapshot()["chunks"])
     _assert_like_rebuild(irepo, copies, "hash")
+
+
+@pytest.mark.parametrize("replies", [True, False])
+def test_a_rebuild_in_worker_processes_equals_one_in_process(
+    irepo: IRepo, copies: Path, monkeypatch: pytest.MonkeyPatch, replies: bool
+) -> None:
+    """Big rebuilds read, chunk and embed in a worker pool (PARALLEL_MIN_FILES): the same
+    index, vectors and reply vectors (or none) included."""
+    import os
+
+    from memrepo.index import indexer
+
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("the pool is used only with two cores or more")
+    monkeypatch.setattr(indexer, "PARALLEL_MIN_FILES", 1)
+    monkeypatch.setattr(indexer, "PART_FILES", 1)
+    rebuild(irepo.root, "hash", replies=replies)
+    snap = irepo.snapshot()
+    assert any(row[-1] is not None for row in snap["chunks"]) == replies
+    monkeypatch.setattr(indexer, "PARALLEL_MIN_FILES", 10**9)
+    assert snap == irepo.rebuilt_snapshot(copies, "hash", replies=replies)
