@@ -283,3 +283,22 @@ def test_signal_weights_come_from_the_config_without_a_refold(irepo_indexed: IRe
     assert _paths(r.root, "backup midnight") == [first, second]
     out = invoke_memory(r.root, "reinforce", second).stdout
     assert "score now -2" in out  # 2 x 1 - 1 x 4, with the configured weights
+
+
+def test_a_rename_made_earlier_on_the_day_of_the_oldest_signal_is_followed(
+    irepo: IRepo, monkeypatch
+) -> None:
+    """To git a bare date is that day at the current time of day: a rename made at 00:00:01
+    on the oldest event's day was missed (and the signal stayed on the old path)."""
+    from memrepo.index.anchors import _renames
+
+    irepo.write("knowledge/reference/backups.md", ENTRIES)
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2024-03-05T00:00:01+00:00")
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "2024-03-05T00:00:01+00:00")
+    irepo.commit("backups")
+    irepo.git("mv", "knowledge/reference/backups.md", "knowledge/reference/backup-policy.md")
+    irepo.commit("renamed")
+    moved = {"knowledge/reference/backups.md": "knowledge/reference/backup-policy.md"}
+    assert _renames(irepo.root, "2024-03-05") == moved
+    assert _renames(irepo.root, "2024-03-08") == {}  # renamed days before the oldest event
+    assert _renames(irepo.root, None) == moved

@@ -13,6 +13,7 @@ anchors (no text) keep their number too.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import io
 import os
 from pathlib import Path
@@ -132,8 +133,11 @@ def _renames(root: Path, since: str | None) -> dict[str, str]:
     from memrepo.errors import GitError
 
     args = ["log", "--reverse", "-M", "--diff-filter=R", "--name-status", "--format=", "-z"]
-    if since:
-        args.append(f"--since={since}")
+    with contextlib.suppress(ValueError):  # an unreadable date: every rename
+        # to git a bare date is that day at the current time of day, which missed a
+        # rename made earlier that day: from the midnight before, in any time zone
+        day = dt.date.fromisoformat((since or "")[:10]) - dt.timedelta(days=1)
+        args.append(f"--since={day.isoformat()}T00:00:00Z")
     try:
         raw = git.git_bytes([*args, "HEAD"], root, check=False)
     except GitError:
