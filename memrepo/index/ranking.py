@@ -205,8 +205,8 @@ def rank(
     """Roll chunks up to files, apply signals/recency/status/dates, keep the best ``limit``.
 
     ``dates``: the calendar ranges the query names (:func:`~memrepo.index.dates.date_ranges`).
-    A query weighs ~1,000 files: each gets its score in one tight loop (:func:`_finals`);
-    only the ``limit`` shown become :class:`Ranked`, explained.
+    A query weighs ~1,000 files: each gets its score (:func:`_score`); only the ``limit``
+    shown become :class:`Ranked`, explained.
     """
     today = today or dt.date.today()
     by_file: dict[str, list[ChunkHit]] = {}
@@ -217,19 +217,29 @@ def rank(
             by_file[h.path] = [h]
         else:
             chunks.append(h)
-    keys = _finals(by_file, files, signals, s, today, dates)
-    keys.sort()  # (-score, path): what sorting the files by that key gives, ties and all
+    statuses = {"superseded": s.superseded_factor, "archived": s.archived_factor}
+    scored: list[tuple[float, str, tuple[Any, ...]]] = []
+    for path, chunks in by_file.items():
+        final, why = _score(chunks, files.get(path), signals.get(path), s, today, dates,
+                            statuses)
+        scored.append((-final, path, why))
+    scored.sort(key=_score_then_path)  # ties broken by path
     out: list[Ranked] = []
-    for _, path in keys[:limit]:
-        r, why = _score(path, by_file[path], files.get(path), signals.get(path), s, today,
-                        dates)
-        r.explain = _explain(*why)  # explained only for what is shown
+    for neg, path, why in scored[:limit]:  # Ranked and explain only for what is shown
+        info = files.get(path)
+        r = Ranked(path, info.category if info else None, -neg,
+                   by_file[path][: max(s.per_file, 1)])
+        r.explain = _explain(*why)
         out.append(r)
     return out
 
 
 def _neg_fused(h: ChunkHit) -> float:
     return -h.fused
+
+
+def _score_then_path(item: tuple[float, str, Any]) -> tuple[float, str]:
+    return item[0], item[1]
 
 
 def _rollup(s: Settings, chunks: list[ChunkHit]) -> float:
@@ -250,65 +260,27 @@ def _signal(sig: list[tuple[int, float, str | None]] | None, best: ChunkHit,
     return score, reinforced, math.exp(score * s.reinforce_factor)
 
 
-def _recency(ref_date: str | None, today: dt.date, s: Settings) -> tuple[int | None, float]:
-    days = _days_since(ref_date, today)
-    return days, 1.0 / (1.0 + days * s.recency_per_day) if days is not None else 1.0
-
-
-def _score(path: str, chunks: list[ChunkHit], info: FileInfo | None,
+def _score(chunks: list[ChunkHit], info: FileInfo | None,
            sig: list[tuple[int, float, str | None]] | None, s: Settings, today: dt.date,
-           dates: list[DateRange] | None) -> tuple[Ranked, tuple[Any, ...]]:
-    """One file's :class:`Ranked` and what :func:`_explain` says of it (the score
-    :func:`_finals` computes, with its parts)."""
-    info = info or FileInfo(path, None, None, "")
+           dates: list[DateRange] | None, statuses: dict[str, float]
+           ) -> tuple[float, tuple[Any, ...]]:
+    """One file's score (the rolled-up chunks x signals x recency x status x dates) and
+    what :func:`_explain` says of it."""
+    modified, status = (info.modified, info.status) if info is not None else (None, "")
     rel = _rollup(s, chunks)
     best = chunks[0]
-    score, reinforced, signal_f = _signal(sig, best, s)
-    ref_date = max(filter(None, (info.modified, reinforced)), default=None)
-    days, recency_f = _recency(ref_date, today, s)
-    status_f = {"superseded": s.superseded_factor, "archived": s.archived_factor}.get(
-        info.status, 1.0
-    )
-    date_f = 1.0 + s.date_boost if dates and in_ranges(info.modified, dates) else 1.0
+    if sig:  # most files have none
+        score, reinforced, signal_f = _signal(sig, best, s)
+        ref_date = max(filter(None, (modified, reinforced)), default=None)
+    else:
+        score, signal_f, ref_date = 0.0, 1.0, modified or None  # exp(0 x factor)
+    days = _days_since(ref_date, today)
+    recency_f = 1.0 / (1.0 + days * s.recency_per_day) if days is not None else 1.0
+    status_f = statuses.get(status, 1.0)
+    date_f = 1.0 + s.date_boost if dates and in_ranges(modified, dates) else 1.0
     final = rel * signal_f * recency_f * status_f * date_f
-    why = (best, rel, len(chunks), score, signal_f, days, recency_f, info.status, status_f,
-           date_f, final)
-    return Ranked(path, info.category, final, chunks[: max(s.per_file, 1)]), why
-
-
-def _finals(by_file: dict[str, list[ChunkHit]], files: dict[str, FileInfo],
-            signals: dict[str, list[tuple[int, float, str | None]]], s: Settings,
-            today: dt.date, dates: list[DateRange] | None) -> list[tuple[float, str]]:
-    """``(-score, path)`` of every file, in ``by_file``'s order: :func:`_score`'s product,
-    factor by factor in the same order (the same float), with each date's recency and
-    date factor computed once (most files have no signals)."""
-    statuses = {"superseded": s.superseded_factor, "archived": s.archived_factor}
-    no_signal = math.exp(0.0 * s.reinforce_factor)
-    recency: dict[str | None, float] = {}
-    boost: dict[str | None, float] = {}
-    keys: list[tuple[float, str]] = []
-    for path, chunks in by_file.items():
-        info = files.get(path)
-        modified, status = (info.modified, info.status) if info is not None else (None, "")
-        rel = _rollup(s, chunks)
-        sig = signals.get(path)
-        if sig:
-            reinforced, signal_f = _signal(sig, chunks[0], s)[1:]
-            ref_date = max(filter(None, (modified, reinforced)), default=None)
-        else:
-            signal_f, ref_date = no_signal, modified or None
-        recency_f = recency.get(ref_date)
-        if recency_f is None:
-            recency_f = recency[ref_date] = _recency(ref_date, today, s)[1]
-        status_f = statuses.get(status, 1.0)
-        date_f = 1.0
-        if dates:
-            date_f = boost.get(modified, 0.0)
-            if not date_f:
-                date_f = boost[modified] = 1.0 + s.date_boost if in_ranges(modified,
-                                                                           dates) else 1.0
-        keys.append((-(rel * signal_f * recency_f * status_f * date_f), path))
-    return keys
+    return final, (best, rel, len(chunks), score, signal_f, days, recency_f, status,
+                   status_f, date_f, final)
 
 
 def _explain(best: ChunkHit, rel: float, matching: int, score: float, signal_f: float,
