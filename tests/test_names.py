@@ -77,6 +77,16 @@ def _searcher(root, settings: Settings) -> tuple[Searcher, Recording]:
     return s, rec
 
 
+def _embedded(root, query: str, settings: Settings | None = None) -> list[str]:
+    """The texts one search of ``query`` embedded."""
+    s, rec = _searcher(root, settings or Settings())
+    try:
+        s.search(query)
+    finally:
+        s.close()
+    return rec.seen
+
+
 def test_index_keeps_names_and_search_embeds_the_masked_query(irepo: IRepo) -> None:
     irepo.write("memory-config.yaml", "search:\n  embedder: hash\n")
     irepo.write("knowledge/people/ana-lima.md", "---\ntype: person\n---\n# Ana\n\nLikes tea.\n")
@@ -92,10 +102,8 @@ def test_index_keeps_names_and_search_embeds_the_masked_query(irepo: IRepo) -> N
     assert hits and hits[0].path == "knowledge/people/ana-lima.md"  # BM25 still has "Ana"
     s.close()
 
-    s, rec = _searcher(irepo.root, Settings(mask_names=False))
-    s.search("What tea does Ana Lima like?")
-    assert rec.seen == ["What tea does Ana Lima like?"]
-    s.close()
+    assert _embedded(irepo.root, "What tea does Ana Lima like?", Settings(mask_names=False)) \
+        == ["What tea does Ana Lima like?"]
 
 
 def test_a_removed_person_is_no_longer_masked(irepo: IRepo) -> None:
@@ -103,14 +111,8 @@ def test_a_removed_person_is_no_longer_masked(irepo: IRepo) -> None:
     irepo.write("knowledge/people/bruno.md", "---\ntype: person\n---\n# Bruno\n")
     irepo.commit("bruno")
     sync(irepo.root, embedder_name="hash")
-    s, rec = _searcher(irepo.root, Settings())
-    s.search("Where is Bruno?")
-    s.close()
-    assert rec.seen == ["Where is they?"]
+    assert _embedded(irepo.root, "Where is Bruno?") == ["Where is they?"]
     (irepo.root / "knowledge/people/bruno.md").unlink()
     irepo.commit("gone")
     sync(irepo.root, embedder_name="hash")
-    s, rec = _searcher(irepo.root, Settings())
-    s.search("Where is Bruno?")
-    s.close()
-    assert rec.seen == ["Where is Bruno?"]
+    assert _embedded(irepo.root, "Where is Bruno?") == ["Where is Bruno?"]
