@@ -24,11 +24,12 @@ _JOURNAL_DATE = re.compile(r"(?:^|/)journal/(\d{4}-\d{2}-\d{2})\.md(?:\.gz)?$") 
 
 #: Keys the index uses; the first one present dates the file (for recency and --since).
 DATE_KEYS = ("updated", "date", "ended", "started", "created")
-#: Keys that name people (memrepo.index.names): a transcript's ``participants``, a
-#: file's ``people``, a person file's ``name`` / ``aliases``.
-NAME_KEYS = ("participants", "people", "person", "name", "aliases")
+#: Keys that name people (memrepo.index.names): a transcript's ``participants``, any
+#: file's ``people`` / ``person``; and a person file's own ``name``, ``aliases``, ``title``.
+NAME_KEYS = ("participants", "people", "person")
+PERSON_NAME_KEYS = ("name", "aliases", "title")
 WANTED = frozenset(
-    {*DATE_KEYS, *NAME_KEYS, "type", "tags", "status", "superseded_by", "title"}
+    {*DATE_KEYS, *NAME_KEYS, *PERSON_NAME_KEYS, "type", "tags", "status", "superseded_by"}
 )
 
 
@@ -179,9 +180,7 @@ def _names(meta: dict[str, Any], category: str | None, path: str) -> list[str]:
     """People this file names: ``participants`` (a transcript's speakers; a mapping or a
     list), ``people`` / ``person``, and for a person file its ``name``, ``aliases`` and
     ``title``, and its file name ("jane-doe" -> "Jane Doe")."""
-    keys = ["participants", "people", "person"]
-    if category == "person":
-        keys += ["name", "aliases", "title"]
+    keys = NAME_KEYS + PERSON_NAME_KEYS if category == "person" else NAME_KEYS
     out: list[str] = []
     for key in keys:
         value = meta.get(key)
@@ -195,5 +194,4 @@ def _names(meta: dict[str, Any], category: str | None, path: str) -> list[str]:
         stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
         if not stem.startswith("_"):
             out.append(" ".join(w.capitalize() for w in stem.replace("_", "-").split("-") if w))
-    seen: set[str] = set()
-    return [n for n in out if n and len(n) <= 80 and not (n in seen or seen.add(n))]
+    return list(dict.fromkeys(n for n in out if n and len(n) <= 80))
