@@ -219,6 +219,58 @@ def test_a_turn_scores_the_mean_of_its_own_and_its_reply_vector(
     assert best.explain["vector"] == round(mean, 4) != round(cos(query, first.own_text), 4)
 
 
+def test_a_searcher_takes_numpy_for_the_other_vectors_only_from_its_second_query(
+    irepo: IRepo,
+) -> None:
+    """A one-shot search (a hook, ``memory search``) scores a turn's other vector in Python
+    rather than import numpy (~80 ms); a searcher answering its second query is long-lived
+    and takes numpy for it. The scores are the same either way."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("numpy")
+    from memrepo.index.indexer import rebuild
+
+    rebuild(irepo.root, "hash")
+    code = (
+        "import sys\nfrom pathlib import Path\nfrom memrepo.index import search\n"
+        "search.VECTOR_CANDIDATES = 1  # so the other vector of a turn is scored here\n"
+        "s = search.Searcher(Path.cwd(), embedder_name='hash', local_model=True)\n"
+        "q = 'how do I rotate the signing key'\n"
+        "a = [(h.path, h.start_line, h.score) for h in s.search(q, 10)]\n"
+        "print('numpy' in sys.modules)\n"
+        "b = [(h.path, h.start_line, h.score) for h in s.search(q, 10)]\n"
+        "print('numpy' in sys.modules, a == b, len(a) > 1)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=irepo.root, capture_output=True,
+                         text=True)
+    assert out.stdout.split("\n")[:2] == ["False", "True True True"], out.stderr
+
+
+def test_a_hit_found_by_its_vector_alone_keeps_its_file_facts(
+    irepo: IRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chunk no query word matches, brought in by its vector, is ranked with its file's
+    date and category (read in the same join that names the file)."""
+    from memrepo.index.indexer import rebuild
+
+    rebuild(irepo.root, "hash")
+    s = Searcher(irepo.root, embedder_name="hash", local_model=True)
+    try:
+        with_words = {h.path: h for h in s.search("rotating signing keys", 10)
+                      if h.explain and "days" in h.explain}  # a file's first line
+        monkeypatch.setattr(Searcher, "_fts", lambda *a: [])  # no word matches anything
+        by_vector = s.search("rotating signing keys", 10)
+    finally:
+        s.close()
+    assert by_vector and all(h.explain["bm25"] == 0 for h in by_vector)
+    for h in by_vector:
+        assert h.category is not None and h.explain["days"] is not None, h
+        if h.path in with_words:
+            assert h.category == with_words[h.path].category
+            assert h.explain["days"] == with_words[h.path].explain["days"]
+
+
 def test_words_too_common_are_left_out_and_counted_again_after_an_index_change(
     irepo: IRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
