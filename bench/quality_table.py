@@ -43,16 +43,17 @@ CONFIGS: dict[str, tuple[dict[str, object], str]] = {
     "minilm": (
         {"embedder": "minilm"},
         "MiniLM through memory serve (names masked, 0.5 / 0.5, each turn also embedded "
-        "with its reply): the resident default",
+        "with its reply, similarities from the last nearest vector, expansion auto = 0.2): "
+        "the resident default",
+    ),
+    "minilm-no-expansion": (
+        {"embedder": "minilm", "expansion_weight": 0},
+        "the resident default without query expansion",
     ),
     "minilm-one-vector": (
         {"embedder": "minilm", "reply_vectors": False},
         "the resident default with one vector a turn (reply_vectors: false; ~2.5x less "
         "to embed)",
-    ),
-    "minilm-expansion": (
-        {"embedder": "minilm", "expansion_weight": 0.2},
-        "the resident default + query expansion 0.2",
     ),
 }
 

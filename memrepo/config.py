@@ -38,6 +38,8 @@ class Setting:
     cron: bool = False
     #: a mapping setting's own check: (message, key path inside it) or None
     nested: Callable[[dict[Any, Any]], tuple[str, tuple[str, ...]] | None] | None = None
+    #: the string "auto" is accepted too: the reader decides from the other settings
+    auto: bool = False
 
 
 def _num(default: float, help: str, **limits: Any) -> Setting:
@@ -98,9 +100,10 @@ SCHEMA: dict[str, dict[str, Setting]] = {
         "superseded_factor": _num(0.5, "score multiplier for superseded (and archived) files"),
         "reinforce_weight": _num(3.0, "signal score of each `memory reinforce` (seed 001: 3)"),
         "demote_weight": _num(1.0, "signal score taken off by each `memory demote` (seed 001: 1)"),
-        "expansion_weight": _num(
-            0.0, "weight of the query words' nearest words (a static table, no model) in "
-            "BM25; 0 turns query expansion off"
+        "expansion_weight": Setting(
+            "auto", (int, float), "weight of the query words' nearest words (a static table, "
+            "no model) in BM25; 0 turns query expansion off; auto: 0.2 with an embedder, 0 "
+            "with FTS5 alone (what measured best with each)", auto=True,
         ),
         "reply_vectors": Setting(
             True, bool, "embed each transcript turn twice: alone, and with the reply it got "
@@ -332,13 +335,17 @@ def _retention_agrees(data: dict[Any, Any], fail: Callable[..., ConfigError]) ->
 
 def _value_problem(setting: Setting, value: Any) -> str | None:
     """Why ``value`` does not fit ``setting`` (type, list items, regexes, choices), or None."""
+    if setting.auto and value == "auto":
+        return None
     kinds = setting.kind if isinstance(setting.kind, tuple) else (setting.kind,)
     ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
     if ok and setting.kind is list:
         ok = all(isinstance(v, str) for v in value)
     if not ok:
         of = " of strings" if setting.kind is list else ""
-        return f"must be a {_type_name(setting.kind)}{of}, got {type(value).__name__} {value!r}"
+        auto = " or auto" if setting.auto else ""
+        return (f"must be a {_type_name(setting.kind)}{of}{auto}, got {type(value).__name__} "
+                f"{value!r}")
     if setting.kind is list and setting.help.startswith("regexes"):
         for pattern in value:
             try:

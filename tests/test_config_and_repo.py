@@ -157,6 +157,26 @@ def test_ranking_defaults_are_the_config_defaults() -> None:
     assert settings_from_config({}) == settings_from_config(defaults()["search"]) == Settings()
 
 
+def test_expansion_weight_auto_follows_the_embedder(tmp_path: Path) -> None:
+    """``search.expansion_weight: auto`` (the default) is 0.2 with an embedder and 0 with
+    FTS5 alone (what measured best with each); a number is kept; another word is refused,
+    naming the key and its line."""
+    from memrepo.index.ranking import AUTO_EXPANSION, settings_from_config
+
+    search = defaults()["search"]
+    assert search["expansion_weight"] == "auto" and AUTO_EXPANSION > 0
+    assert settings_from_config(search).expansion_weight == 0.0
+    assert settings_from_config({**search, "embedder": "minilm"}).expansion_weight == 0.2
+    kept = {**search, "embedder": "minilm", "expansion_weight": 0}
+    assert settings_from_config(kept).expansion_weight == 0.0
+    (tmp_path / "memory-config.yaml").write_text(
+        "search:\n  embedder: hash\n  expansion_weight: sometimes\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path)
+    assert str(err.value).startswith("memory-config.yaml:3:")
+    assert "must be a number or auto" in str(err.value)
+
+
 def test_keys_memrepo_never_read_are_ignored_and_named_by_doctor(crepo) -> None:
     """Seed audit: search.embedding_model / embedding_dimensions were accepted, never used."""
     from conftest import invoke_memory

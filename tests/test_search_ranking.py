@@ -156,6 +156,50 @@ def test_hybrid_fusion_keeps_every_keyword_match_above_unrelated_vectors() -> No
     assert hits[1].fused > 0  # the weakest keyword match keeps its BM25 share
 
 
+def test_a_similarity_counts_from_the_last_of_the_nearest_vectors_taken(
+    irepo: IRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chunk the nearest search did not take is just below its last one, not unrelated:
+    the last one taken scores 0 for its vector, as they do, and the best scores the whole
+    vector weight; BM25 is still divided by its best (the weakest match keeps its share)."""
+    from memrepo.index import search
+    from memrepo.index.indexer import rebuild
+    from memrepo.index.ranking import ChunkHit, fuse
+
+    hits = [
+        ChunkHit(1, "a.md", 0, 1, 2, bm25=2.0, vector=0.6),
+        ChunkHit(2, "last-taken.md", 0, 1, 2, bm25=0.0, vector=0.3),
+        ChunkHit(3, "keyword-only.md", 0, 1, 2, bm25=1.0, vector=None),
+        ChunkHit(4, "halfway.md", 0, 1, 2, bm25=0.0, vector=0.45),
+    ]
+    fuse(hits, Settings(), have_vectors=True, vector_floor=0.3)
+    assert [round(h.fused, 6) for h in hits] == [1.0, 0.0, 0.25, 0.25]
+    fuse(hits, Settings(), have_vectors=True)  # no floor: each similarity / the best
+    assert [round(h.fused, 6) for h in hits] == [1.0, 0.25, 0.25, 0.375]
+    fuse(hits, Settings(), have_vectors=True, vector_floor=0.7)  # none above it
+    assert [round(h.fused, 6) for h in hits] == [0.5, 0.0, 0.25, 0.0]
+
+    # the searcher's floor is the similarity of the last nearest vector it took
+    rebuild(irepo.root, "hash")
+    monkeypatch.setattr(search, "VECTOR_CANDIDATES", 3)
+    seen: dict[str, object] = {}
+    real_fuse = search.fuse
+
+    def spy(chunks: list, settings: Settings, have: bool, floor: float = 0.0) -> None:
+        seen["floor"] = floor
+        real_fuse(chunks, settings, have, floor)
+
+    monkeypatch.setattr(search, "fuse", spy)
+    s = Searcher(irepo.root, embedder_name="hash", local_model=True)
+    try:
+        s.search("how do I rotate the signing key", 10)
+        top = s._vsearch.top(s.embedder.embed([s._vector_text("how do I rotate the signing "
+                                                               "key")])[0], 3)
+    finally:
+        s.close()
+    assert seen["floor"] == min(sim for _, sim in top) > 0
+
+
 def test_query_expansion_finds_a_neighbour_word_when_turned_on(irepo: IRepo) -> None:
     """search.expansion_weight: "pottery" also searches its table neighbours ("ceramics")."""
     from memrepo.index import expand

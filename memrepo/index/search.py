@@ -310,9 +310,12 @@ class Searcher:
         return (n or 0) > LOCAL_SCAN_MAX
 
     def _vectors(self, text: str | None, f: Filters, hits: dict[int, ChunkHit],
-                 files: dict[str, FileInfo], early: _Early | None = None) -> bool:
+                 files: dict[str, FileInfo], early: _Early | None = None) -> float | None:
+        """Score ``hits`` (and add the chunks only vectors find) by the query's vector; the
+        cosine of the last of the nearest vectors (:func:`~memrepo.index.ranking.fuse`'s
+        floor), or None when vectors are not used for this query."""
         if self.embedder is None or text is None:
-            return False
+            return None
         top = None
         ask = getattr(self.embedder, "nearest", None)  # the resident server searches too
         try:
@@ -327,19 +330,19 @@ class Searcher:
                     via = "local scan: " + str(exc).split(" (")[0][-80:]
                     if self._too_many_to_scan():  # ... unless that scan would take seconds
                         self.vectors_why = f"{str(exc)[:120]}; too many vectors to scan here"
-                        return False
+                        return None
             if top is None:
                 qv = self.embedder.embed([text])[0]
         except Exception as exc:  # a missing extra or a bad model file: BM25 still answers
             self.vectors_why = str(exc)[:120] or type(exc).__name__
             if ask is not None and isinstance(exc, Unavailable):
-                return False  # a slow or busy server: this query alone goes without vectors
+                return None  # a slow or busy server: this query alone goes without vectors
             self.notes.append(
                 f"vectors unused: the {self.embedder.id} embedder failed "
                 f"({type(exc).__name__}: {str(exc)[:120]})"
             )
             self.embedder = None
-            return False
+            return None
         if top is None:
             if self._vsearch is None:
                 from memrepo.index.vectors import VectorSearch
@@ -350,9 +353,10 @@ class Searcher:
                 via = f"local {self._vsearch.mode}"
         self.vectors_via = via  # shown by --explain (vectors_via), not as a note per query
         if not top:
-            return False
-        self._score_vectors(dict(top), qv, f, hits, files)
-        return True
+            return None
+        sim = dict(top)
+        self._score_vectors(sim, qv, f, hits, files)
+        return min(sim.values())
 
     def _score_vectors(self, sim: dict[int, float], qv: bytes, f: Filters,
                        hits: dict[int, ChunkHit], files: dict[str, FileInfo]) -> None:
@@ -416,9 +420,10 @@ class Searcher:
         hits = {h.chunk_id: h for h in self._fts(ranked_words, f, files)}
         self._cjk(ranked_words, f, hits, files)
         self._expanded(ranked_words, f, hits, files)
-        have_vectors = self._vectors(vtext, f, hits, files, early)
+        floor = self._vectors(vtext, f, hits, files, early)
+        have_vectors = floor is not None
         chunk_hits = list(hits.values())
-        fuse(chunk_hits, self.settings, have_vectors)
+        fuse(chunk_hits, self.settings, have_vectors, floor or 0.0)
         paths = list(files)
         dates = date_ranges(query, f.now)
         ranked = rank(chunk_hits, files, self._signals(paths), self.settings, limit, dates=dates)
