@@ -108,6 +108,10 @@ def config_cases() -> Iterator[Case]:
         yield case(f"huge-int-{key}", text, line=line)
     text, line = _set(base, "search", "rrf_k", "9" * 5000)
     yield case("int-5000-digits", text, line=line)
+    # a number setting that also takes the word auto takes that word only
+    yield case("auto-word", _set(base, "search", "expansion_weight", "auto")[0], expect="accept")
+    text, line = _set(base, "search", "expansion_weight", "Auto")
+    yield case("auto-capitalised", text, line=line)
     yield Case("frontmatter", "int-5000-digits", ["hook", "check-frontmatter",
                                                   "knowledge/memory/n.md"],
                {"knowledge/memory/n.md": _fm("memory", "turns: " + "9" * 5000 + "\n").encode()},
