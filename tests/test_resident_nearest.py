@@ -242,6 +242,38 @@ def test_usearch_then_minilm_in_one_process_does_not_crash() -> None:
     assert proc.returncode == 0 and proc.stdout.strip() == "1536", proc.stderr[-500:]
 
 
+def test_removals_past_a_share_compact_the_graph(tmp_path: Path) -> None:
+    """Removed vectors are tombstones a search still walks; once they pass
+    COMPACT_SHARE of the index the removal compacts it. Removed keys are never found,
+    the rest are, before and after, and after a save and restore."""
+    if vectors.ann_library()[0] is None:
+        pytest.skip("usearch is not installed")
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    mat = rng.normal(size=(2000, 32)).astype("<f4")
+    mat /= np.linalg.norm(mat, axis=1, keepdims=True)
+    keys = np.arange(1, 2001, dtype=np.int64) * -7919  # negative hashes are keys too
+    ann = vectors._Usearch(32)
+    ann.add(keys, mat)
+
+    def found(i: int) -> set[int]:
+        got, _ = ann.search(mat[i], 5)
+        return set(got.tolist())
+
+    ann.remove(keys[:100])  # 5 %: kept as tombstones
+    assert ann.tombstones == 100 and len(ann) == 1900
+    ann.remove(keys[100:250])  # past 10 %: compacted
+    assert ann.tombstones == 0 and len(ann) == 1750
+    assert all(int(keys[i]) not in found(i) for i in range(0, 250, 25))
+    assert all(int(keys[i]) in found(i) for i in range(250, 2000, 97))
+    ann.add(keys[:10], mat[:10])  # keys removed may come back
+    assert int(keys[3]) in found(3)
+    ann.save(tmp_path / "ix.usearch")
+    again = vectors._Usearch.load(tmp_path / "ix.usearch", 32)
+    assert len(again) == 1760 and int(keys[500]) in set(again.search(mat[500], 5)[0].tolist())
+
+
 def test_while_it_builds_a_big_index_is_not_scanned_here(hashed: IRepo, mode: str,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Past LOCAL_SCAN_MAX vectors a search does not scan them itself (0.7 s at 1.2M):
