@@ -255,7 +255,6 @@ def in_process(repo: Path, qs: list[str]) -> dict[str, object]:
 def in_process_fts5(repo: Path, qs: list[str]) -> dict[str, float]:
     """Warm per-query p50 of the default (FTS5 alone) Searcher: the part of a search the
     vectors do not touch."""
-
     s = configured_searcher(repo)
     s.search(qs[0])
     times = []
