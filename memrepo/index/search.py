@@ -312,8 +312,9 @@ class Searcher:
     def _vectors(self, text: str | None, f: Filters, hits: dict[int, ChunkHit],
                  files: dict[str, FileInfo], early: _Early | None = None) -> float | None:
         """Score ``hits`` (and add the chunks only vectors find) by the query's vector; the
-        cosine of the last of the nearest vectors (:func:`~memrepo.index.ranking.fuse`'s
-        floor), or None when vectors are not used for this query."""
+        cosine of the last of the nearest vectors when the search took fewer than all
+        (:func:`~memrepo.index.ranking.fuse`'s floor; 0 when it took all), or None when
+        vectors are not used for this query."""
         if self.embedder is None or text is None:
             return None
         top = None
@@ -356,7 +357,9 @@ class Searcher:
             return None
         sim = dict(top)
         self._score_vectors(sim, qv, f, hits, files)
-        return min(sim.values())
+        # the floor is where the nearest search cut; one that returned every vector cut
+        # nowhere (a small repo), and its least similar vector is not "just below" anything
+        return min(sim.values()) if len(top) >= VECTOR_CANDIDATES else 0.0
 
     def _score_vectors(self, sim: dict[int, float], qv: bytes, f: Filters,
                        hits: dict[int, ChunkHit], files: dict[str, FileInfo]) -> None:
