@@ -204,6 +204,26 @@ def test_search_uses_the_resident_server(server: Server, heavy_hash: None) -> No
     assert "vectors_why" not in top["explain"]
 
 
+def test_a_search_asks_the_server_for_two_nearest_vectors_a_result(
+    server: Server, heavy_hash: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Compile's P3 asks 150 results: 300 nearest (a turn has two vectors, either may
+    bring it in); a short search keeps the 200; a huge limit stays within what the server
+    answers (asking more would be refused, and the search would lose its vectors)."""
+    asked: list[int] = []
+    real = server.search_nearest
+    monkeypatch.setattr(server, "search_nearest",
+                        lambda text, k: asked.append(k) or real(text, k))
+    searcher = Searcher(server.root, embedder_name="hash")
+    try:
+        for limit in (10, 150, 5000):
+            hits = searcher.search("kubernetes rolling update", limit)
+            assert hits[0].explain["vectors"] == "on", hits[0].explain
+    finally:
+        searcher.close()
+    assert asked == [200, 300, resident.MAX_K]
+
+
 def _fake_server(path: Path, behaviour: str) -> threading.Thread:
     """A socket that misbehaves: hangs up mid-request, answers garbage, or is too slow."""
     resident.private_dir(path.parent)
@@ -217,8 +237,8 @@ def _fake_server(path: Path, behaviour: str) -> threading.Thread:
         conn.recv(65536)
         if behaviour == "garbage":
             conn.sendall(b"\x00\xffnot json at all\n")
-        elif behaviour == "bad-vector":  # the nearest reply's query vector is not float32s
-            conn.sendall(b'{"ok": true, "via": "x", "hits": [[1, 0.5]], "vector": "AAA="}\n')
+        elif behaviour == "bad-hits":  # the nearest reply's keys are not numbers
+            conn.sendall(b'{"ok": true, "via": "x", "hits": [["one", 0.5]]}\n')
         elif behaviour == "slow":
             time.sleep(0.5)
         conn.close()
@@ -232,7 +252,7 @@ def _fake_server(path: Path, behaviour: str) -> threading.Thread:
 @pytest.mark.parametrize(("behaviour", "why"), [
     ("hangup", "closed the connection mid-request"),
     ("garbage", "garbage reply"),
-    ("bad-vector", "garbage reply"),
+    ("bad-hits", "garbage reply"),
     ("slow", "did not answer within 100 ms"),
 ])
 def test_a_broken_server_leaves_fts5_alone(

@@ -192,14 +192,16 @@ def test_a_similarity_counts_from_the_last_of_the_nearest_vectors_taken(
     monkeypatch.setattr(search, "fuse", spy)
     s = Searcher(irepo.root, embedder_name="hash", local_model=True)
     try:
-        s.search("how do I rotate the signing key", 10)
+        (n,) = s.con.execute("SELECT count(*) FROM vectors").fetchone()
+        assert n == 6
+        s.search("how do I rotate the signing key", 1)
         top = s._vsearch.top(s.embedder.embed([s._vector_text("how do I rotate the signing "
                                                                "key")])[0], 3)
         assert seen["floor"] == min(sim for _, sim in top) > 0
-        # a search that took every vector cut nowhere: no floor (a small repo's weakest
-        # vector is not "just below" anything, and min-max would magnify its noise)
-        monkeypatch.setattr(search, "VECTOR_CANDIDATES", 100_000)
-        s.search("how do I rotate the signing key", 10)
+        # 4 results take 2 nearest vectors each, 8 > the 6 there are: a search that took
+        # every vector cut nowhere, no floor (a small repo's weakest vector is not "just
+        # below" anything, and min-max would magnify its noise)
+        s.search("how do I rotate the signing key", 4)
         assert seen["floor"] == 0.0
     finally:
         s.close()
@@ -227,73 +229,59 @@ def test_query_expansion_finds_a_neighbour_word_when_turned_on(irepo: IRepo) -> 
         "ceramics", "ceramic", "pots"]
 
 
-@pytest.mark.parametrize(("candidates", "numpy"), [(200, True), (1, True), (1, False)])
+@pytest.mark.parametrize("candidates", [200, 1])
 def test_a_turn_scores_the_mean_of_its_own_and_its_reply_vector(
-    irepo: IRepo, candidates: int, numpy: bool, monkeypatch: pytest.MonkeyPatch
+    irepo: IRepo, candidates: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A transcript turn has two vectors (the turn, and the turn with the reply it got):
-    search gives it their mean, scoring here the one the nearest search did not return
-    (with 1 candidate, one of the two; by numpy when a process has it, else in Python)."""
+    search gives it their mean. With every vector taken (200) both are exact; when the
+    nearest search stopped at its first vector, the other of that turn's two counts as
+    the first's cosine (it is at most that), not fetched and scored."""
     import array
-    import sys
+    import sqlite3
 
     from memrepo.index import search
-
-    monkeypatch.setattr(search, "VECTOR_CANDIDATES", candidates)
-    if numpy:
-        pytest.importorskip("numpy")
-    else:
-        monkeypatch.delitem(sys.modules, "numpy", raising=False)
     from memrepo.index.embedders import HashEmbedder
     from memrepo.index.indexer import parse, rebuild
 
+    monkeypatch.setattr(search, "nearest_k", lambda limit: candidates)
     rebuild(irepo.root, "hash")
-    path = "raw/conversations/2024/03/02/1000-s1-rotating-keys.md"
-    first = parse(path, (irepo.root / path).read_bytes()).chunks[0]
-    assert first.reply
     emb = HashEmbedder()
-
-    def cos(a: str, b: str) -> float:
-        va, vb = (array.array("f", emb.embed_one(t)) for t in (a, b))
-        return sum(x * y for x, y in zip(va, vb, strict=True))
-
     query = "how do I rotate the signing key"
+    qv = array.array("f", emb.embed_one(query))
+    con = sqlite3.connect(irepo.root / "memory.db")
+    cos = {h: sum(x * y for x, y in zip(qv, array.array("f", v), strict=True))
+           for h, v in con.execute("SELECT hash, vec FROM vectors")}
+    keys = {(p, a): (h, r) for p, a, h, r in con.execute(
+        "SELECT d.path, c.start_line, c.hash, c.reply_hash FROM chunks c "
+        "JOIN documents d ON d.id = c.doc_id")}
+    con.close()
+    ranked = sorted(cos, key=lambda k: -cos[k])
+    taken = set(ranked[:candidates])
+    cut = cos[ranked[candidates - 1]] if len(ranked) > candidates else None
+    assert (cut is None) == (candidates == 200)
+
     s = Searcher(irepo.root, embedder_name="hash", local_model=True)
     try:
-        best = next(h for h in s.search(query, 10) if h.path == path)
+        hits = s.search(query, 10)
     finally:
         s.close()
-    assert best.start_line == first.start_line  # the file's best chunk: explained
-    mean = (cos(query, first.own_text) + cos(query, first.reply_text)) / 2
-    assert best.explain["vector"] == round(mean, 4) != round(cos(query, first.own_text), 4)
-
-
-def test_a_searcher_takes_numpy_for_the_other_vectors_only_from_its_second_query(
-    irepo: IRepo,
-) -> None:
-    """A one-shot search (a hook, ``memory search``) scores a turn's other vector in Python
-    rather than import numpy (~80 ms); a searcher answering its second query is long-lived
-    and takes numpy for it. The scores are the same either way."""
-    import subprocess
-    import sys
-
-    pytest.importorskip("numpy")
-    from memrepo.index.indexer import rebuild
-
-    rebuild(irepo.root, "hash")
-    code = (
-        "import sys\nfrom pathlib import Path\nfrom memrepo.index import search\n"
-        "search.VECTOR_CANDIDATES = 1  # so the other vector of a turn is scored here\n"
-        "s = search.Searcher(Path.cwd(), embedder_name='hash', local_model=True)\n"
-        "q = 'how do I rotate the signing key'\n"
-        "a = [(h.path, h.start_line, h.score) for h in s.search(q, 10)]\n"
-        "print('numpy' in sys.modules)\n"
-        "b = [(h.path, h.start_line, h.score) for h in s.search(q, 10)]\n"
-        "print('numpy' in sys.modules, a == b, len(a) > 1)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], cwd=irepo.root, capture_output=True,
-                         text=True)
-    assert out.stdout.split("\n")[:2] == ["False", "True True True"], out.stderr
+    halves = 0
+    for h in hits:
+        if "vector" not in (h.explain or {}):
+            continue  # a file's further chunk: the file's first line explains its best
+        own, reply = keys[(h.path, h.start_line)]
+        mine = [k for k in (own, reply) if k is not None]
+        if not taken & set(mine):
+            assert not h.explain["vector"], h  # found by its words alone
+            continue
+        want = [cos[k] if k in taken else cut for k in mine]
+        halves += len(mine) == 2 and len(taken & set(mine)) == 1
+        assert h.explain["vector"] == pytest.approx(sum(want) / len(want), abs=1e-4), h
+    path = "raw/conversations/2024/03/02/1000-s1-rotating-keys.md"
+    first = parse(path, (irepo.root / path).read_bytes()).chunks[0]
+    assert first.reply and any(h.path == path for h in hits)
+    assert halves > 0 if candidates == 1 else halves == 0
 
 
 def test_a_hit_found_by_its_vector_alone_keeps_its_file_facts(

@@ -17,7 +17,7 @@ Protocol: one JSON object per line each way, on a connection per request.
 - ``{"op": "embed", "model": ID, "texts": [...]}`` -> ``{"ok": true, "vectors": [b64…]}``
   (little-endian float32; an LRU cache per text, so a repeated query costs no model time)
 - ``{"op": "nearest", "model": ID, "text": T, "k": N}`` -> ``{"ok": true, "via", "hits":
-  [[vector key, cosine], …], "vector": b64}``: T's vector (cached as above) searched in the server's
+  [[vector key, cosine], …]}``: T's vector (cached as above) searched in the server's
   in-memory nearest-neighbour index of the index's vectors
   (:class:`~memrepo.index.vectors.NearestIndex`: usearch HNSW over int8 codes, else exact
   numpy), kept current by a keeper thread and saved in the serve dir; a search asks this
@@ -61,6 +61,8 @@ SOCKET_NAME = "embed.sock"
 QUERY_BUDGET_S = 0.1
 #: a reply line a client reads at most
 MAX_REPLY = 16 << 20
+#: the most neighbours one ``nearest`` may ask for (the server refuses more)
+MAX_K = 2000
 #: AF_UNIX paths are limited to ~108 bytes; a longer one moves to a short per-user dir
 _SUN_PATH_MAX = 100
 
@@ -186,7 +188,6 @@ class Nearest(NamedTuple):
 
     hits: list[tuple[int, float]]  # (vector key, cosine), best first
     via: str  # which index answered
-    vector: bytes  # the query's own vector: search scores a turn's other vector with it
 
 
 def nearest(sock_path: Path, model: str, text: str, k: int, budget: float = QUERY_BUDGET_S
@@ -198,12 +199,9 @@ def nearest(sock_path: Path, model: str, text: str, k: int, budget: float = QUER
     hits = reply.get("hits")
     try:
         out = [(int(h), float(s)) for h, s in hits]  # type: ignore[union-attr]
-        vector = base64.b64decode(reply.get("vector") or "", validate=True)
-        if len(vector) % 4:
-            raise ValueError("not float32")
     except (TypeError, ValueError):
         raise Unavailable("the resident server sent a garbage reply (hits)") from None
-    return Nearest(out, str(reply.get("via") or ""), vector)
+    return Nearest(out, str(reply.get("via") or ""))
 
 
 def ping(root: Path, budget: float = 0.5) -> dict | None:

@@ -44,6 +44,11 @@ CANDIDATES = 400
 #: server at 100K files takes 13.8 instead of 18.6 ms p50 (fewer hits to send and to rank);
 #: LoCoMo dev with MiniLM 88.9 / 78.4 / 63.3 against 88.9 / 78.7 / 63.3
 VECTOR_CANDIDATES = 200
+#: ... or, when more results are asked than that covers, this many a result: a transcript
+#: turn has two vectors (its own, its reply's) and either may bring it in. Compile's P3
+#: asks 150 passages: 300 nearest put 5 more of 519 LoCoMo dev evidence turns in its
+#: 4,000 tokens (each conversation gains or ties; docs/DESIGN-NOTES.md)
+VECTORS_PER_RESULT = 2
 #: vectors a search may scan itself while the resident server builds its nearest index
 #: (numpy: ~16 ms per 100K)
 LOCAL_SCAN_MAX = 100_000
@@ -89,6 +94,14 @@ def _doc_filter_sql(f: Filters) -> tuple[str, list[Any]]:
         where.append("d.modified <= ?")
         args.append(f.until[:10])
     return (" AND " + " AND ".join(where)) if where else "", args
+
+
+def nearest_k(limit: int) -> int:
+    """How many nearest vectors a search for ``limit`` results takes (only asked when the
+    search has an embedder, so the resident client's module is loaded already)."""
+    from memrepo.index.resident import MAX_K
+
+    return min(max(VECTOR_CANDIDATES, VECTORS_PER_RESULT * limit), MAX_K)
 
 
 def _in(n: int) -> str:
@@ -171,7 +184,6 @@ class Searcher:
         self._common: dict[str, bool] = {}
         self._common_version: int | None = None
         self._known_name: Callable[[str], bool] | None = None
-        self._answered = 0  # queries answered: past the first, this searcher is long-lived
         recorded = self.meta.get("embedder", "none")
         if recorded != "none":
             wanted = get_embedder(embedder_name) if embedder_name else None
@@ -296,11 +308,11 @@ class Searcher:
             self._known_name = names.lookup(self.con)
         return names.mask(query, self._known_name)
 
-    def _ask_early(self, text: str | None) -> _Early | None:
+    def _ask_early(self, text: str | None, k: int) -> _Early | None:
         """Send the resident server's ``nearest`` before the keyword search, read it after:
         its round trip (~12 ms at 100K files) overlaps FTS5's instead of adding to it."""
         ask = getattr(self.embedder, "nearest", None) if text is not None else None
-        return _Early(ask, text, VECTOR_CANDIDATES) if ask is not None else None
+        return _Early(ask, text, k) if ask is not None else None
 
     def _too_many_to_scan(self) -> bool:
         """Whether a local scan of the index's vectors would cost more than the query: past
@@ -309,7 +321,7 @@ class Searcher:
         (n,) = self.con.execute("SELECT max(id) FROM vectors").fetchone()
         return (n or 0) > LOCAL_SCAN_MAX
 
-    def _vectors(self, text: str | None, f: Filters, hits: dict[int, ChunkHit],
+    def _vectors(self, text: str | None, k: int, f: Filters, hits: dict[int, ChunkHit],
                  files: dict[str, FileInfo], early: _Early | None = None) -> float | None:
         """Score ``hits`` (and add the chunks only vectors find) by the query's vector; the
         cosine of the last of the nearest vectors when the search took fewer than all
@@ -324,8 +336,8 @@ class Searcher:
                 from memrepo.index.resident import Refused, Unavailable
 
                 try:
-                    top, via, qv = (early.result() if early is not None
-                                    else ask(text, VECTOR_CANDIDATES))
+                    top, via = (early.result() if early is not None
+                                else ask(text, k))
                     via = f"resident {via}"
                 except Refused as exc:  # its index is being built: embed there, scan here
                     via = "local scan: " + str(exc).split(" (")[0][-80:]
@@ -349,27 +361,33 @@ class Searcher:
                 from memrepo.index.vectors import VectorSearch
 
                 self._vsearch = VectorSearch(self.con, db_path(self.root))
-            top = self._vsearch.top(qv, VECTOR_CANDIDATES)
+            top = self._vsearch.top(qv, k)
             if ask is None:
                 via = f"local {self._vsearch.mode}"
         self.vectors_via = via  # shown by --explain (vectors_via), not as a note per query
         if not top:
             return None
         sim = dict(top)
-        self._score_vectors(sim, qv, f, hits, files)
         # the floor is where the nearest search cut; one that returned every vector cut
         # nowhere (a small repo), and its least similar vector is not "just below" anything
-        return min(sim.values()) if len(top) >= VECTOR_CANDIDATES else 0.0
+        cut = min(sim.values()) if len(top) >= k else None
+        self._score_vectors(sim, cut, f, hits, files)
+        return cut or 0.0
 
-    def _score_vectors(self, sim: dict[int, float], qv: bytes, f: Filters,
+    def _score_vectors(self, sim: dict[int, float], cut: float | None, f: Filters,
                        hits: dict[int, ChunkHit], files: dict[str, FileInfo]) -> None:
         """Give every chunk one of whose vectors is among the nearest (``sim``: key ->
         cosine) its similarity: a transcript turn's is the mean of its own vector's and
-        its reply vector's (:attr:`~memrepo.index.chunking.Chunk.reply_text`), the one
-        the nearest search did not return scored here against ``qv``."""
+        its reply vector's (:attr:`~memrepo.index.chunking.Chunk.reply_text`).
+
+        The one of the two the nearest search did not return is at most ``cut``, the
+        cosine where that search stopped, and counts as ``cut``: scoring it exactly meant
+        fetching ~100 vector blobs from memory.db a query, 10-12 ms at 100K files on pages
+        a new prompt had not touched, for the same LoCoMo figures (docs/DESIGN-NOTES.md).
+        A search that took every vector (``cut`` None) left out only keys with no vector
+        yet (the background catch-up has not embedded them): the mean is of the others."""
         extra, args = _doc_filter_sql(f)
         keys = list(sim)
-        rows: dict[int, tuple[Any, ...]] = {}
         for i in range(0, len(keys), 400):
             part = keys[i : i + 400]
             sql = (
@@ -378,21 +396,12 @@ class Searcher:
                 f"WHERE (c.hash IN ({_in(len(part))}) OR c.reply_hash IN ({_in(len(part))})){extra}"
             )
             for row in self.con.execute(sql, [*part, *part, *args]):
-                rows[row[0]] = row
-        missing = {k for row in rows.values() for k in row[10:] if k is not None and k not in sim}
-        if missing and qv:
-            from memrepo.index.vectors import similarities
-
-            # a searcher past its first query is long-lived (the MCP server, --batch):
-            # numpy's import is paid once, then each query's other vectors cost ~0.3 ms
-            # instead of ~3 ms of dots in Python
-            sim = {**sim, **similarities(self.con, qv, list(missing), numpy=self._answered > 0)}
-        for cid, row in rows.items():
-            got = [sim[k] for k in row[10:] if k is not None and k in sim]
-            hit = hits.get(cid)
-            if hit is None:
-                hit = hits[cid] = _chunk(row, files)
-            hit.vector = sum(got) / len(got)
+                got = [sim.get(k, cut) for k in row[10:] if k is not None]
+                got = [x for x in got if x is not None]
+                hit = hits.get(row[0])
+                if hit is None:
+                    hit = hits[row[0]] = _chunk(row, files)
+                hit.vector = sum(got) / len(got)
 
     def _signals(self, paths: list[str]) -> dict[str, list[tuple[int, float, str | None]]]:
         out: dict[str, list[tuple[int, float, str | None]]] = {}
@@ -417,13 +426,14 @@ class Searcher:
         # the server's nearest first: it searches while the common words are counted too
         # (~2 ms at 100K files), and its round trip is what a short query waits for
         vtext = self._vector_text(query)
-        early = self._ask_early(vtext)
+        k = nearest_k(limit) if vtext is not None else 0
+        early = self._ask_early(vtext, k)
         ranked_words, dropped = self._prune_common(words)
         files: dict[str, FileInfo] = {}  # filled by the chunk queries (_CHUNK_COLS)
         hits = {h.chunk_id: h for h in self._fts(ranked_words, f, files)}
         self._cjk(ranked_words, f, hits, files)
         self._expanded(ranked_words, f, hits, files)
-        floor = self._vectors(vtext, f, hits, files, early)
+        floor = self._vectors(vtext, k, f, hits, files, early)
         have_vectors = floor is not None
         chunk_hits = list(hits.values())
         fuse(chunk_hits, self.settings, have_vectors, floor or 0.0)
@@ -438,7 +448,6 @@ class Searcher:
         out = to_hits(ranked, limit, words, self._reader(files) if snippets else None, tag)
         if out and dropped and out[0].explain is not None:
             out[0].explain["common_words_skipped"] = " ".join(dropped)
-        self._answered += 1
         return out
 
     def _reader(self, files: dict[str, FileInfo]) -> Callable[[str, int, int], list[str]]:

@@ -28,7 +28,14 @@ from typing import Any
 
 from memrepo.index.catchup import catch_up
 from memrepo.index.paths import db_path
-from memrepo.index.resident import Nearest, Refused, private_dir, serve_dir, socket_path
+from memrepo.index.resident import (
+    MAX_K,
+    Nearest,
+    Refused,
+    private_dir,
+    serve_dir,
+    socket_path,
+)
 
 PIDFILE = "serve.pid"
 SERVER_LOCK = "serve.lock"
@@ -36,8 +43,6 @@ SERVER_LOCK = "serve.lock"
 #: a request line the server reads at most (then it answers an error and hangs up)
 MAX_REQUEST = 1 << 20
 MAX_TEXTS = 256
-#: the most neighbours a ``nearest`` returns
-MAX_K = 2000
 #: the keeper looks at memory.db this often (a request that sees it changed wakes it)
 KEEP_POLL_S = 1.0
 #: a client that connects and sends nothing is dropped after this
@@ -371,8 +376,7 @@ class Server:
         except Refused as exc:
             return {"ok": False, "error": str(exc)}
         return {"ok": True, "model": self.embedder.id, "via": found.via,
-                "hits": [[h, round(s, 6)] for h, s in found.hits],
-                "vector": base64.b64encode(found.vector).decode()}
+                "hits": [[h, round(s, 6)] for h, s in found.hits]}
 
     def search_nearest(self, text: str, k: int) -> Nearest:
         """The ``k`` vectors nearest ``text`` (keys, cosines), which index answered, and
@@ -386,7 +390,7 @@ class Server:
             hits = self.nearest.search(qv, k)
         except NotReady as exc:
             raise Refused(f"nearest: {exc}") from None
-        return Nearest(hits, self.nearest.status()["via"], qv)
+        return Nearest(hits, self.nearest.status()["via"])
 
     def _keep_nearest(self) -> None:
         """The keeper thread: build, load or update the nearest index when memory.db

@@ -13,8 +13,6 @@ chunks instead of scanning 1.2M vectors itself (exact numpy when usearch is miss
 from __future__ import annotations
 
 import array
-import contextlib
-import operator
 import os
 import sqlite3
 import sys
@@ -31,30 +29,6 @@ def _floats(blob: bytes) -> array.array:
     if sys.byteorder != "little":
         a.byteswap()
     return a
-
-
-def similarities(con: sqlite3.Connection, query_vec: bytes, keys: list[int],
-                 numpy: bool = False) -> dict[int, float]:
-    """Cosine of ``query_vec`` with each stored vector of ``keys`` (a key without one is
-    left out): the other vector of a turn the nearest search did not return. With numpy
-    when it is loaded already, or ``numpy`` asks for it (a long-lived caller)."""
-    rows: list[tuple[int, bytes]] = []
-    for i in range(0, len(keys), 500):
-        part = keys[i : i + 500]
-        sql = f"SELECT hash, vec FROM vectors WHERE hash IN ({','.join('?' * len(part))})"
-        rows += [(h, v) for h, v in con.execute(sql, part) if len(v) == len(query_vec)]
-    if not rows:
-        return {}
-    np = sys.modules.get("numpy")
-    if np is None and numpy:
-        with contextlib.suppress(ImportError):
-            import numpy as np
-    if np is None:  # a hook's one search: ~2 ms of dots in Python, not ~80 ms of importing
-        qv = _floats(query_vec)
-        return {h: sum(map(operator.mul, qv, _floats(v))) for h, v in rows}
-    m = np.frombuffer(b"".join(v for _, v in rows), dtype="<f4").reshape(len(rows), -1)
-    sims = m @ np.frombuffer(query_vec, dtype="<f4")
-    return {h: float(x) for (h, _), x in zip(rows, sims, strict=True)}
 
 
 class VectorSearch:
