@@ -484,3 +484,26 @@ def test_recall_is_once_per_session_where_it_stays_in_the_conversation(
                          harness="gemini"))[1] for _ in range(2)]
     assert cc[0] and cc[1] == [] and other == cc[0]
     assert gem[0] and gem[1] == gem[0]
+
+
+def test_recall_asks_for_the_passages_it_can_show_not_compiles_150(
+        crepo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recall shows at most RECALL_MAX_CHARS: its compile asks P3 for RECALL_PASSAGES
+    ranked passages, so the hook's search takes a short search's nearest vectors, not the
+    300 that compile's 150 passages take (search.nearest_k)."""
+    from memrepo.agents import events
+    from memrepo.context import retrieve as retr
+    from memrepo.index.search import nearest_k
+
+    seed(crepo)
+    asked: list[int] = []
+    real = retr.retrieve
+
+    def spy(root: Path, query: str, cfg: dict, limit: int = retr.LIMIT, now: object = None):
+        asked.append(limit)
+        return real(root, query, cfg, limit, now)
+
+    monkeypatch.setattr(retr, "retrieve", spy)
+    text = events.recall(crepo, "claude-code", {"session_id": "x", "prompt": PROMPTS[3]})
+    assert text and asked == [events.RECALL_PASSAGES]
+    assert nearest_k(events.RECALL_PASSAGES) == nearest_k(10) < nearest_k(retr.LIMIT)

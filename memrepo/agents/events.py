@@ -49,6 +49,10 @@ MIN_PROMPT_CHARS = 10
 #: Most characters of passages one recall injects: it stays in the conversation until
 #: the next compaction, every prompt adding to it.
 RECALL_MAX_CHARS = 4_000
+#: Ranked passages recall's compile asks for: ~3x the ~20 that RECALL_MAX_CHARS shows, so
+#: the ones this session was shown before (left out after compiling) leave room; compile's
+#: 150 would cost the hook 300 nearest vectors and 100 more hits (search.nearest_k).
+RECALL_PASSAGES = 60
 #: A passage is recalled only if it holds this many of the prompt's search words (or all
 #: of them, for a shorter prompt): one shared common word is not relevance.
 MIN_SHARED_TERMS = 2
@@ -295,7 +299,8 @@ def recall(root: Path, harness: str, payload: dict[str, Any]) -> str:
     # passages (with the config's 8K tokens it reads all 150 to find none fits 10K chars)
     req = CompileRequest(message=prompt, slots=frozenset({2, 3}),
                          budget=H.MAX_CONTEXT_CHARS // CHARS_PER_TOKEN,
-                         max_chars=H.MAX_CONTEXT_CHARS, record_hits=False, gate=gate)
+                         max_chars=H.MAX_CONTEXT_CHARS, record_hits=False, gate=gate,
+                         passages=RECALL_PASSAGES)
     result = compile_context(repo, req)
     words = terms(prompt)
     if result.topics:

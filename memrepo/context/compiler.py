@@ -62,6 +62,7 @@ class CompileRequest:
     today: dt.date | None = None
     record_hits: bool = True
     gate: Any = None  # a memrepo.context.watchers.gate.Gate (tests inject one)
+    passages: int = retr.LIMIT  # P3's search: how many ranked passages it asks for
 
 
 @dataclass
@@ -386,7 +387,8 @@ class _Compiler:
                 self.left * float(self.cfg["context_compiler"].get("history_share", 0.25))
             )
         floor = reserve
-        passages, why = retr.retrieve(self.root, query, self.cfg["search"], now=self.req.today)
+        passages, why = retr.retrieve(self.root, query, self.cfg["search"], self.req.passages,
+                                      now=self.req.today)
         if why:
             self.notes.append(why)
         for rank, p in enumerate(passages, 1):
