@@ -209,19 +209,28 @@ def test_a_search_asks_the_server_for_two_nearest_vectors_a_result(
 ) -> None:
     """Compile's P3 asks 150 results: 300 nearest (a turn has two vectors, either may
     bring it in); a short search keeps the 200; a huge limit stays within what the server
-    answers (asking more would be refused, and the search would lose its vectors)."""
+    answers (asking more would be refused, and the search would lose its vectors). An
+    index with one vector a turn (``reply_vectors: false``) takes one a result."""
     asked: list[int] = []
     real = server.search_nearest
     monkeypatch.setattr(server, "search_nearest",
                         lambda text, k: asked.append(k) or real(text, k))
-    searcher = Searcher(server.root, embedder_name="hash")
-    try:
-        for limit in (10, 150, 5000):
-            hits = searcher.search("kubernetes rolling update", limit)
-            assert hits[0].explain["vectors"] == "on", hits[0].explain
-    finally:
-        searcher.close()
+
+    def search(limits: tuple[int, ...]) -> None:
+        searcher = Searcher(server.root, embedder_name="hash")
+        try:
+            for limit in limits:
+                hits = searcher.search("kubernetes rolling update", limit)
+                assert hits[0].explain["vectors"] == "on", hits[0].explain
+        finally:
+            searcher.close()
+
+    search((10, 150, 5000))
     assert asked == [200, 300, resident.MAX_K]
+    rebuild(server.root, "hash", replies=False)
+    asked.clear()
+    search((150, 300))
+    assert asked == [200, 300]
 
 
 def _fake_server(path: Path, behaviour: str) -> threading.Thread:

@@ -244,7 +244,7 @@ def test_a_turn_scores_the_mean_of_its_own_and_its_reply_vector(
     from memrepo.index.embedders import HashEmbedder
     from memrepo.index.indexer import parse, rebuild
 
-    monkeypatch.setattr(search, "nearest_k", lambda limit: candidates)
+    monkeypatch.setattr(search, "nearest_k", lambda limit, replies: candidates)
     rebuild(irepo.root, "hash")
     emb = HashEmbedder()
     query = "how do I rotate the signing key"

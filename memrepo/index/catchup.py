@@ -147,7 +147,8 @@ def _catch_up_rounds(root: Path, gd: Path, embedder: Any, should_stop: Callable[
                      log: Callable[[str], None] | None, before: int) -> int:
     from memrepo.index import db as dbmod
     from memrepo.index import gitsource, schema
-    from memrepo.index.indexer import parse, replies_recorded
+    from memrepo.index.indexer import parse
+    from memrepo.index.schema import replies_recorded
 
     path = db_path(root)
     tried: set[str] = set()  # blobs read once: one that cannot give its chunks is not retried

@@ -98,7 +98,7 @@ def _meta_checks(repo, root, meta, docs, head, embedder_id) -> list[Check]:
         wanted = None
         out.append(Check("index embedder", False, f"config: {exc}", "memory config show"))
     if wanted is not None:
-        from memrepo.index.indexer import replies_recorded
+        from memrepo.index.schema import replies_recorded
 
         have = meta.get("embedder")
         ok, detail = have == wanted, f"built with {have}, config wants {wanted}"

@@ -155,7 +155,7 @@ class Writer:
                  gz_limit: int = compression.DEFAULT_LIMIT):
         self.con = con
         #: whether transcript turns get their reply vector (recorded by the rebuild)
-        self.replies = replies_recorded(schema.get_meta(con))
+        self.replies = schema.replies_recorded(schema.get_meta(con))
         self.gz_limit = gz_limit
         #: ``path: why`` of compressed archives that could not be read (indexed textless)
         self.problems: list[str] = []
@@ -297,11 +297,6 @@ class Writer:
         self.dropped_hashes.clear()
 
 
-def replies_recorded(meta: dict[str, str]) -> bool:
-    """Whether the index keeps reply vectors (``search.reply_vectors`` at its rebuild)."""
-    return meta.get("reply_vectors", "1") == "1"
-
-
 def _check_meta(meta: dict[str, str], embedder_id: str | None,
                 replies: bool | None = None) -> None:
     if meta.get("schema_version") != str(schema.SCHEMA_VERSION):
@@ -311,7 +306,7 @@ def _check_meta(meta: dict[str, str], embedder_id: str | None,
     if embedder_id is not None and meta.get("embedder") != embedder_id:
         raise NeedsRebuild(f"index embedder {meta.get('embedder')} is not {embedder_id}")
     if (replies is not None and meta.get("embedder", "none") != "none"
-            and replies_recorded(meta) != replies):
+            and schema.replies_recorded(meta) != replies):
         raise NeedsRebuild(f"search.reply_vectors is now {str(replies).lower()}")
 
 
@@ -750,7 +745,7 @@ def _one_pass(
     if embedder_name is None:
         embedder_name = recorded.get("embedder") or "none"
     if replies is None:
-        replies = replies_recorded(recorded)
+        replies = schema.replies_recorded(recorded)
     res = rebuild(root, embedder_name, progress=progress, replies=replies)
     res.notes.insert(0, note)  # first: `memory index` prints it as the reason
     # commits that landed while rebuilding are picked up by the next pass (pending mark)

@@ -118,6 +118,11 @@ def get_meta(con: sqlite3.Connection) -> dict[str, str]:
     return dict(con.execute("SELECT key, value FROM meta").fetchall())
 
 
+def replies_recorded(meta: dict[str, str]) -> bool:
+    """Whether the index keeps reply vectors (``search.reply_vectors`` at its rebuild)."""
+    return meta.get("reply_vectors", "1") == "1"
+
+
 def set_meta(con: sqlite3.Connection, **values: str | int) -> None:
     con.executemany(
         "INSERT INTO meta(key, value) VALUES (?, ?) "

@@ -44,11 +44,6 @@ CANDIDATES = 400
 #: server at 100K files takes 13.8 instead of 18.6 ms p50 (fewer hits to send and to rank);
 #: LoCoMo dev with MiniLM 88.9 / 78.4 / 63.3 against 88.9 / 78.7 / 63.3
 VECTOR_CANDIDATES = 200
-#: ... or, when more results are asked than that covers, this many a result: a transcript
-#: turn has two vectors (its own, its reply's) and either may bring it in. Compile's P3
-#: asks 150 passages: 300 nearest put 5 more of 519 LoCoMo dev evidence turns in its
-#: 4,000 tokens (each conversation gains or ties; docs/DESIGN-NOTES.md)
-VECTORS_PER_RESULT = 2
 #: vectors a search may scan itself while the resident server builds its nearest index
 #: (numpy: ~16 ms per 100K)
 LOCAL_SCAN_MAX = 100_000
@@ -96,12 +91,16 @@ def _doc_filter_sql(f: Filters) -> tuple[str, list[Any]]:
     return (" AND " + " AND ".join(where)) if where else "", args
 
 
-def nearest_k(limit: int) -> int:
-    """How many nearest vectors a search for ``limit`` results takes (only asked when the
-    search has an embedder, so the resident client's module is loaded already)."""
+def nearest_k(limit: int, replies: bool = True) -> int:
+    """How many nearest vectors a search for ``limit`` results takes: VECTOR_CANDIDATES,
+    or as many as the results could have when more are asked, two a transcript turn in an
+    index with reply vectors (either may bring the turn in). Compile's P3 asks 150
+    passages: 300 nearest put 5 more of 519 LoCoMo dev evidence turns in its 4,000 tokens
+    (each conversation gains or ties; docs/DESIGN-NOTES.md). At most what one ``nearest``
+    may ask of the server."""
     from memrepo.index.resident import MAX_K
 
-    return min(max(VECTOR_CANDIDATES, VECTORS_PER_RESULT * limit), MAX_K)
+    return min(max(VECTOR_CANDIDATES, (2 if replies else 1) * limit), MAX_K)
 
 
 def _in(n: int) -> str:
@@ -426,7 +425,7 @@ class Searcher:
         # the server's nearest first: it searches while the common words are counted too
         # (~2 ms at 100K files), and its round trip is what a short query waits for
         vtext = self._vector_text(query)
-        k = nearest_k(limit) if vtext is not None else 0
+        k = nearest_k(limit, schema.replies_recorded(self.meta)) if vtext is not None else 0
         early = self._ask_early(vtext, k)
         ranked_words, dropped = self._prune_common(words)
         files: dict[str, FileInfo] = {}  # filled by the chunk queries (_CHUNK_COLS)
