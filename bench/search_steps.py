@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Where a search through ``memory serve`` spends its time, step by step, and two source
+trees of memrepo side by side against one warmed server.
+
+    nice -n 10 python bench/search_steps.py                              # this checkout, 100K
+    python bench/search_steps.py --a /tmp/old/ --b . --rounds 8 --size 10000
+
+One server holds the MiniLM-shaped copy of the generated repo (``bench_resident.py``
+builds it) and is warmed by 60 searches first. It runs from tree A when there is one: the
+baseline release's protocol, which a newer client must still speak (a client-side A/B;
+an older client against a newer server would miss what the newer server stopped
+sending). Each round runs one child process per tree (``PYTHONPATH`` set to the tree,
+which goes first alternating: the second of a pair meets pages the first read) on 15
+messages neither has searched.
+A child times each query twice in one ``Searcher``: *new* (the server embeds the text;
+its pages may be cold) and *again* (the same texts: the server's cache answers and the
+pages are warm, the steady state of ``memory mcp``), with the time of each searcher step
+that exists in its tree. Printed: medians per tree and position, and B / A.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+#: the searcher's steps timed (a step a tree does not have is skipped)
+STEPS = ("_prune_common", "_fts", "_expanded", "_vectors", "_score_vectors", "_signals")
+MODULE_STEPS = ("fuse", "rank", "to_hits")
+QUERIES = 15
+
+
+def child(repo: Path, seed: int) -> dict[str, dict[str, float]]:
+    """Time 15 new messages, then the same again, in one Searcher of this tree."""
+    from corpus import messages
+
+    from memrepo.config import load_config
+    from memrepo.index import search as S
+    from memrepo.index.ranking import settings_from_config
+
+    spent: dict[str, list[float]] = defaultdict(list)
+
+    def timed(owner: object, name: str, label: str | None = None) -> None:
+        fn = getattr(owner, name, None)
+        if fn is None:
+            return
+
+        def wrapper(*a: object, **k: object) -> object:
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                spent[label or name].append((time.perf_counter() - t0) * 1000)
+
+        setattr(owner, name, wrapper)
+
+    for name in STEPS:
+        timed(S.Searcher, name)
+    for name in MODULE_STEPS:
+        timed(S, name)
+    timed(getattr(S, "_Early", None), "result", "wait nearest")  # after FTS5, if at all
+    cfg = load_config(repo)["search"]
+    s = S.Searcher(repo, settings_from_config(cfg), cfg["embedder"])
+    s.search("hello world")
+    qs = messages(QUERIES, int(os.environ["STEPS_SIZE"]), seed=seed)
+    out = {}
+    for phase in ("new", "again"):
+        spent.clear()
+        total = []
+        for q in qs:
+            t0 = time.perf_counter()
+            hits = s.search(q)
+            total.append((time.perf_counter() - t0) * 1000)
+            assert hits and hits[0].explain["vectors"] == "on", s.notes
+        out[phase] = {"total": statistics.median(total),
+                      **{k: statistics.median(v) for k, v in spent.items()}}
+    s.close()
+    return out
+
+
+def run_child(tree: Path, repo: Path, seed: int, size: int) -> dict[str, dict[str, float]]:
+    env = {**os.environ, "PYTHONPATH": str(tree), "STEPS_SIZE": str(size)}
+    proc = subprocess.run([sys.executable, __file__, "--child", str(repo), str(seed)],
+                          env=env, capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--a", type=Path, help="source tree A (holds memrepo/); default: none")
+    ap.add_argument("--b", type=Path, default=HERE.parent, help="source tree B")
+    ap.add_argument("--size", type=int, default=100_000)
+    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(Path(args.child[0]), int(args.child[1]))))
+        return 0
+    from bench_resident import minilm_copy, wait_nearest
+    from corpus import ensure_memory_repo
+
+    from memrepo.index import serve
+
+    repo = minilm_copy(ensure_memory_repo(args.size), args.size)
+    trees = {"A": args.a.resolve(), "B": args.b.resolve()} if args.a else {"B": args.b.resolve()}
+    seed0 = int(time.time()) % 100_000 * 10  # messages no earlier run searched
+    serve.stop(repo)
+    server_tree = trees.get("A", trees["B"])
+    subprocess.run([sys.executable, "-m", "memrepo", "serve", "--detach", "--idle", "900"],
+                   cwd=repo, env={**os.environ, "PYTHONPATH": str(server_tree)}, check=True,
+                   capture_output=True)
+    results: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    try:
+        wait_nearest(repo, lambda nr: nr.get("state") == "ready")
+        for k in range(2):  # the server answers as it runs, not as it starts
+            run_child(trees["B"], repo, seed0 + 1000 + k, args.size)
+        for r in range(args.rounds):
+            order = list(trees) if r % 2 == 0 else list(reversed(trees))
+            for pos, name in enumerate(order):
+                got = run_child(trees[name], repo, seed0 + r, args.size)
+                for phase, steps in got.items():
+                    for step, ms in steps.items():
+                        results[(name, f"{phase}, {'first' if pos == 0 else 'second'}",
+                                 step)].append(ms)
+                        results[(name, phase, step)].append(ms)
+    finally:
+        serve.stop(repo)
+    rows = sorted({(ph, st) for _, ph, st in results}, key=lambda t: (t[0], t[1] != "total", t[1]))
+    print(f"{args.size} files, {args.rounds} rounds of {QUERIES} messages; medians, ms")
+    print(f"{'phase':<16} {'step':<15}" + "".join(f"{n:>8}" for n in trees)
+          + ("   B / A" if len(trees) == 2 else ""))
+    for phase, step in rows:
+        med = {n: statistics.median(results[(n, phase, step)])
+               for n in trees if results.get((n, phase, step))}
+        line = f"{phase:<16} {step:<15}" + "".join(
+            f"{med[n]:>8.1f}" if n in med else f"{'-':>8}" for n in trees)
+        if len(med) == 2 and med["A"]:
+            line += f"   {med['B'] / med['A']:.2f}"
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
