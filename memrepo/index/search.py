@@ -381,8 +381,8 @@ class Searcher:
 
         The one of the two the nearest search did not return is at most ``cut``, the
         cosine where that search stopped, and counts as ``cut``: scoring it exactly meant
-        fetching ~100 vector blobs from memory.db a query, 10-12 ms at 100K files on pages
-        a new prompt had not touched, for the same LoCoMo figures (docs/DESIGN-NOTES.md).
+        fetching ~100 vector blobs from memory.db a query (at 100K files 2-3 ms, 10-13 ms
+        on cold pages) for the same LoCoMo figures (docs/DESIGN-NOTES.md).
         A search that took every vector (``cut`` None) left out only keys with no vector
         yet (the background catch-up has not embedded them): the mean is of the others."""
         extra, args = _doc_filter_sql(f)
@@ -395,8 +395,8 @@ class Searcher:
                 f"WHERE (c.hash IN ({_in(len(part))}) OR c.reply_hash IN ({_in(len(part))})){extra}"
             )
             for row in self.con.execute(sql, [*part, *part, *args]):
-                got = [sim.get(k, cut) for k in row[10:] if k is not None]
-                got = [x for x in got if x is not None]
+                got = [v for v in (sim.get(k, cut) for k in row[10:] if k is not None)
+                       if v is not None]
                 hit = hits.get(row[0])
                 if hit is None:
                     hit = hits[row[0]] = _chunk(row, files)

@@ -379,8 +379,8 @@ class Server:
                 "hits": [[h, round(s, 6)] for h, s in found.hits]}
 
     def search_nearest(self, text: str, k: int) -> Nearest:
-        """The ``k`` vectors nearest ``text`` (keys, cosines), which index answered, and
-        the query's vector; Refused while the model loads or the index is being built."""
+        """The ``k`` vectors nearest ``text`` (keys, cosines) and which index answered;
+        Refused while the model loads or the index is being built."""
         from memrepo.index.vectors import NotReady
 
         if self.nearest.changed():
