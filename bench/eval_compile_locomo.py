@@ -118,6 +118,7 @@ def evaluate(
 
     convs = [c for c in H.load_locomo(data) if c.sample_id in H.SPLITS[split]]
     stats: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    per_conv: dict[str, dict[str, float]] = {}
     for conv in convs:
         root = work / conv.sample_id
         corpus = H.build_corpus(conv, root)
@@ -125,9 +126,16 @@ def evaluate(
             make_repo(root, settings)
         repo = discover(root)
         recent = window_turns(corpus, budget, estimate_tokens)
+        mine: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
         with resident_model(root, settings):
-            compile_questions(conv, corpus, repo, budget, recent, stats)
-    return {"budget": budget, "split": split, "by_category": {k: dict(v) for k, v in stats.items()}}
+            compile_questions(conv, corpus, repo, budget, recent, mine)
+        per_conv[conv.sample_id] = {k: sum(st[k] for st in mine.values())
+                                    for k in ("questions", "evidence", "compiled")}
+        for cat, st in mine.items():
+            for k, x in st.items():
+                stats[cat][k] += x
+    return {"budget": budget, "split": split, "by_category": {k: dict(v) for k, v in stats.items()},
+            "by_conversation": per_conv}
 
 
 @contextlib.contextmanager

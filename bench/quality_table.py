@@ -77,14 +77,19 @@ def retrieval(settings: dict[str, object], data: list[str], out: Path) -> dict:
     }
 
 
-def coverage(settings: dict[str, object], data: list[str], out: Path) -> float:
+def coverage(settings: dict[str, object], data: list[str], out: Path
+             ) -> tuple[float, dict[str, float]]:
+    """Evidence inside a 4,000-token compile, %: overall and per conversation."""
     subprocess.run(
         [sys.executable, str(HERE / "eval_compile_locomo.py"), *_sets(settings), *data,
          "--json-out", str(out)],
         check=True, stdout=subprocess.DEVNULL,
     )
-    cats = json.loads(out.read_text())["by_category"].values()
-    return 100 * sum(c["compiled"] for c in cats) / sum(c["evidence"] for c in cats)
+    res = json.loads(out.read_text())
+    cats = res["by_category"].values()
+    per = {c: 100 * v["compiled"] / v["evidence"]
+           for c, v in res["by_conversation"].items() if v["evidence"]}
+    return 100 * sum(c["compiled"] for c in cats) / sum(c["evidence"] for c in cats), per
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,14 +118,18 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             settings, cost = CONFIGS[name]
             r = retrieval(settings, data, Path(tmp) / f"{name}.json")
-            cov = ("–" if args.no_compile else
-                   f"{coverage(settings, data, Path(tmp) / f'{name}-compile.json'):.1f} %")
+            cov, per = "–", ""
+            if not args.no_compile:
+                total, by_conv = coverage(settings, data, Path(tmp) / f"{name}-compile.json")
+                cov = f"{total:.1f} %"
+                per = "\n\nEvidence in a 4,000-token compile: " + ", ".join(
+                    f"{c} {x:.1f} %" for c, x in by_conv.items())
             lines.append(
                 f"| {name} | {r['session_r5']:.1f} | {r['turn_r10']:.1f} | "
                 f"{r['multihop_r5']:.1f} | {cov} | {r['ms_per_query']:.1f} | "
                 f"{r['index_s']:.0f} | {cost} |"
             )
-            details.append(f"### {name}\n\n{r['per_conversation']}")
+            details.append(f"### {name}\n\n{r['per_conversation']}{per}")
             print(lines[-1], file=sys.stderr, flush=True)
     print("\n".join(lines) + "\n\n" + "\n\n".join(details))
     return 0
