@@ -295,8 +295,8 @@ def recall(root: Path, harness: str, payload: dict[str, Any]) -> str:
     # the topic gate offline (its cached answers, else the tier-2 thresholds): no model
     # call on the prompt's path, and the client library is never even imported
     gate = Gate(root, str(watch["gate_model"]), None, int(watch["gate_max_tokens"]))
-    # a token budget below the character cap: once it is spent P3 stops reading
-    # passages (with the config's 8K tokens it reads all 150 to find none fits 10K chars)
+    # a token budget below the character cap: once it is spent P3 stops reading passages
+    # (with the config's 8K tokens it read every one asked for to find none fits 10K chars)
     req = CompileRequest(message=prompt, slots=frozenset({2, 3}),
                          budget=H.MAX_CONTEXT_CHARS // CHARS_PER_TOKEN,
                          max_chars=H.MAX_CONTEXT_CHARS, record_hits=False, gate=gate,

@@ -148,7 +148,6 @@ def _catch_up_rounds(root: Path, gd: Path, embedder: Any, should_stop: Callable[
     from memrepo.index import db as dbmod
     from memrepo.index import gitsource, schema
     from memrepo.index.indexer import parse
-    from memrepo.index.schema import replies_recorded
 
     path = db_path(root)
     tried: set[str] = set()  # blobs read once: one that cannot give its chunks is not retried
@@ -159,7 +158,7 @@ def _catch_up_rounds(root: Path, gd: Path, embedder: Any, should_stop: Callable[
         con = dbmod.connect(path, readonly=True)
         try:
             meta = schema.get_meta(con)
-            replies = replies_recorded(meta)
+            replies = schema.replies_recorded(meta)
             if meta.get("embedder") != embedder.id:
                 if log:
                     log(f"catch-up: the index is not built with {embedder.id}; nothing to do")
