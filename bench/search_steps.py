@@ -15,7 +15,9 @@ messages neither has searched.
 A child times each query twice in one ``Searcher``: *new* (the server embeds the text;
 its pages may be cold) and *again* (the same texts: the server's cache answers and the
 pages are warm, the steady state of ``memory mcp``), with the time of each searcher step
-that exists in its tree. Printed: medians per tree and position, and B / A.
+that exists in its tree, summed over the step's calls in the query; a step called inside
+another is named ``outer>inner`` (``_expanded>_fts``: the neighbours' FTS5 query).
+Printed: medians per tree and position, and B / A.
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 #: the searcher's steps timed (a step a tree does not have is skipped)
-STEPS = ("_prune_common", "_fts", "_expanded", "_vectors", "_score_vectors", "_signals")
-MODULE_STEPS = ("fuse", "rank", "to_hits")
+STEPS = ("_vector_text", "_ask_early", "_prune_common", "_fts", "_cjk", "_expanded", "_vectors",
+         "_score_vectors", "_signals")
+MODULE_STEPS = ("nearest_k", "fuse", "date_ranges", "rank", "to_hits")
 QUERIES = 15
 
 
@@ -47,19 +50,25 @@ def child(repo: Path, seed: int) -> dict[str, dict[str, float]]:
     from memrepo.index import search as S
     from memrepo.index.ranking import settings_from_config
 
-    spent: dict[str, list[float]] = defaultdict(list)
+    spent: dict[str, list[float]] = defaultdict(list)  # step -> its time in each query
+    now: dict[str, float] = defaultdict(float)  # step -> its time in this query so far
+    active: list[str] = []  # the steps running: a step inside another is "outer>inner"
 
     def timed(owner: object, name: str, label: str | None = None) -> None:
         fn = getattr(owner, name, None)
         if fn is None:
             return
+        label = label or name
 
         def wrapper(*a: object, **k: object) -> object:
+            key = f"{active[-1]}>{label}" if active else label
+            active.append(label)
             t0 = time.perf_counter()
             try:
                 return fn(*a, **k)
             finally:
-                spent[label or name].append((time.perf_counter() - t0) * 1000)
+                now[key] += (time.perf_counter() - t0) * 1000
+                active.pop()
 
         setattr(owner, name, wrapper)
 
@@ -68,6 +77,7 @@ def child(repo: Path, seed: int) -> dict[str, dict[str, float]]:
     for name in MODULE_STEPS:
         timed(S, name)
     timed(getattr(S, "_Early", None), "result", "wait nearest")  # after FTS5, if at all
+    timed(S.q, "terms", "query terms")
     cfg = load_config(repo)["search"]
     s = S.Searcher(repo, settings_from_config(cfg), cfg["embedder"])
     s.search("hello world")
@@ -75,11 +85,15 @@ def child(repo: Path, seed: int) -> dict[str, dict[str, float]]:
     out = {}
     for phase in ("new", "again"):
         spent.clear()
+        now.clear()
         total = []
         for q in qs:
             t0 = time.perf_counter()
             hits = s.search(q)
             total.append((time.perf_counter() - t0) * 1000)
+            for step, ms in now.items():
+                spent[step].append(ms)
+            now.clear()
             assert hits and hits[0].explain["vectors"] == "on", s.notes
         out[phase] = {"total": statistics.median(total),
                       **{k: statistics.median(v) for k, v in spent.items()}}
@@ -136,12 +150,12 @@ def main(argv: list[str] | None = None) -> int:
         serve.stop(repo)
     rows = sorted({(ph, st) for _, ph, st in results}, key=lambda t: (t[0], t[1] != "total", t[1]))
     print(f"{args.size} files, {args.rounds} rounds of {QUERIES} messages; medians, ms")
-    print(f"{'phase':<16} {'step':<15}" + "".join(f"{n:>8}" for n in trees)
+    print(f"{'phase':<16} {'step':<26}" + "".join(f"{n:>8}" for n in trees)
           + ("   B / A" if len(trees) == 2 else ""))
     for phase, step in rows:
         med = {n: statistics.median(results[(n, phase, step)])
                for n in trees if results.get((n, phase, step))}
-        line = f"{phase:<16} {step:<15}" + "".join(
+        line = f"{phase:<16} {step:<26}" + "".join(
             f"{med[n]:>8.1f}" if n in med else f"{'-':>8}" for n in trees)
         if len(med) == 2 and med["A"]:
             line += f"   {med['B'] / med['A']:.2f}"

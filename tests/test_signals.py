@@ -302,3 +302,27 @@ def test_a_rename_made_earlier_on_the_day_of_the_oldest_signal_is_followed(
     assert _renames(irepo.root, "2024-03-05") == moved
     assert _renames(irepo.root, "2024-03-08") == {}  # renamed days before the oldest event
     assert _renames(irepo.root, None) == moved
+
+
+def test_signals_below_an_updated_entry_stay_on_their_lines(irepo_indexed: IRepo) -> None:
+    """`memory update` strikes the old entry through and moves it to the end of its
+    section, which shifts every line below by one: each signal follows its own line."""
+    r = irepo_indexed
+    path = "knowledge/reference/backups.md"
+    r.write(path, ENTRIES + "\n# Restores\n\n- Restore drills are quarterly.\n")
+    r.commit("backups")
+    r.event()
+    before = (r.root / path).read_text().splitlines()
+    drill = before.index("- Restore drills are quarterly.") + 1
+    monthly = before.index("- Restores are tested monthly.") + 1
+    for ref, verb in ((f"{path}:{drill}", "reinforce"), (f"{path}:{monthly}", "demote")):
+        assert invoke_memory(r.root, verb, ref).returncode == 0
+    proc = invoke_memory(r.root, "update", f"{path}:7", "The backup runs at 01:00 UTC.")
+    assert proc.returncode == 0, proc.stderr
+    r.event()
+    after = (r.root / path).read_text().splitlines()
+    assert after.index("- Restore drills are quarterly.") + 1 != drill  # the lines moved
+    assert _signal_rows(r.root, path) == sorted([
+        (after.index("- Restores are tested monthly.") + 1, -1.0),
+        (after.index("- Restore drills are quarterly.") + 1, 3.0),
+    ])
