@@ -417,3 +417,26 @@ def test_p3_groups_a_files_passages_under_one_marker(crepo: Path) -> None:
         assert s.tokens == estimate_tokens(s.render())
     # the JSON still names every passage in full
     assert all(j["path"] == kayak for j in (s.as_json() for s in group))
+
+
+def test_a_recalled_turn_is_never_cut_to_its_header(crepo: Path) -> None:
+    """A transcript turn that does not fit is left out whole: its ``## 09:00 — user``
+    alone says nothing, and the tokens go to the next passage that fits."""
+    long = "Our stripe webhook secret rotates every 90 days. " + "It is logged. " * 120
+    turns = [
+        f"## 09:00 — user\n{long}\n",
+        "## 09:01 — agent\nNoted.\n",
+        "## 09:02 — user\nThe stripe webhook secret lives in the vault.\n",
+    ]
+    write(crepo, SESSION, TRANSCRIPT_HEAD + "\n".join(turns))
+    req = CompileRequest("stripe webhook secret rotates", 80, slots=frozenset({3}),
+                         today=TODAY, record_hits=False)
+    res = compile_context(MemoryRepo(crepo), req)
+    check_invariants(crepo, res, 80)
+    lines = (crepo / SESSION).read_text().split("\n")
+    first = lines.index("## 09:00 — user") + 1
+    assert any(o.path == SESSION and "does not fit" in o.reason for o in res.omitted)
+    assert first not in [s.start_line for s in res.sections]
+    assert "vault" in res.prompt() and "09:00" not in res.prompt()
+    for s in res.sections:  # each passage holds text, not a header alone
+        assert any(x.strip() and not x.startswith("#") for x in s.text.split("\n")), s.text

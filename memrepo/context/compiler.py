@@ -193,7 +193,8 @@ class _Compiler:
         cont = slot == 3 and any(x.slot == 3 and x.path == path for x in self.sections)
         mc = marker_cost(slot, kind, path, last, self.count, unit, cont)
         chars = self.chars_left - len(SEP) - len(path) - 64
-        got = fit(lines, allowance - mc, self.count, tail=tail, max_chars=chars)
+        got = fit(lines, allowance - mc, self.count, tail=tail, max_chars=chars,
+                  text_only=slot == 3)
         if got is None:
             self._omit(slot, kind, path, f"does not fit ({max(allowance, 0)} tokens left for it)")
             return None

@@ -152,11 +152,15 @@ def fit(
     *,
     tail: bool = False,
     max_chars: int | None = None,
+    text_only: bool = False,
 ) -> tuple[list[tuple[int, str]], bool] | None:
     """The largest run of whole blocks (else whole lines) within ``budget`` tokens.
 
     Returns (rows, cut) or None when not even one line fits. ``tail`` keeps the end of
-    the file (journals: the newest entries) instead of the start.
+    the file (journals: the newest entries) instead of the start. ``text_only``: None
+    too when all that fits of a cut is headings (a recalled transcript turn's ``## 10:31
+    — user`` without its text says nothing, and the tokens can hold the next passage);
+    an identity file's heading alone still says the file is there.
     """
     if lines.empty or budget <= 0:
         return None
@@ -179,7 +183,7 @@ def fit(
             break
         taken = trial
     if taken:
-        return taken, True
+        return (taken, True) if _worth(taken, text_only) else None
     # not one whole block fits: whole lines of the first (or last) block
     block = parts[0]
     rows = block[::-1] if tail else block
@@ -189,7 +193,13 @@ def fit(
             break
         taken = trial
     taken = _trim_blank(taken)
-    return (taken, True) if taken and any(t.strip() for _, t in taken) else None
+    return (taken, True) if _worth(taken, text_only) else None
+
+
+def _worth(rows: list[tuple[int, str]], text_only: bool) -> bool:
+    """Whether a cut says anything: a line that is not blank (nor, ``text_only``, a
+    heading)."""
+    return any(t.strip() and not (text_only and _HEADING.match(t)) for _, t in rows)
 
 
 def _trim_blank(rows: list[tuple[int, str]]) -> list[tuple[int, str]]:
