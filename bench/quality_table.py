@@ -114,6 +114,19 @@ def main(argv: list[str] | None = None) -> int:
         "|---|---|---|---|---|---|---|---|",
     ]
     details = []
+    try:
+        _rows(names, data, args, lines, details)
+    except subprocess.CalledProcessError as exc:  # its own message is already on stderr
+        print(f"quality_table: {Path(exc.cmd[1]).name} failed (exit {exc.returncode})",
+              file=sys.stderr)
+        return 1
+    print("\n".join(lines) + "\n\n" + "\n\n".join(details))
+    return 0
+
+
+def _rows(names: list[str], data: list[str], args: argparse.Namespace, lines: list[str],
+          details: list[str]) -> None:
+    """Measure each configuration: a table row in ``lines``, its details in ``details``."""
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             settings, cost = CONFIGS[name]
@@ -131,8 +144,6 @@ def main(argv: list[str] | None = None) -> int:
             )
             details.append(f"### {name}\n\n{r['per_conversation']}{per}")
             print(lines[-1], file=sys.stderr, flush=True)
-    print("\n".join(lines) + "\n\n" + "\n\n".join(details))
-    return 0
 
 
 if __name__ == "__main__":
