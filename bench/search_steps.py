@@ -77,7 +77,7 @@ def child(repo: Path, seed: int) -> dict[str, dict[str, float]]:
     for name in MODULE_STEPS:
         timed(S, name)
     timed(getattr(S, "_Early", None), "result", "wait nearest")  # after FTS5, if at all
-    timed(S.q, "terms", "query terms")
+    timed(getattr(S, "q", None), "terms", "query terms")
     cfg = load_config(repo)["search"]
     s = S.Searcher(repo, settings_from_config(cfg), cfg["embedder"])
     s.search("hello world")
