@@ -44,11 +44,10 @@ QUERIES = 15
 
 def child(repo: Path, seed: int) -> dict[str, dict[str, float]]:
     """Time 15 new messages, then the same again, in one Searcher of this tree."""
+    from bench_resident import configured_searcher
     from corpus import messages
 
-    from memrepo.config import load_config
     from memrepo.index import search as S
-    from memrepo.index.ranking import settings_from_config
 
     spent: dict[str, list[float]] = defaultdict(list)  # step -> its time in each query
     now: dict[str, float] = defaultdict(float)  # step -> its time in this query so far
@@ -78,8 +77,7 @@ def child(repo: Path, seed: int) -> dict[str, dict[str, float]]:
         timed(S, name)
     timed(getattr(S, "_Early", None), "result", "wait nearest")  # after FTS5, if at all
     timed(getattr(S, "q", None), "terms", "query terms")
-    cfg = load_config(repo)["search"]
-    s = S.Searcher(repo, settings_from_config(cfg), cfg["embedder"])
+    s = configured_searcher(repo)
     s.search("hello world")
     qs = messages(QUERIES, int(os.environ["STEPS_SIZE"]), seed=seed)
     out = {}
