@@ -284,3 +284,25 @@ def test_a_committed_symlink_is_never_read_through_and_is_reported(
     assert hits.returncode == 0 and "zebracorn" not in hits.stdout
     paths = [row[0] for row in r.snapshot()["documents"]]
     assert not any("linked" in p or "linkdir" in p for p in paths)
+
+
+def test_a_write_commits_rolls_back_and_raises_the_blocks_own_error(tmp_path: Path) -> None:
+    """``db.write``: the block's rows are committed, or none of them; when SQLite has
+    already rolled the transaction back itself, the error raised is the block's, not
+    "cannot rollback - no transaction is active" (seen once under 8 writers)."""
+    from memrepo.index import db as dbmod
+
+    con = dbmod.connect(tmp_path / "t.db")
+    con.execute("CREATE TABLE t (x INTEGER)")
+    with dbmod.write(con):
+        con.execute("INSERT INTO t VALUES (1)")
+    with pytest.raises(ValueError, match="half way"), dbmod.write(con):
+        con.execute("INSERT INTO t VALUES (2)")
+        raise ValueError("half way")
+    with pytest.raises(ValueError, match="rolled back already"), dbmod.write(con):
+        con.execute("INSERT INTO t VALUES (3)")
+        con.execute("ROLLBACK")  # what SQLite does itself on a full disk or an I/O error
+        raise ValueError("rolled back already")
+    assert not con.in_transaction
+    assert con.execute("SELECT x FROM t").fetchall() == [(1,)]
+    con.close()

@@ -217,17 +217,12 @@ def _write_vectors(root: Path, gd: Path, embedder_id: str, pairs: list[tuple[int
         try:
             if schema.get_meta(con).get("embedder") != embedder_id:
                 return False
-            con.execute("BEGIN IMMEDIATE")
-            try:
+            with dbmod.write(con):
                 con.executemany(
                     "INSERT OR IGNORE INTO vectors(hash, vec) SELECT ?, ? "
                     f"WHERE {schema.VECTOR_IN_USE}",
                     [(h, v, h, h) for h, v in pairs],
                 )
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
         finally:
             con.close()
     finally:

@@ -11,8 +11,10 @@ in an ordinary table, so every mode reads the same file.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,21 @@ def connect(
             con.execute("PRAGMA synchronous=NORMAL")
     con.execute("PRAGMA cache_size=-32000")
     return con
+
+
+@contextlib.contextmanager
+def write(con: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction (``BEGIN IMMEDIATE``): committed when the block ends, rolled
+    back when it raises. SQLite may have rolled it back itself (an I/O error, a full
+    disk): the block's own error is the one raised, not "cannot rollback"."""
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        con.execute("COMMIT")
+    except BaseException:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
 
 
 def finish_build(con: sqlite3.Connection) -> None:

@@ -352,13 +352,8 @@ def update(
             res.mode = "incremental"
             _apply_diff(root, con, indexed, head, embedder, embed_now, res)
         elif signals.stamp(root) != meta.get("signals"):
-            con.execute("BEGIN IMMEDIATE")
-            try:
+            with dbmod.write(con):
                 _refold_signals(root, con, force=True)
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
         if embedder is not None and embed_now and not hook:
             res.embedded += _catch_up_vectors(root, con, embedder, progress)
         if embedder is not None and not hook:  # a hook counts only what its commit left
@@ -411,8 +406,7 @@ def _apply_diff(
             wanted.append(c.new)
     blobs = dict(gitsource.stream_blobs(root, dict.fromkeys(wanted)))
     writer = Writer(con, embedder, embed_now, _gz_limit(root, (c.path for c in docs)))
-    con.execute("BEGIN IMMEDIATE")
-    try:
+    with dbmod.write(con):
         for c in docs:
             old_sha = indexed_blobs.get(c.path)
             if old_sha is not None:
@@ -435,10 +429,6 @@ def _apply_diff(
         _refold_signals(root, con, force=signals_changed)
         total = int(schema.get_meta(con).get("chunks", 0)) + writer.chunks - writer.removed_chunks
         schema.set_meta(con, commit=head, updated=int(time.time()), chunks=total)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     res.chunks = writer.chunks
 
 
@@ -475,8 +465,7 @@ def _catch_up_vectors(
     by_sha = {sha: path for path, sha in rows}
     writer = Writer(con, embedder, True, _gz_limit(root, by_sha.values()))
     n = 0
-    con.execute("BEGIN IMMEDIATE")
-    try:
+    with dbmod.write(con):
         for sha, data in gitsource.stream_blobs(root, by_sha):
             if data is not None:
                 for c in parse(by_sha[sha], data, writer.gz_limit).chunks:
@@ -489,10 +478,6 @@ def _catch_up_vectors(
         n += writer.flush_vectors()
         if progress:
             progress(total, total)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     return n
 
 

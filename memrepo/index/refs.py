@@ -19,7 +19,7 @@ from pathlib import Path
 from memrepo import compression
 from memrepo.errors import FormatError, MemrepoError
 from memrepo.index import anchors, signals
-from memrepo.index.db import connect
+from memrepo.index.db import connect, write
 from memrepo.index.indexer import parse
 from memrepo.index.paths import db_path, is_indexed
 
@@ -195,9 +195,8 @@ def record(root: Path, ref: str, event: str) -> Recorded:
         score = None
         if con is not None:
             try:
-                con.execute("BEGIN IMMEDIATE")
-                signals.apply(con, [ev])
-                con.execute("COMMIT")
+                with write(con):
+                    signals.apply(con, [ev])
                 row = con.execute(
                     "SELECT reinforces, demotes FROM signals WHERE path = ? AND line = ?",
                     (r.path, r.line or 0),
