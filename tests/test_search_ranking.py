@@ -8,7 +8,7 @@ import json
 import pytest
 from conftest import IRepo, invoke_memory
 
-from memrepo.index.dates import date_ranges, in_ranges
+from memrepo.index.dates import date_ranges, holding, in_ranges
 from memrepo.index.indexer import sync
 from memrepo.index.ranking import Settings
 from memrepo.index.search import Searcher
@@ -44,6 +44,23 @@ def test_date_ranges_reads_calendar_dates_and_relative_phrases() -> None:
     assert date_ranges("the past week", today) == [(dt.date(2026, 11, 19), today)]
     assert in_ranges("2023-06-03T10:00:00+00:00", [day])
     assert not in_ranges("2023-06-04", [day]) and not in_ranges(None, [day])
+
+
+def test_a_month_without_its_year_is_the_latest_one_the_memory_holds() -> None:
+    today = dt.date(2026, 11, 25)
+    june = {y: (dt.date(y, 6, 1), dt.date(y, 6, 30)) for y in (2023, 2024, 2026)}
+    found = holding(["2023-06-27T10:37:00+00:00", "2024-06-03", "2024-07-01", None, ""])
+    assert date_ranges("camping in June", today, found) == [june[2024]]  # not the empty 2026
+    assert date_ranges("camping in June", today, holding(["2023-06-27"])) == [june[2023]]
+    both = holding(["2023-06-27", "2026-06-02"])
+    assert date_ranges("camping in June", today, both) == [june[2026]]  # the latest wins
+    for none_held in (holding([]), holding(["2025-07-01", "2019-01-09"]), holding(["2027-06-01"])):
+        assert date_ranges("camping in June", today, none_held) == [june[2026]]  # as before
+    # a year written, or a phrase that names its own span, is never moved
+    assert date_ranges("in June 2025", today, found) == [(dt.date(2025, 6, 1), dt.date(2025, 6, 30))]
+    assert date_ranges("last month", today, found) == [(dt.date(2026, 10, 1), dt.date(2026, 10, 31))]
+    assert date_ranges("in June", today, holding(["0001-06-01"])) == [(dt.date(1, 6, 1),
+                                                                         dt.date(1, 6, 30))]
 
 
 def _journal(day: str, text: str) -> str:
@@ -92,6 +109,27 @@ def test_last_week_means_the_week_before_now(irepo: IRepo) -> None:
     earlier = json.loads(invoke_memory(irepo.root, *query[:4], "2024-05-08", *query[5:],
                                        "last", "week").stdout)
     assert earlier[0]["path"].endswith("2024-05-02.md")  # now the week of Apr 29 - May 5
+
+
+def test_in_may_finds_the_may_the_memory_recorded_with_or_without_the_index(irepo: IRepo) -> None:
+    """Asked in 2026 about "May", a memory whose Mays are in 2024 reads May 2024 (May 2026
+    holds nothing): the May journal outranks a June one with more matching words, and the
+    scanner that answers without memory.db reads the same window."""
+    _two_journals(irepo)
+    irepo.write("knowledge/journal/2024-06-20.md", _journal(
+        "2024-06-20", "Deployed the billing worker again, billing worker billing worker."))
+    irepo.commit("june")
+    sync(irepo.root)
+    query = ["search", "--json", "--explain", "--now", "2026-11-25", "billing worker deployed"]
+    plain = json.loads(invoke_memory(irepo.root, *query).stdout)
+    assert plain[0]["path"].endswith("2024-06-20.md")
+    for engine in ("index", "scan"):
+        if engine == "scan":
+            (irepo.root / "memory.db").unlink()
+        out = json.loads(invoke_memory(irepo.root, *query, "in", "May").stdout)
+        assert out[0]["path"].endswith(("2024-05-02.md", "2024-05-09.md")), engine
+        assert out[0]["explain"]["date_window"] == "2024-05-01..2024-05-31", engine
+        assert out[0]["explain"].get("engine", "index") in (engine, "ripgrep")
 
 
 SUPERSEDED = (

@@ -5,14 +5,20 @@ that day; BM25 alone sees only the words "june" and "2023", which every file of 
 month shares. Relative phrases ("yesterday", "last week", "two days ago", "in March")
 are read against the day the question is asked: today, or what the caller passes as
 ``now`` (``memory search --now``), so the same words mean the same window in any repo.
+A month named without its year ("in June") is the latest such month up to that day in
+which what the search found was recorded: an empty window cannot be the one meant, and a
+memory imported from earlier years (or asked about a past year's June) holds its June
+further back.
 
 Measured on LoCoMo dev (bench/eval_locomo.py): session R@5 +0.5, turn R@10 +0.3.
 """
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import re
+from collections.abc import Callable, Iterable
 
 _MONTHS = {
     name: i
@@ -45,6 +51,8 @@ _MONTH_DAY = re.compile(r"\b" + _MON + r"\s+" + _DAY + r",?\s+" + _YEAR + r"\b")
 _MONTH_YEAR = re.compile(r"\b" + _MON + r",?\s+" + _YEAR + r"\b")
 
 DateRange = tuple[dt.date, dt.date]
+#: whether the memory holds anything recorded inside a range (see :func:`holding`)
+Holds = Callable[[DateRange], bool]
 
 
 def _day(y: str, m: int, d: str) -> DateRange | None:
@@ -86,8 +94,35 @@ def _months_back(today: dt.date, n: int) -> DateRange | None:
     return _month(str(y), m + 1) if y >= 1 else None
 
 
-def relative_ranges(query: str, today: dt.date) -> list[DateRange]:
-    """The windows relative phrases of ``query`` name, read against ``today``."""
+def holding(dates: Iterable[str | None]) -> Holds:
+    """Whether one of ``dates`` (ISO ``YYYY-MM-DD…``: the files a search found) falls
+    inside a range; one sort, then a binary search a range."""
+    days = sorted({d[:10] for d in dates if d})
+
+    def holds(rng: DateRange) -> bool:
+        i = bisect.bisect_left(days, rng[0].isoformat())
+        return i < len(days) and days[i] <= rng[1].isoformat()
+
+    return holds
+
+
+def _latest_held(month: DateRange, holds: Holds) -> DateRange:
+    """``month``, or the same month of the latest earlier year that holds something:
+    stepping back a year at a time while anything is recorded before it; ``month``
+    itself when no year's does."""
+    cur = month
+    while not holds(cur):
+        first = cur[0]
+        if first.year <= 1 or not holds((dt.date.min, first - dt.timedelta(days=1))):
+            return month
+        cur = _month(str(first.year - 1), first.month) or month
+    return cur
+
+
+def relative_ranges(query: str, today: dt.date, holds: Holds | None = None
+                    ) -> list[DateRange]:
+    """The windows relative phrases of ``query`` name, read against ``today``; a month
+    without its year moved back to the latest year ``holds`` says holds it."""
     text = query.lower()
     out: list[DateRange | None] = []
     for word in _DAY_WORD.findall(text):
@@ -126,13 +161,16 @@ def relative_ranges(query: str, today: dt.date) -> list[DateRange]:
             continue
         month = _MONTHS[name]
         back = (today.month - month) % 12 or (12 if lead == "last" else 0)
-        out.append(_months_back(today, back))
+        rng = _months_back(today, back)
+        out.append(_latest_held(rng, holds) if rng and holds else rng)
     return [r for r in out if r is not None]
 
 
-def date_ranges(query: str, today: dt.date | None = None) -> list[DateRange]:
+def date_ranges(query: str, today: dt.date | None = None, holds: Holds | None = None
+                ) -> list[DateRange]:
     """The calendar days or months ``query`` names: explicitly (with a year), or relative
-    to ``today`` (default: the real today). Empty for most queries."""
+    to ``today`` (default: the real today; a month without its year, the latest that
+    ``holds``). Empty for most queries."""
     text = query.lower()
     out: list[DateRange | None] = []
     out += [_day(y, int(m), d) for y, m, d in _ISO_DAY.findall(text)]
@@ -142,7 +180,7 @@ def date_ranges(query: str, today: dt.date | None = None) -> list[DateRange]:
         out += [_month(y, _MONTHS[m]) for m, y in _MONTH_YEAR.findall(text)]
         out += [_month(y, int(m)) for y, m in _ISO_MONTH.findall(text)]
     found = [r for r in out if r is not None]
-    return found + relative_ranges(query, today or dt.date.today())
+    return found + relative_ranges(query, today or dt.date.today(), holds)
 
 
 def window(ranges: list[DateRange]) -> dict[str, str]:

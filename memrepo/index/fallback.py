@@ -28,7 +28,7 @@ from memrepo.errors import FormatError
 from memrepo.index import cjk
 from memrepo.index import query as q
 from memrepo.index import signals as sig
-from memrepo.index.dates import date_ranges, window
+from memrepo.index.dates import date_ranges, holding, window
 from memrepo.index.indexer import parse
 from memrepo.index.paths import is_indexed
 from memrepo.index.ranking import ChunkHit, FileInfo, Filters, Hit, Settings, fuse, rank, to_hits
@@ -174,7 +174,7 @@ class Scanner:
                 hit.bm25 = s
                 scored.append(hit)
         fuse(scored, self.settings, False)
-        dates = date_ranges(query, f.now)
+        dates = date_ranges(query, f.now, holding(i.modified for i in files.values()))
         ranked = rank(scored, files, self._signal_map(), self.settings, limit, dates=dates)
 
         def span(path: str, start: int, end: int) -> list[str]:

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from memrepo.index import cjk, expand, names, schema, signals
 from memrepo.index import db as dbmod
 from memrepo.index import query as q
-from memrepo.index.dates import date_ranges, window
+from memrepo.index.dates import date_ranges, holding, window
 from memrepo.index.embedders import get_embedder
 from memrepo.index.paths import db_path
 from memrepo.index.ranking import (
@@ -437,7 +437,7 @@ class Searcher:
         chunk_hits = list(hits.values())
         fuse(chunk_hits, self.settings, have_vectors, floor or 0.0)
         paths = list(files)
-        dates = date_ranges(query, f.now)
+        dates = date_ranges(query, f.now, holding(i.modified for i in files.values()))
         ranked = rank(chunk_hits, files, self._signals(paths), self.settings, limit, dates=dates)
         tag = {"vectors": "on" if have_vectors else "off", **window(dates)}
         if self.vectors_why and not have_vectors:
