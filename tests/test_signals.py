@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 
+import pytest
 from conftest import IRepo, invoke_memory
 
 from memrepo import documents
+from memrepo.index import refs
 from memrepo.index.indexer import sync
+from memrepo.index.lock import IndexLock
+from memrepo.index.paths import state_dir
 
 
 def _paths(root, query: str) -> list[str]:
@@ -41,6 +46,35 @@ def test_reinforce_moves_a_result_up(irepo_indexed: IRepo) -> None:
     )
     sync(r.root, force_rebuild=True)
     assert _paths(r.root, "backup midnight")[0] == second
+
+
+def test_a_reinforce_while_an_indexer_runs_leaves_the_fold_to_it(
+    irepo_indexed: IRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """memory.db is written under the index lock only: a rebuild swaps the file under it,
+    and a write from outside could land in the file swapped out. Past the wait, the
+    reinforce is logged, reports no score yet, and leaves the pass pending; the holder's
+    next pass folds it."""
+    r = irepo_indexed
+    _first, second = _two_equal_files(r)
+    monkeypatch.setattr(refs, "FOLD_WAIT_S", 0.05)
+    lock = IndexLock(state_dir(r.root / ".git"))
+    lock.acquire()
+    try:
+        proc = invoke_memory(r.root, "reinforce", second)
+        assert proc.returncode == 0, proc.stderr
+        assert "score now" not in proc.stdout and lock.pending.exists()
+        con = sqlite3.connect(r.root / "memory.db")
+        try:
+            folded = con.execute("SELECT count(*) FROM signals WHERE path = ?", (second,))
+            assert folded.fetchone()[0] == 0  # nothing written while another holds the lock
+        finally:
+            con.close()
+    finally:
+        lock.release()
+    sync(r.root)  # the holder's next pass
+    assert _paths(r.root, "backup midnight")[0] == second
+    assert "score now +6" in invoke_memory(r.root, "reinforce", second).stdout  # lock free
 
 
 def test_demote_moves_a_result_down(irepo_indexed: IRepo) -> None:

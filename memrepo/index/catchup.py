@@ -198,36 +198,29 @@ def _catch_up_rounds(root: Path, gd: Path, embedder: Any, should_stop: Callable[
 def _write_vectors(root: Path, gd: Path, embedder_id: str, pairs: list[tuple[int, bytes]]
                    ) -> bool:
     """Insert vectors of chunks still in the index, under the index lock (one short
-    transaction); then run the pass a hook left pending. False when the index no longer
-    takes them (another embedder, or gone)."""
+    transaction; :func:`~memrepo.index.indexer.short_write`). False when the index no
+    longer takes them (another embedder, or gone)."""
     from memrepo.index import db as dbmod
     from memrepo.index import schema
-    from memrepo.index.indexer import sync
-    from memrepo.index.lock import Busy, IndexLock
+    from memrepo.index.indexer import short_write
+    from memrepo.index.lock import Busy
 
-    lock = IndexLock(state_dir(gd))
     try:
-        lock.acquire(wait=30.0)
+        with short_write(root, gd, wait=30.0):
+            if not db_path(root).exists():
+                return False
+            con = dbmod.connect(db_path(root))
+            try:
+                if schema.get_meta(con).get("embedder") != embedder_id:
+                    return False
+                with dbmod.write(con):
+                    con.executemany(
+                        "INSERT OR IGNORE INTO vectors(hash, vec) SELECT ?, ? "
+                        f"WHERE {schema.VECTOR_IN_USE}",
+                        [(h, v, h, h) for h, v in pairs],
+                    )
+            finally:
+                con.close()
     except Busy:  # a long `memory index` holds it: it embeds these chunks itself
         return False
-    try:
-        if not db_path(root).exists():
-            return False
-        con = dbmod.connect(db_path(root))
-        try:
-            if schema.get_meta(con).get("embedder") != embedder_id:
-                return False
-            with dbmod.write(con):
-                con.executemany(
-                    "INSERT OR IGNORE INTO vectors(hash, vec) SELECT ?, ? "
-                    f"WHERE {schema.VECTOR_IN_USE}",
-                    [(h, v, h, h) for h, v in pairs],
-                )
-        finally:
-            con.close()
-    finally:
-        lock.release()
-    if lock.pending.exists():  # a hook found us holding the lock: its pass, now
-        with contextlib.suppress(Exception):
-            sync(root, hook=True)
     return True

@@ -19,7 +19,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -685,6 +685,25 @@ def sync(
             lock.acquire(0.0)
         except Busy:  # the new holder runs the pending pass
             return result
+
+
+@contextlib.contextmanager
+def short_write(root: Path, git_dir: Path | None = None, wait: float = 30.0) -> Iterator[None]:
+    """The index lock around a short write outside :func:`sync` (the catch-up's vectors, a
+    reinforce folded at once): a rebuild swaps in a new memory.db under this lock, and a
+    write through a connection opened before or during the swap lands in the old file or
+    in a WAL the new one's users do not share (``disk I/O error`` in `memory index` under
+    eight writers). Busy past ``wait``. On release, the pass a hook that found the lock
+    taken left pending."""
+    lock = IndexLock(state_dir(git_dir or gitsource.locate(Path(root))[0]))
+    lock.acquire(wait)
+    try:
+        yield
+    finally:
+        lock.release()
+        if lock.pending.exists():  # a hook found us holding the lock: its pass, now
+            with contextlib.suppress(Exception):
+                sync(root, hook=True)
 
 
 def _combine(first: Result, then: Result) -> Result:

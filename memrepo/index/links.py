@@ -223,7 +223,7 @@ def report(root: Path, path: str) -> dict[str, Any]:
     from memrepo.index.db import connect
     from memrepo.index.paths import db_path
 
-    con = connect(db_path(root))
+    con = connect(db_path(root), readonly=True)
     try:
         out = [{"line": lk.line, "kind": lk.kind, "target": lk.target, "path": to}
                for lk, to in outgoing(con, path)]
@@ -241,7 +241,7 @@ def linked(root: Path, paths: list[str]) -> dict[str, list[str]]:
 
     if not db_path(root).exists():
         return {}
-    con = connect(db_path(root))
+    con = connect(db_path(root), readonly=True)
     try:
         return linked_files(con, paths)
     except sqlite3.OperationalError:

@@ -18,10 +18,14 @@ from pathlib import Path
 
 from memrepo import compression
 from memrepo.errors import FormatError, MemrepoError
-from memrepo.index import anchors, signals
+from memrepo.index import anchors, gitsource, signals
 from memrepo.index.db import connect, write
-from memrepo.index.indexer import parse
-from memrepo.index.paths import db_path, is_indexed
+from memrepo.index.indexer import parse, short_write
+from memrepo.index.lock import Busy, IndexLock
+from memrepo.index.paths import db_path, is_indexed, state_dir
+
+#: how long a reinforce waits for another indexer before leaving the fold to its next pass
+FOLD_WAIT_S = 1.0
 
 
 @dataclass
@@ -107,7 +111,7 @@ def _open_index(root: Path) -> sqlite3.Connection | None:
     if not db_path(root).exists():
         return None
     try:
-        con = connect(db_path(root))
+        con = connect(db_path(root), readonly=True)  # writes go through _fold, under the lock
         con.execute("SELECT 1 FROM documents LIMIT 1")
     except sqlite3.DatabaseError:
         return None
@@ -185,26 +189,45 @@ def record(root: Path, ref: str, event: str) -> Recorded:
     con = _open_index(root)
     try:
         r = _resolve(root, ref, con)
-        ev: dict[str, object] = {"event": event, "path": r.path}
-        if r.line:
-            ev["line"] = r.line
-            text = anchors.line_text(root, r.path, r.line)
-            if text:  # the anchor: the signal follows this entry through edits and git mv
-                ev["text"] = text
-        where = signals.append(root, [ev])
-        score = None
+    finally:
         if con is not None:
+            con.close()
+    ev: dict[str, object] = {"event": event, "path": r.path}
+    if r.line:
+        ev["line"] = r.line
+        text = anchors.line_text(root, r.path, r.line)
+        if text:  # the anchor: the signal follows this entry through edits and git mv
+            ev["text"] = text
+    where = signals.append(root, [ev])
+    return Recorded(r, where, _fold(root, ev))
+
+
+def _fold(root: Path, ev: dict[str, object]) -> float | None:
+    """Fold the logged ``ev`` into the index under the index lock (a write outside it can
+    land in a memory.db a rebuild has swapped out: :func:`~memrepo.index.indexer.
+    short_write`); its place's score then. An indexer holding the lock past
+    :data:`FOLD_WAIT_S` (a rebuild) gets a pending mark instead: its next pass re-folds
+    the log, which holds ``ev``. None: no index, or the score is not known yet."""
+    if not db_path(root).exists():
+        return None
+    try:
+        gd = gitsource.locate(root)[0]
+        with short_write(root, gd, wait=FOLD_WAIT_S):
+            if not db_path(root).exists():
+                return None
+            con = connect(db_path(root))
             try:
                 with write(con):
                     signals.apply(con, [ev])
                 row = con.execute(
                     "SELECT reinforces, demotes FROM signals WHERE path = ? AND line = ?",
-                    (r.path, r.line or 0),
+                    (ev["path"], ev.get("line") or 0),
                 ).fetchone()
-                score = signals.weighted(*row, *_weights(root)) if row else None
-            except sqlite3.DatabaseError:
-                score = None
-    finally:
-        if con is not None:
-            con.close()
-    return Recorded(r, where, score)
+            finally:
+                con.close()
+    except Busy:
+        IndexLock(state_dir(gd)).mark_pending()
+        return None
+    except (sqlite3.DatabaseError, MemrepoError):
+        return None
+    return signals.weighted(*row, *_weights(root)) if row else None
