@@ -96,10 +96,14 @@ def _months_back(today: dt.date, n: int) -> DateRange | None:
 
 def holding(dates: Iterable[str | None]) -> Holds:
     """Whether one of ``dates`` (ISO ``YYYY-MM-DD…``: the files a search found) falls
-    inside a range; one sort, then a binary search a range."""
-    days = sorted({d[:10] for d in dates if d})
+    inside a range: sorted on the first question (most queries name no month and never
+    ask), then a binary search a range."""
+    days: list[str] = []
+    pending: list[Iterable[str | None]] = [dates]
 
     def holds(rng: DateRange) -> bool:
+        if pending:
+            days.extend(sorted({d[:10] for d in pending.pop() if d}))
         i = bisect.bisect_left(days, rng[0].isoformat())
         return i < len(days) and days[i] <= rng[1].isoformat()
 
