@@ -9,6 +9,7 @@ use files of their own, so they do not depend on each other's order.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -243,6 +244,20 @@ async def test_remember_into_a_knowledge_file(server: object, repo: Path) -> Non
     assert re.match(r"^- \d{4}-\d{2}-\d{2}: Queue consumers retry three times$", lines[16])
     assert lines[3].startswith("updated: ") and lines[3] != "updated: 2026-01-01"
     assert git(repo, "status", "--porcelain", "--", "knowledge/reference/queue.md") == ""
+
+
+async def test_a_chunk_ref_is_taken_as_memory_reinforce_takes_it(
+    server: object, repo: Path
+) -> None:
+    """``PATH#CHUNK`` (the anchor `memory reinforce` takes) names the chunk's first line."""
+    rel = "knowledge/reference/cache.md"
+    err, text = await call(server, "memory_demote", {"ref": f"{rel}#1"})
+    assert (err, text) == (False, f"Demoted {rel}#1 (score now -1).")
+    logged = [json.loads(x) for f in sorted((repo / "raw/signals").glob("*.jsonl"))
+              for x in f.read_text().splitlines()]
+    assert {"event": "demote", "path": rel, "line": 14}.items() <= logged[-1].items()
+    err, text = await call(server, "memory_demote", {"ref": f"{rel}#2"})
+    assert err and "has 2 chunk(s) (#0 to #1), no #2" in text
 
 
 async def test_update_supersedes_and_the_entry_keeps_its_reinforcement(

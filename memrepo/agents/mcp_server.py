@@ -325,11 +325,18 @@ class Memory:
         return f"Replaced {done.ref}{_committed(done.commit)}."
 
     def signal_text(self, ref: str, event: str) -> str:
-        from memrepo.index import refs
+        from memrepo.index import refs, signals
 
-        given, a, _b = update.parse_span(ref)
+        try:
+            chunk = signals.parse_ref(ref).ord  # PATH#CHUNK, as `memory reinforce` takes it
+        except signals.BadRef as exc:
+            raise ToolError(str(exc)) from None
+        if chunk is not None:
+            given, a = ref.strip().rpartition("#")[0], None
+        else:
+            given, a, _b = update.parse_span(ref)
         rel = update.memory_path(self.root, given)
-        where = f"{rel}:{a}" if a else rel
+        where = f"{rel}:{a}" if a else f"{rel}#{chunk}" if chunk is not None else rel
         if a is not None:
             count = max(1, len(self._lines(rel)))
             if a > count:
