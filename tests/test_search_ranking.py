@@ -370,3 +370,89 @@ def test_words_too_common_are_left_out_and_counted_again_after_an_index_change(
         assert [h.path for h in again] == [first[0].path]  # the otters files rank nothing
     finally:
         s.close()
+
+
+def _long_prompt_repo(irepo: IRepo) -> list[str]:
+    """Six notes sharing 30 short words; one of them also names a quokka (the rarest
+    word, and longer than the shared ones)."""
+    shared = [f"w{chr(97 + i)}{chr(97 + j)}x" for i in range(5) for j in range(6)]
+    for n in range(6):
+        extra = " The quokka ate the cable." if n == 4 else ""
+        irepo.write(f"knowledge/reference/note-{n}.md",
+                    f"---\ntype: reference\n---\n# Note {n}\n\n{' '.join(shared)}.{extra}\n")
+    irepo.commit("notes")
+    return shared
+
+
+@pytest.mark.parametrize("engine", ["index", "scan"])
+def test_a_long_prompt_is_searched_by_its_rarest_words(irepo: IRepo, engine: str) -> None:
+    """More than QUERY_TERMS search words (a pasted log): the index searches the rarest of
+    them, the scanner (no counts) the longest; the rare word at the prompt's end still
+    finds its note, and --explain says what was searched."""
+    from memrepo.index import query
+
+    shared = _long_prompt_repo(irepo)
+    if engine == "index":
+        sync(irepo.root)
+    prompt = " ".join(shared) + " nowhereword quokka"
+    assert len(query.terms(prompt)) == 32 > query.QUERY_TERMS
+    out = json.loads(invoke_memory(irepo.root, "search", "--json", "--explain", prompt).stdout)
+    assert out[0]["path"] == "knowledge/reference/note-4.md"
+    which = "the rarest" if engine == "index" else "the longest"
+    assert out[0]["explain"]["long_prompt"] == f"searched by 24 of its 32 words, {which}"
+    short = json.loads(invoke_memory(irepo.root, "search", "--json", "--explain",
+                                     " ".join(shared[:20]) + " quokka").stdout)
+    assert "long_prompt" not in short[0]["explain"]
+
+
+def test_the_commonest_words_are_left_out_past_the_match_budget(
+    irepo: IRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ranked query costs its matches (bm25 for each): past MATCH_BUDGET the commonest
+    words go first, and the rarest always stays."""
+    from memrepo.index import search
+
+    _long_prompt_repo(irepo)
+    sync(irepo.root)
+    monkeypatch.setattr(search, "COMMON_MIN", 100)  # a cap no word reaches
+    monkeypatch.setattr(search, "MATCH_BUDGET", 7)
+    s = Searcher(irepo.root)
+    try:
+        s.meta["chunks"] = "1000"  # counted as a large index
+        hits = s.search("quokka waax cable", 5)  # 1 + 6 + 1 matches
+        explain = hits[0].explain
+        assert hits[0].path == "knowledge/reference/note-4.md"
+        assert explain is not None and explain["common_words_skipped"] == "waax"
+        monkeypatch.setattr(search, "MATCH_BUDGET", 0)  # the rarest word stays, alone
+        explain = s.search("quokka waax cable", 5)[0].explain
+        assert explain is not None and explain["common_words_skipped"] == "waax cable"
+    finally:
+        s.close()
+
+
+def test_the_scanners_stem_counter_counts_as_comparing_every_token_and_word() -> None:
+    """One lookup per token and prefix length gives the counts of the plain rule (a token
+    equals the word, or starts with the first max(4, len - 2) letters of a 4+ letter
+    word), on random words and tokens that share prefixes often."""
+    import random
+    from collections import Counter
+
+    from memrepo.index.fallback import _StemCounter
+
+    def plain(tokens: list[str], words: list[str]) -> Counter[str]:
+        out: Counter[str] = Counter()
+        for t in tokens:
+            for w in words:
+                if t == w or (len(w) > 3 and t.startswith(w[: max(4, len(w) - 2)])):
+                    out[w] += 1
+        return out
+
+    rng = random.Random(7)
+    for _ in range(300):
+        words = list(dict.fromkeys("".join(rng.choice("abc") for _ in range(rng.randint(2, 8)))
+                                   for _ in range(rng.randint(1, 12))))
+        tokens = ["".join(rng.choice("abc") for _ in range(rng.randint(1, 10)))
+                  for _ in range(rng.randint(0, 40))]
+        got: Counter[str] = Counter()
+        _StemCounter(words).count(tokens, got)
+        assert got == plain(tokens, words), (words, tokens)

@@ -16,6 +16,13 @@ import re
 
 from memrepo.index.cjk import RANGES, has_run
 
+#: A prompt of more search words than this (a pasted log, a file) is searched by this
+#: many of them: a ranked FTS5 OR query costs its matches times its words (at 100K files
+#: a 1,000-character prompt's 68 words took 0.7 s, an 8,000-character one's 650 took
+#: 13 s), and BM25 weighs a word by its rarity anyway (Lucene's MoreLikeThis, which turns a
+#: document into a query, keeps 25 terms). LoCoMo dev questions have at most 9 words.
+QUERY_TERMS = 24
+
 _URL = re.compile(r"\b(?:https?|ftp)://\S+|\bwww\.\S+", re.IGNORECASE)
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -220,6 +227,11 @@ def terms(query: str) -> list[str]:
             words.append(w)
     kept = [w for w in words if w not in STOP_WORDS]
     return kept or words
+
+
+def searched_by(used: list[str], words: list[str], which: str) -> str:
+    """What ``--explain`` says of a long prompt searched by some of its words."""
+    return f"searched by {len(used)} of its {len(words)} words, {which}"
 
 
 def fts_match(words: list[str]) -> str:

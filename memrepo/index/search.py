@@ -52,6 +52,21 @@ LOCAL_SCAN_MAX = 100_000
 #: ranking its 70K matches at 100K files costs ~150 ms (a corpus-driven stop list).
 COMMON_FRAC = 0.02
 COMMON_MIN = 2000
+#: A long prompt (more than ``query.QUERY_TERMS`` search words) is searched by its
+#: QUERY_TERMS rarest words; the neighbours query expansion adds are capped alike (LoCoMo
+#: dev questions have at most 24). How many of its words are counted: its first ones (a
+#: pasted log or file names its subject at its head), so choosing costs at most this
+#: many short counts
+LONG_PROMPT_WORDS = 200
+#: how far a long prompt's words are counted, round by round: counting stops after the
+#: round that leaves QUERY_TERMS words known to be rarer than its limit
+RARITY_ROUNDS = (256, 4096)
+#: The most chunks one ranked query may match, counted word by word: FTS5 computes bm25
+#: for every match before it sorts (~1.5 µs each at 100K files: a 3-word prompt of 6K
+#: matches spends 9 of its 11 ms there), so past this the commonest words are left out,
+#: the rarest kept. Only an index past COMMON_MIN chunks is counted: a LoCoMo
+#: conversation's never is; at 100K files the bench's prompts match 22K at most.
+MATCH_BUDGET = 50_000
 
 
 class Engine(Protocol):
@@ -178,10 +193,11 @@ class Searcher:
         self.embedder = None
         self._vsearch: Any = None
         self._has_cjk: bool | None = None
-        #: whether a word is too common to rank with, for the index as of _common_version
-        #: (a long-lived searcher, the MCP server or --batch, counts each word once)
-        self._common: dict[str, bool] = {}
-        self._common_version: int | None = None
+        #: word -> (chunks holding it, the limit it was counted to), for the index as of
+        #: _counts_version (a long-lived searcher, the MCP server or --batch, counts each
+        #: word once)
+        self._counts: dict[str, tuple[int, int]] = {}
+        self._counts_version: int | None = None
         self._known_name: Callable[[str], bool] | None = None
         recorded = self.meta.get("embedder", "none")
         if recorded != "none":
@@ -202,30 +218,75 @@ class Searcher:
                     self.notes.append(f"vectors off: {why}; FTS5 alone")
 
     # -- candidates ---------------------------------------------------------
+    def _count(self, word: str, at_most: int) -> int:
+        """Chunks that hold ``word``, counted up to ``at_most`` (a count below its limit is
+        exact, so a later, higher limit need not count again)."""
+        known = self._counts.get(word)
+        if known is not None and (known[0] < known[1] or known[1] >= at_most):
+            return min(known[0], at_most)
+        (n,) = self.con.execute(
+            "SELECT count(*) FROM (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? "
+            "LIMIT ?)",
+            (q.fts_match([word]), at_most),
+        ).fetchone()
+        self._counts[word] = (n, at_most)
+        return n
+
+    def _counts_fresh(self) -> None:
+        """Forget the counts when another connection has committed since they were made."""
+        (version,) = self.con.execute("PRAGMA data_version").fetchone()
+        if version != self._counts_version:
+            self._counts, self._counts_version = {}, version
+
+    def _rarest(self, words: list[str]) -> tuple[list[str], list[str]]:
+        """(a long prompt's QUERY_TERMS rarest words the index holds, in the prompt's
+        order, words of scripts written without spaces first; the words left out). The
+        counting goes round by round (RARITY_ROUNDS), each round over the words the last
+        one could not tell apart; when too few words are rarer than the last limit, the
+        commoner ones fill the places left, in the prompt's order."""
+        if len(words) <= q.QUERY_TERMS:
+            return words, []
+        self._counts_fresh()
+        pool = words[:LONG_PROMPT_WORDS]
+        runs = [w for w in pool if cjk.has_run(w)][:q.QUERY_TERMS]
+        places = q.QUERY_TERMS - len(runs)
+        rarer: list[tuple[int, int, str]] = []  # (chunks holding it, place, word)
+        left = [(i, w) for i, w in enumerate(pool) if not cjk.has_run(w)]
+        for limit in RARITY_ROUNDS:
+            if len(rarer) >= places:
+                break
+            rest = []
+            for i, w in left:
+                n = self._count(w, limit)
+                if n >= limit:
+                    rest.append((i, w))
+                elif n:
+                    rarer.append((n, i, w))
+            left = rest
+        chosen = {w for _, _, w in sorted(rarer)[:places]}
+        chosen.update(w for _, w in left[: places - len(chosen)])
+        chosen.update(runs)
+        keep = [w for w in pool if w in chosen]
+        return keep, [w for w in words if w not in chosen]
+
     def _prune_common(self, words: list[str]) -> tuple[list[str], list[str]]:
-        """(words to rank with, words left out as too common in this index)."""
+        """(words to rank with, words left out as too common in this index): a word in
+        more than COMMON_FRAC of the chunks when rarer ones remain, then the commonest
+        while the words' matches add up to more than MATCH_BUDGET (the rarest is kept)."""
         total = int(self.meta.get("chunks") or 0)
         cap = max(COMMON_MIN, int(total * COMMON_FRAC))
         if len(words) < 2 or total <= cap:
             return words, []
-        (version,) = self.con.execute("PRAGMA data_version").fetchone()
-        if version != self._common_version:  # another connection committed: count again
-            self._common, self._common_version = {}, version
-        keep = []
-        for w in words:
-            common = self._common.get(w)
-            if common is None:
-                (n,) = self.con.execute(
-                    "SELECT count(*) FROM (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? "
-                    "LIMIT ?)",
-                    (q.fts_match([w]), cap),
-                ).fetchone()
-                common = self._common[w] = n >= cap
-            if not common:
-                keep.append(w)
-        if not keep:
-            return words, []
-        return keep, [w for w in words if w not in keep]
+        self._counts_fresh()
+        counts = {w: self._count(w, cap) for w in words}
+        keep = [w for w in words if counts[w] < cap] or words
+        matches, within = 0, set()
+        for w in sorted(keep, key=lambda w: counts[w]):
+            matches += counts[w]
+            if within and matches > MATCH_BUDGET:
+                break
+            within.add(w)
+        return [w for w in keep if w in within], [w for w in words if w not in within]
 
     def _fts(self, words: list[str], f: Filters, files: dict[str, FileInfo]
              ) -> list[ChunkHit]:
@@ -279,7 +340,7 @@ class Searcher:
         """Add ``expansion_weight`` x the BM25 of the words' neighbours (new chunks for the
         ones only they find): "dog" also finds "puppy" (memrepo.index.expand)."""
         weight = self.settings.expansion_weight
-        extra = expand.expansion(words, self._used) if weight > 0 else []
+        extra = expand.expansion(words, self._used)[:q.QUERY_TERMS] if weight > 0 else []
         if not extra:
             return
         for h in self._fts(extra, f, files):
@@ -427,7 +488,8 @@ class Searcher:
         vtext = self._vector_text(query)
         k = nearest_k(limit, schema.replies_recorded(self.meta)) if vtext is not None else 0
         early = self._ask_early(vtext, k)
-        ranked_words, dropped = self._prune_common(words)
+        chosen, unsearched = self._rarest(words)
+        ranked_words, dropped = self._prune_common(chosen)
         files: dict[str, FileInfo] = {}  # filled by the chunk queries (_CHUNK_COLS)
         hits = {h.chunk_id: h for h in self._fts(ranked_words, f, files)}
         self._cjk(ranked_words, f, hits, files)
@@ -440,6 +502,8 @@ class Searcher:
         dates = date_ranges(query, f.now, holding(i.modified for i in files.values()))
         ranked = rank(chunk_hits, files, self._signals(paths), self.settings, limit, dates=dates)
         tag = {"vectors": "on" if have_vectors else "off", **window(dates)}
+        if unsearched:
+            tag["long_prompt"] = q.searched_by(chosen, words, "the rarest")
         if self.vectors_why and not have_vectors:
             tag["vectors_why"] = self.vectors_why
         if have_vectors and self.vectors_via:
