@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""What a prompt's length costs: `memory search` and the prompt hook's recall, two source
+trees side by side.
+
+    python bench/bench_long_prompt.py --a /tmp/old/ --b . --size 100000
+    python bench/bench_long_prompt.py --size 10000 --rounds 2       # this checkout alone
+
+Agents paste logs, diffs and files into a prompt; every search word used to join one
+FTS5 OR query, whose cost is its matches times its words. The prompts are passages of
+the generated corpus's transcripts (their text, not their frontmatter) of 100 to 6,000
+characters. Each round runs one child process per tree (``PYTHONPATH`` set to the tree,
+which goes first alternating) on the FTS5-alone repo of ``corpus.ensure_memory_repo``:
+a ``Searcher`` search of 10 results and the recall of the UserPromptSubmit hook
+(``events.recall``: compile's P2 and P3, then the shared-word filter), each prompt once
+after one untimed warm-up search. Printed: medians per prompt length, and B / A.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+LENGTHS = (100, 500, 2000, 6000)
+
+
+def prompts(repo: Path, seed: int = 3) -> list[str]:
+    """One passage of each LENGTHS of a random transcript's text (after its first 400
+    characters: the frontmatter's words are in every transcript)."""
+    files = sorted((repo / "raw" / "conversations").rglob("*.md"))
+    rng = random.Random(seed)
+    out = []
+    for n in LENGTHS:
+        text = ""
+        while len(text) < n:
+            text = rng.choice(files).read_text(encoding="utf-8")[400 : 400 + n]
+        out.append(text)
+    return out
+
+
+def child(repo: Path) -> dict[str, dict[str, float]]:
+    """Times of one search and one recall per prompt length, in ms, in this process."""
+    from memrepo.agents import events
+    from memrepo.index.search import Searcher
+
+    out: dict[str, dict[str, float]] = defaultdict(dict)
+    searcher = Searcher(repo)
+    try:
+        searcher.search("deploy rollback", 10)  # the first query opens pages for all
+        for text in prompts(repo):
+            t0 = time.perf_counter()
+            searcher.search(text, 10)
+            out["search"][str(len(text))] = (time.perf_counter() - t0) * 1000
+            t0 = time.perf_counter()
+            events.recall(repo, "claude-code", {"prompt": text})
+            out["recall"][str(len(text))] = (time.perf_counter() - t0) * 1000
+    finally:
+        searcher.close()
+    return out
+
+
+def run_child(tree: Path, repo: Path) -> dict[str, dict[str, float]]:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    proc = subprocess.run([sys.executable, __file__, "--child", str(repo)], env=env,
+                          capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--a", type=Path, help="source tree A (holds memrepo/); default: none")
+    ap.add_argument("--b", type=Path, default=HERE.parent, help="source tree B")
+    ap.add_argument("--size", type=int, default=100_000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(args.child)))
+        return 0
+    from corpus import ensure_memory_repo
+
+    repo = ensure_memory_repo(args.size)
+    subprocess.run([sys.executable, "-m", "memrepo", "index"], cwd=repo, check=True,
+                   capture_output=True, env={**os.environ, "PYTHONPATH": str(args.b.resolve())})
+    trees = {"A": args.a.resolve(), "B": args.b.resolve()} if args.a else {"B": args.b.resolve()}
+    results: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for r in range(args.rounds):
+        for name in (list(trees) if r % 2 == 0 else list(reversed(trees))):
+            for what, by_len in run_child(trees[name], repo).items():
+                for length, ms in by_len.items():
+                    results[(name, what, length)].append(ms)
+    print(f"{args.size} files, {args.rounds} rounds; medians, ms")
+    print(f"{'what':<8} {'chars':>6}" + "".join(f"{n:>10}" for n in trees)
+          + ("   B / A" if len(trees) == 2 else ""))
+    for what, length in sorted({(w, n) for _, w, n in results}, key=lambda t: (t[0], int(t[1]))):
+        med = {n: statistics.median(results[(n, what, length)]) for n in trees}
+        line = f"{what:<8} {length:>6}" + "".join(f"{med[n]:>10.0f}" for n in trees)
+        if len(med) == 2 and med["A"]:
+            line += f"   {med['B'] / med['A']:.2f}"
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
