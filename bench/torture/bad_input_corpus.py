@@ -730,6 +730,9 @@ def chatgpt_cases() -> Iterator[Case]:
 START = (["capture", "start", "--session", "s1", "--topic", "t"], None)
 
 
+LONG_PROMPT = " ".join(f"w{i}x" for i in range(15_000))
+
+
 def cli_cases() -> Iterator[Case]:
     for label, args, exp in (
         ("session-empty", ["--session", ""], "refuse"),
@@ -852,7 +855,14 @@ def cli_cases() -> Iterator[Case]:
         ("extract-dotdot", ["extract", "--offline", "../../etc/passwd"]),
         ("extract-since", ["extract", "--offline", "--since", "0001-01-01"]),
         ("prune-date", ["prune", "--today", "9999-12-31"]),
+        # a pasted log as the query: 15,000 distinct words (~100 KB, under one argv
+        # string's 128 KB), which the ranked query must not join into one OR
+        ("search-15k-words", ["search", LONG_PROMPT]),
+        ("compile-15k-words", ["compile", "--budget", "2000", LONG_PROMPT]),
     ):
+        if label.endswith("15k-words"):
+            yield Case("cli", label, args, expect="accept")
+            continue
         exp = "either" if label in ("topics-event", "compile-budget-huge", "limit-huge",
                                     "path-dotdot", "extract-since") else "refuse"
         yield Case("cli", label, args, expect=exp)
