@@ -64,7 +64,8 @@ class _StemCounter:
 def _scanned_words(words: list[str]) -> list[str]:
     """A long prompt's ``query.QUERY_TERMS`` longest words (the scanner has no counts to
     tell the rarest, and a longer word is a rarer one in most text), words of scripts
-    written without spaces first; the prompt's order kept. A shorter query: all."""
+    written without spaces taking their places first; in the prompt's order. A shorter
+    query: all its words."""
     if len(words) <= q.QUERY_TERMS:
         return words
     runs = [w for w in words if cjk.has_run(w)][: q.QUERY_TERMS]

@@ -53,10 +53,8 @@ LOCAL_SCAN_MAX = 100_000
 COMMON_FRAC = 0.02
 COMMON_MIN = 2000
 #: A long prompt (more than ``query.QUERY_TERMS`` search words) is searched by its
-#: QUERY_TERMS rarest words; the neighbours query expansion adds are capped alike (LoCoMo
-#: dev questions have at most 24). How many of its words are counted: its first ones (a
-#: pasted log or file names its subject at its head), so choosing costs at most this
-#: many short counts
+#: QUERY_TERMS rarest words among this many of its first (a pasted log or file names its
+#: subject at its head), so choosing costs at most this many short counts
 LONG_PROMPT_WORDS = 200
 #: how far a long prompt's words are counted, round by round: counting stops after the
 #: round that leaves QUERY_TERMS words known to be rarer than its limit
@@ -240,7 +238,8 @@ class Searcher:
 
     def _rarest(self, words: list[str]) -> tuple[list[str], list[str]]:
         """(a long prompt's QUERY_TERMS rarest words the index holds, in the prompt's
-        order, words of scripts written without spaces first; the words left out). The
+        order, words of scripts written without spaces taking their places first; the
+        words left out). The
         counting goes round by round (RARITY_ROUNDS), each round over the words the last
         one could not tell apart; when too few words are rarer than the last limit, the
         commoner ones fill the places left, in the prompt's order."""
@@ -340,6 +339,7 @@ class Searcher:
         """Add ``expansion_weight`` x the BM25 of the words' neighbours (new chunks for the
         ones only they find): "dog" also finds "puppy" (memrepo.index.expand)."""
         weight = self.settings.expansion_weight
+        # at most QUERY_TERMS neighbours, for the cost of a long OR (LoCoMo dev: 24 at most)
         extra = expand.expansion(words, self._used)[:q.QUERY_TERMS] if weight > 0 else []
         if not extra:
             return
