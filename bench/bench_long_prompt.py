@@ -30,6 +30,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import trees as trees_mod  # noqa: E402
 
 LENGTHS = (100, 500, 2000, 6000)
 
@@ -69,17 +70,9 @@ def child(repo: Path) -> dict[str, dict[str, float]]:
     return out
 
 
-def run_child(tree: Path, repo: Path) -> dict[str, dict[str, float]]:
-    env = {**os.environ, "PYTHONPATH": str(tree)}
-    proc = subprocess.run([sys.executable, __file__, "--child", str(repo)], env=env,
-                          capture_output=True, text=True, check=True)
-    return json.loads(proc.stdout)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--a", type=Path, help="source tree A (holds memrepo/); default: none")
-    ap.add_argument("--b", type=Path, default=HERE.parent, help="source tree B")
+    trees_mod.add_options(ap)
     ap.add_argument("--size", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
@@ -92,11 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     repo = ensure_memory_repo(args.size)
     subprocess.run([sys.executable, "-m", "memrepo", "index"], cwd=repo, check=True,
                    capture_output=True, env={**os.environ, "PYTHONPATH": str(args.b.resolve())})
-    trees = {"A": args.a.resolve(), "B": args.b.resolve()} if args.a else {"B": args.b.resolve()}
+    trees = trees_mod.chosen(args)
     results: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for r in range(args.rounds):
-        for name in (list(trees) if r % 2 == 0 else list(reversed(trees))):
-            for what, by_len in run_child(trees[name], repo).items():
+        for name in trees_mod.in_turn(trees, r):
+            for what, by_len in trees_mod.run_child(__file__, trees[name], str(repo)).items():
                 for length, ms in by_len.items():
                     results[(name, what, length)].append(ms)
     print(f"{args.size} files, {args.rounds} rounds; medians, ms")

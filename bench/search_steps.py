@@ -34,10 +34,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import trees as trees_mod  # noqa: E402
 
 #: the searcher's steps timed (a step a tree does not have is skipped)
-STEPS = ("_vector_text", "_ask_early", "_prune_common", "_fts", "_cjk", "_expanded", "_vectors",
-         "_score_vectors", "_signals")
+STEPS = ("_vector_text", "_ask_early", "_rarest", "_prune_common", "_fts", "_cjk", "_expanded",
+         "_vectors", "_score_vectors", "_signals")
 MODULE_STEPS = ("nearest_k", "fuse", "date_ranges", "rank", "to_hits")
 QUERIES = 15
 
@@ -100,16 +101,13 @@ def child(repo: Path, seed: int) -> dict[str, dict[str, float]]:
 
 
 def run_child(tree: Path, repo: Path, seed: int, size: int) -> dict[str, dict[str, float]]:
-    env = {**os.environ, "PYTHONPATH": str(tree), "STEPS_SIZE": str(size)}
-    proc = subprocess.run([sys.executable, __file__, "--child", str(repo), str(seed)],
-                          env=env, capture_output=True, text=True, check=True)
-    return json.loads(proc.stdout)
+    return trees_mod.run_child(__file__, tree, str(repo), str(seed),
+                               env={"STEPS_SIZE": str(size)})
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--a", type=Path, help="source tree A (holds memrepo/); default: none")
-    ap.add_argument("--b", type=Path, default=HERE.parent, help="source tree B")
+    trees_mod.add_options(ap)
     ap.add_argument("--size", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
@@ -123,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     from memrepo.index import serve
 
     repo = minilm_copy(ensure_memory_repo(args.size), args.size)
-    trees = {"A": args.a.resolve(), "B": args.b.resolve()} if args.a else {"B": args.b.resolve()}
+    trees = trees_mod.chosen(args)
     seed0 = int(time.time()) % 100_000 * 10  # messages no earlier run searched
     serve.stop(repo)
     server_tree = trees.get("A", trees["B"])
@@ -136,8 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         for k in range(2):  # the server answers as it runs, not as it starts
             run_child(trees["B"], repo, seed0 + 1000 + k, args.size)
         for r in range(args.rounds):
-            order = list(trees) if r % 2 == 0 else list(reversed(trees))
-            for pos, name in enumerate(order):
+            for pos, name in enumerate(trees_mod.in_turn(trees, r)):
                 got = run_child(trees[name], repo, seed0 + r, args.size)
                 for phase, steps in got.items():
                     for step, ms in steps.items():
