@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import random
-import statistics
 import subprocess
 import sys
 import time
@@ -96,11 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'what':<8} {'chars':>6}" + "".join(f"{n:>10}" for n in trees)
           + ("   B / A" if len(trees) == 2 else ""))
     for what, length in sorted({(w, n) for _, w, n in results}, key=lambda t: (t[0], int(t[1]))):
-        med = {n: statistics.median(results[(n, what, length)]) for n in trees}
-        line = f"{what:<8} {length:>6}" + "".join(f"{med[n]:>10.0f}" for n in trees)
-        if len(med) == 2 and med["A"]:
-            line += f"   {med['B'] / med['A']:.2f}"
-        print(line)
+        print(trees_mod.row(f"{what:<8} {length:>6}",
+                            {n: results[(n, what, length)] for n in trees}, 10, 0))
     return 0
 
 

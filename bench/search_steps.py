@@ -148,13 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'phase':<16} {'step':<26}" + "".join(f"{n:>8}" for n in trees)
           + ("   B / A" if len(trees) == 2 else ""))
     for phase, step in rows:
-        med = {n: statistics.median(results[(n, phase, step)])
-               for n in trees if results.get((n, phase, step))}
-        line = f"{phase:<16} {step:<26}" + "".join(
-            f"{med[n]:>8.1f}" if n in med else f"{'-':>8}" for n in trees)
-        if len(med) == 2 and med["A"]:
-            line += f"   {med['B'] / med['A']:.2f}"
-        print(line)
+        print(trees_mod.row(f"{phase:<16} {step:<26}",
+                            {n: results.get((n, phase, step), []) for n in trees}))
     return 0
 
 

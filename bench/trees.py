@@ -38,3 +38,16 @@ def run_child(script: str, tree: Path, *args: str, env: dict[str, str] | None = 
     proc = subprocess.run([sys.executable, script, "--child", *args], env=full,
                           capture_output=True, text=True, check=True)
     return json.loads(proc.stdout)
+
+
+def row(label: str, samples: dict[str, list[float]], width: int = 8, digits: int = 1) -> str:
+    """``label``, then each tree's median ('-' when it has none), then B / A when both
+    have one."""
+    import statistics
+
+    med = {n: statistics.median(xs) for n, xs in samples.items() if xs}
+    line = label + "".join(f"{med[n]:>{width}.{digits}f}" if n in med else f"{'-':>{width}}"
+                           for n in samples)
+    if len(med) == 2 and med.get("A"):
+        line += f"   {med['B'] / med['A']:.2f}"
+    return line
