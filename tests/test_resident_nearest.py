@@ -292,3 +292,30 @@ def test_while_it_builds_a_big_index_is_not_scanned_here(hashed: IRepo, mode: st
         assert "too many vectors to scan here" in (s.vectors_why or ""), s.vectors_why
     finally:
         srv.stop()
+
+
+@pytest.mark.parametrize("serial_max", [vectors.SERIAL_BUILD_MAX, 0])
+def test_a_small_index_is_built_on_one_thread(hashed: IRepo, serial_max: int,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A graph built on several threads depends on their timing (the same vectors gave
+    other nearest vectors after a restart): up to SERIAL_BUILD_MAX vectors the build
+    takes one, past it every core the index was given."""
+    if vectors.ann_library()[0] is None:
+        pytest.skip("usearch is not installed")
+    monkeypatch.setattr(vectors, "SERIAL_BUILD_MAX", serial_max)
+    used: list[int] = []
+    real_add = vectors._Usearch.add
+
+    def add(self: vectors._Usearch, keys: object, mat: object, threads: int = 1) -> None:
+        used.append(threads)
+        real_add(self, keys, mat, threads)
+
+    monkeypatch.setattr(vectors._Usearch, "add", add)
+    srv = Server(hashed.root, HashEmbedder())
+    srv.nearest.threads = 2
+    srv.start()
+    try:
+        _ready(srv)
+    finally:
+        srv.stop()
+    assert used and set(used) == ({1} if serial_max else {2})

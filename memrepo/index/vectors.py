@@ -121,6 +121,13 @@ ANN_EXPANSION_SEARCH = 1024
 #: 200K vectors, 1.0 s at 2.09M (the 100K-file bench), under the search lock (a query
 #: meanwhile answers by FTS5 alone); then a search takes 2.5 ms, as on a fresh build
 COMPACT_SHARE = 0.1
+#: An index of up to this many vectors is built on one thread: a graph built on several
+#: depends on their timing, so the same vectors gave other nearest vectors to the same
+#: query after a restart (3 builds of LoCoMo conv-30's 719 vectors on 2 threads, 50
+#: queries: the 300 nearest differed in each; on 1 thread identical), and LoCoMo dev's
+#: compile evidence read 455 or 456 of 519 from run to run. 10K vectors take ~1.6 s on one
+#: thread, 0.8 s on two, in the background; a larger index is built on every core.
+SERIAL_BUILD_MAX = 10_000
 #: rows read from SQLite per statement (each its own short read: the writer is never held)
 READ_BATCH = 20_000
 #: vectors added under the search lock at a time: a query waits at most for one batch
@@ -442,7 +449,7 @@ class NearestIndex:
                 fresh = ~ann.contains(keys) if len(ann) else None
                 if fresh is not None and not fresh.all():
                     keys, mat = keys[fresh], mat[fresh]
-                ann.add(keys, mat, threads=self.threads)
+                ann.add(keys, mat, threads=self.threads if total > SERIAL_BUILD_MAX else 1)
             done += len(keys)
             self.progress = (done, total)
         if should_stop():
