@@ -456,3 +456,16 @@ def test_the_scanners_stem_counter_counts_as_comparing_every_token_and_word() ->
         got: Counter[str] = Counter()
         _StemCounter(words).count(tokens, got)
         assert got == plain(tokens, words), (words, tokens)
+
+
+def test_the_scanner_takes_a_long_prompts_longest_words_before_its_ids() -> None:
+    """Without counts, the scanner keeps a long prompt's 24 longest words, words with
+    digits (ids, hashes: long, and in no note) last, in the prompt's order."""
+    from memrepo.index.fallback import _scanned_words
+
+    ids = [f"{n:08x}deadbeef" for n in range(10)]
+    words = ids + [f"w{chr(97 + i)}x" for i in range(20)] + ["rollback", "postgres", "ledger"]
+    chosen = _scanned_words(words)
+    assert chosen[-3:] == ["rollback", "postgres", "ledger"] and len(chosen) == 24
+    assert sum(w in ids for w in chosen) == 1  # 3 long words, 20 short, then one id
+    assert _scanned_words(words[:24]) == words[:24]

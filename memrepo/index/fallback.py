@@ -63,13 +63,15 @@ class _StemCounter:
 
 def _scanned_words(words: list[str]) -> list[str]:
     """A long prompt's ``query.QUERY_TERMS`` longest words (the scanner has no counts to
-    tell the rarest, and a longer word is a rarer one in most text), words of scripts
-    written without spaces taking their places first; in the prompt's order. A shorter
-    query: all its words."""
+    tell the rarest, and a longer word is a rarer one in most text), words without digits
+    before those with (a pasted log's ids and hashes are long and in no note), words of
+    scripts written without spaces taking their places first; in the prompt's order. A
+    shorter query: all its words."""
     if len(words) <= q.QUERY_TERMS:
         return words
     runs = [w for w in words if cjk.has_run(w)][: q.QUERY_TERMS]
-    rest = sorted((w for w in words if w not in runs), key=len, reverse=True)
+    rest = sorted((w for w in words if w not in runs),
+                  key=lambda w: (any(c.isdigit() for c in w), -len(w)))
     chosen = set(runs + rest[: q.QUERY_TERMS - len(runs)])
     return [w for w in words if w in chosen]
 
