@@ -328,13 +328,11 @@ class Memory:
         from memrepo.index import refs, signals
 
         try:
-            chunk = signals.parse_ref(ref).ord  # PATH#CHUNK, as `memory reinforce` takes it
+            parsed = signals.parse_ref(ref)  # PATH#CHUNK too, as `memory reinforce` takes it
         except signals.BadRef as exc:
             raise ToolError(str(exc)) from None
-        if chunk is not None:
-            given, a = ref.strip().rpartition("#")[0], None
-        else:
-            given, a, _b = update.parse_span(ref)
+        chunk = parsed.ord
+        given, a, _b = (parsed.path, None, None) if chunk is not None else update.parse_span(ref)
         rel = update.memory_path(self.root, given)
         where = f"{rel}:{a}" if a else f"{rel}#{chunk}" if chunk is not None else rel
         if a is not None:

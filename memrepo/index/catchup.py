@@ -206,21 +206,15 @@ def _write_vectors(root: Path, gd: Path, embedder_id: str, pairs: list[tuple[int
     from memrepo.index.lock import Busy
 
     try:
-        with short_write(root, gd, wait=30.0):
-            if not db_path(root).exists():
+        with short_write(root, gd, wait=30.0) as con:
+            if con is None or schema.get_meta(con).get("embedder") != embedder_id:
                 return False
-            con = dbmod.connect(db_path(root))
-            try:
-                if schema.get_meta(con).get("embedder") != embedder_id:
-                    return False
-                with dbmod.write(con):
-                    con.executemany(
-                        "INSERT OR IGNORE INTO vectors(hash, vec) SELECT ?, ? "
-                        f"WHERE {schema.VECTOR_IN_USE}",
-                        [(h, v, h, h) for h, v in pairs],
-                    )
-            finally:
-                con.close()
+            with dbmod.write(con):
+                con.executemany(
+                    "INSERT OR IGNORE INTO vectors(hash, vec) SELECT ?, ? "
+                    f"WHERE {schema.VECTOR_IN_USE}",
+                    [(h, v, h, h) for h, v in pairs],
+                )
     except Busy:  # a long `memory index` holds it: it embeds these chunks itself
         return False
     return True

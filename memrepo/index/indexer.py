@@ -688,17 +688,24 @@ def sync(
 
 
 @contextlib.contextmanager
-def short_write(root: Path, git_dir: Path | None = None, wait: float = 30.0) -> Iterator[None]:
-    """The index lock around a short write outside :func:`sync` (the catch-up's vectors, a
-    reinforce folded at once): a rebuild swaps in a new memory.db under this lock, and a
-    write through a connection opened before or during the swap lands in the old file or
-    in a WAL the new one's users do not share (``disk I/O error`` in `memory index` under
-    eight writers). Busy past ``wait``. On release, the pass a hook that found the lock
-    taken left pending."""
+def short_write(root: Path, git_dir: Path | None = None, wait: float = 30.0
+                ) -> Iterator[sqlite3.Connection | None]:
+    """memory.db opened for a short write outside :func:`sync` (the catch-up's vectors, a
+    reinforce folded at once), under the index lock: a rebuild swaps in a new memory.db
+    under that lock, and a write through a connection opened before or during the swap
+    lands in the old file or in a WAL the new one's users do not share (``disk I/O
+    error`` in `memory index` under eight writers). None when there is no index; Busy
+    past ``wait``. On release, the pass a hook that found the lock taken left pending."""
     lock = IndexLock(state_dir(git_dir or gitsource.locate(Path(root))[0]))
     lock.acquire(wait)
     try:
-        yield
+        path = db_path(root)
+        con = dbmod.connect(path) if path.exists() else None
+        try:
+            yield con
+        finally:
+            if con is not None:
+                con.close()
     finally:
         lock.release()
         if lock.pending.exists():  # a hook found us holding the lock: its pass, now

@@ -212,19 +212,15 @@ def _fold(root: Path, ev: dict[str, object]) -> float | None:
         return None
     try:
         gd = gitsource.locate(root)[0]
-        with short_write(root, gd, wait=FOLD_WAIT_S):
-            if not db_path(root).exists():
+        with short_write(root, gd, wait=FOLD_WAIT_S) as con:
+            if con is None:
                 return None
-            con = connect(db_path(root))
-            try:
-                with write(con):
-                    signals.apply(con, [ev])
-                row = con.execute(
-                    "SELECT reinforces, demotes FROM signals WHERE path = ? AND line = ?",
-                    (ev["path"], ev.get("line") or 0),
-                ).fetchone()
-            finally:
-                con.close()
+            with write(con):
+                signals.apply(con, [ev])
+            row = con.execute(
+                "SELECT reinforces, demotes FROM signals WHERE path = ? AND line = ?",
+                (ev["path"], ev.get("line") or 0),
+            ).fetchone()
     except Busy:
         IndexLock(state_dir(gd)).mark_pending()
         return None
