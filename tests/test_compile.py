@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
 from conftest import invoke_memory, run_git
 
 from memrepo.context.compiler import CompileRequest, compile_context
+from memrepo.context.sections import join
 from memrepo.context.tokens import estimate_tokens
 from memrepo.index.indexer import sync
 from memrepo.repo import MemoryRepo
@@ -386,8 +389,9 @@ def test_a_transcript_passage_carries_its_turn_header_in_the_marker() -> None:
 
 
 def test_p3_groups_a_files_passages_under_one_marker(crepo: Path) -> None:
-    """Passages of one transcript sit together, each after the first with a short
-    marker: the headers were ~30 % of a P3 of single turns."""
+    """Passages of one transcript sit together in the file's order, each after the first
+    with a short marker, none for a turn that follows the one above it: the headers were
+    ~30 % of a P3 of single turns."""
     kayak = "raw/conversations/2026/03/01/1000-ses_k-kayak.md"
     head = "---\nsession_id: ses_k\nstarted: 2026-03-01T10:00:00+00:00\n---\n\n# Kayak\n\n"
     turns = [
@@ -410,13 +414,70 @@ def test_p3_groups_a_files_passages_under_one_marker(crepo: Path) -> None:
     runs = [p for i, p in enumerate(paths) if i == 0 or paths[i - 1] != p]
     assert len(runs) == len(set(paths)), f"each file's passages together: {paths}"
     group = [s for s in p3 if s.path == kayak]
+    assert [s.start_line for s in group] == sorted(s.start_line for s in group)
     assert not group[0].cont and all(s.cont for s in group[1:])
     assert group[0].render().startswith("<!-- P3 2026/03/01/1000-ses_k:")
-    for s in group[1:]:
-        assert s.render().startswith(f"<!-- :{s.start_line}-{s.end_line} ")
-        assert s.tokens == estimate_tokens(s.render())
+    for prev, s in itertools.pairwise(group):
+        if s.start_line == prev.end_line + 2:  # the next turn: one run, no marker
+            assert s.joined and re.match(r"10:0\d (user|agent):\n", s.render())
+        else:
+            assert s.render().startswith(f"<!-- :{s.start_line}-")
     # the JSON still names every passage in full
     assert all(j["path"] == kayak for j in (s.as_json() for s in group))
+
+
+def test_turns_next_to_each_other_share_one_marker(crepo: Path) -> None:
+    """Recalled turns that follow each other in a transcript read as one excerpt: one
+    marker spanning them, a role line a turn, one line break between; a turn that does
+    not follow the one above keeps its own marker. The tokens saved hold more passages."""
+    path = "raw/conversations/2026/03/01/1000-ses_r-runs.md"
+    head = "---\nsession_id: ses_r\nstarted: 2026-03-01T10:00:00+00:00\n---\n\n# Runs\n\n"
+    said = [
+        ("user", "The glacier hike starts at the north lodge."),
+        ("agent", "Bring crampons."),
+        ("user", "Lunch was soup."),  # a turn is indexed with the start of the one before
+        ("agent", "Tomato, I hope."),
+        ("user", "The glacier guide is called Ines."),
+    ]
+    write(crepo, path, head + "\n".join(f"## 10:0{i} — {r}\n{t}\n" for i, (r, t) in
+                                          enumerate(said)))
+    res = compile_context(MemoryRepo(crepo), CompileRequest(
+        "glacier hike guide", 4000, slots=frozenset({3}), today=TODAY,
+        record_hits=False))
+    check_invariants(crepo, res, 4000)
+    lines = (crepo / path).read_text().split("\n")
+    at = {t: lines.index(t) + 1 for _, t in said}  # each turn's text line
+    assert [(s.start_line, s.end_line) for s in res.sections] == [
+        (at[said[0][1]] - 1, at[said[0][1]]), (at[said[1][1]] - 1, at[said[1][1]]),
+        (at[said[4][1]] - 1, at[said[4][1]])]
+    first, second, third = res.sections
+    assert res.prompt() == (
+        f"<!-- P3 2026/03/01/1000-ses_r:{first.start_line}-{second.end_line} user -->\n"
+        "The glacier hike starts at the north lodge.\n"
+        "10:01 agent:\nBring crampons.\n\n"
+        f"<!-- :{third.start_line}-{third.end_line} 10:04 user -->\n"
+        "The glacier guide is called Ines.")
+    assert second.joined and not third.joined
+    # a section's tokens are what it cost when placed: the prompt costs no more
+    assert res.tokens <= sum(s.tokens + 1 for s in res.sections)
+    # the layout follows the sections: without the first, the second opens the run
+    assert join([second, third]).startswith(
+        f"<!-- P3 2026/03/01/1000-ses_r:{second.start_line}-{second.end_line} 10:01 agent -->")
+
+
+def test_a_cut_passage_is_never_joined(crepo: Path) -> None:
+    """A turn cut to fit keeps its own marker, which says ``(cut)``."""
+    path = "raw/conversations/2026/03/01/1000-ses_c-cut.md"
+    head = "---\nsession_id: ses_c\nstarted: 2026-03-01T10:00:00+00:00\n---\n\n# Cut\n\n"
+    long = "\n".join(f"The glacier rope line {i} is checked." for i in range(60))
+    write(crepo, path, head + "## 10:00 — user\nThe glacier hike is on.\n\n"
+          f"## 10:01 — agent\n{long}\n")
+    res = compile_context(MemoryRepo(crepo), CompileRequest(
+        "hike", 120, slots=frozenset({3}), today=TODAY, record_hits=False))
+    check_invariants(crepo, res, 120)
+    first, cut = res.sections  # the user's turn ranks first, the agent's is cut below it
+    assert cut.cut and cut.start_line == first.next_line and not cut.joined
+    assert f":{cut.start_line}-{cut.end_line} (cut) 10:01 agent -->" in res.prompt()
 
 
 def test_a_recalled_turn_is_never_cut_to_its_header(crepo: Path) -> None:
@@ -440,3 +501,20 @@ def test_a_recalled_turn_is_never_cut_to_its_header(crepo: Path) -> None:
     assert "vault" in res.prompt() and "09:00" not in res.prompt()
     for s in res.sections:  # each passage holds text, not a header alone
         assert any(x.strip() and not x.startswith("#") for x in s.text.split("\n")), s.text
+
+
+def test_the_budget_is_charged_for_the_prompt_not_section_by_section(crepo: Path) -> None:
+    """The fast estimate adds up exactly, so P3 fills the budget to within one passage:
+    rounding each section up (and each blank line between to a whole token) left ~1
+    token a section unspent, ~100 tokens of a 4,000-token compile of ~75 passages."""
+    for i in range(60):
+        put(crepo, f"knowledge/reference/g{i:02d}.md",
+            f"---\ntype: reference\n---\n# Glacier {i:02d}\n\nThe glacier rope {i:02d} is blue.\n")
+    commit(crepo, "glaciers")
+    budget = 900
+    res = compile_context(MemoryRepo(crepo), CompileRequest(
+        "glacier rope", budget, slots=frozenset({3}), today=TODAY, record_hits=False))
+    check_invariants(crepo, res, budget)
+    sizes = {estimate_tokens(s.render()) for s in res.sections}
+    assert len(res.sections) < 60 and max(sizes) - min(sizes) <= 1
+    assert budget - res.tokens < min(sizes), (budget - res.tokens, sizes)

@@ -240,9 +240,11 @@ def fence(header: str, body: str) -> str:
 
 def _fit(header: str, sections: list[Any], limit: int) -> tuple[str, list[Any]]:
     """The fenced text of as many leading ``sections`` as fit in ``limit`` characters."""
+    from memrepo.context.sections import join
+
     kept = list(sections)
     while kept:
-        text = fence(header, "\n\n".join(s.render() for s in kept))
+        text = fence(header, join(kept))
         if len(text) <= limit:
             return text, kept
         kept.pop()
@@ -318,9 +320,6 @@ def recall(root: Path, harness: str, payload: dict[str, Any]) -> str:
         if s.slot == 3 and shared_words(words, s.text) < need:
             continue
         fresh.append(s)
-    for i, s in enumerate(fresh):  # a continuation marker needs its file's first passage
-        if s.cont and (i == 0 or fresh[i - 1].path != s.path):
-            s.cont = False
     text, kept = _fit(RECALL_HEADER, _take(fresh, RECALL_MAX_CHARS), H.MAX_CONTEXT_CHARS)
     if not kept:
         return ""

@@ -20,16 +20,18 @@ from typing import Any
 from memrepo import compression
 from memrepo.context import retrieve as retr
 from memrepo.context.sections import (
+    SEP,
     SLOT_NAMES,
     Count,
     Lines,
     Section,
     body_lines,
     fit,
+    join,
     make_section,
     marker_cost,
 )
-from memrepo.context.tokens import counter, kb_to_tokens
+from memrepo.context.tokens import cost, counter, kb_to_tokens
 from memrepo.documents import read_document
 from memrepo.errors import FormatError, MemrepoError
 from memrepo.index.search import record_hits
@@ -42,7 +44,6 @@ from memrepo.transcript.read import Turn, read_history
 IDENTITY_ORDER = ("SOUL.md", "USER.md", "AGENTS.md", "TOOLS.md")
 #: Where MEMORY.md's overflow goes (memrepo.lifecycle.cap): as private as MEMORY.md itself.
 MEMORY_ARCHIVE_DIR = "archive/memory/"
-SEP = "\n\n"
 SHARED_WHY = "MEMORY.md is for the main session only"
 #: Below this many tokens left, P3 stops looking for a passage small enough.
 MIN_USEFUL = 24
@@ -91,7 +92,7 @@ class Compiled:
     topics: Any = None  # memrepo.context.watchers.match.MatchResult
 
     def prompt(self) -> str:
-        return SEP.join(s.render() for s in self.sections)
+        return join(self.sections)
 
     def as_json(self, explain: bool = False) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -125,16 +126,20 @@ class _Compiler:
         self.cfg = repo.config
         self.req = req
         cc = self.cfg["context_compiler"]
-        self.count: Count = counter(str(cc.get("tokenizer", "fast")))
+        tokenizer = str(cc.get("tokenizer", "fast"))
+        #: a section's tokens as shown; ``cost``: what the budget is charged for it
+        self.count: Count = counter(tokenizer)
+        self.cost = cost(tokenizer, self.count)
         self.budget = int(req.budget if req.budget is not None else cc["token_budget"])
-        self.left = self.budget
+        self.left: float = self.budget
         self.chars_left = req.max_chars if req.max_chars is not None else 1 << 62
-        self.sep = self.count(SEP)
+        self.sep = self.cost(SEP)
         self.sections: list[Section] = []
         self.omitted: list[Omitted] = []
         self.notes: list[str] = []
         self.spans: dict[str, list[tuple[int, int]]] = {}
         self.files: dict[str, tuple[Lines, int] | None] = {}
+        self.texts: dict[str, list[str] | None] = {}  # P3's files, read once a compile
         self.topics: Any = None
         self.session_rel = self._session_rel()
 
@@ -153,9 +158,9 @@ class _Compiler:
         return self.req.shared and (rel == MEMORY_FILE or rel.startswith(MEMORY_ARCHIVE_DIR))
 
     # -- bookkeeping ------------------------------------------------------------------
-    def _add(self, s: Section) -> None:
+    def _add(self, s: Section, pad: float = 0.0) -> None:
         self.sections.append(s)
-        self.left -= s.tokens + self.sep
+        self.left -= self.cost(s.render()) + pad + self.sep
         self.chars_left -= len(s.render()) + len(SEP)
         if s.unit == "line":
             self.spans.setdefault(s.path, []).append((s.start_line, s.end_line))
@@ -181,38 +186,63 @@ class _Compiler:
         return self.files[rel]
 
     def _place(
-        self, slot: int, kind: str, path: str, lines: Lines, last: int, cap: int, why: str,
-        tail: bool = False, unit: str = "line",
+        self, slot: int, kind: str, path: str, lines: Lines, last: int, cap: float, why: str,
+        tail: bool = False, unit: str = "line", next_line: int | None = None,
     ) -> Section | None:  # fmt: skip
         """Fit ``lines`` into min(cap, what is left); add the section or say why not.
 
         A P3 passage of a file P3 already holds is a continuation: it will sit right
-        below that file's passages with a marker of a few characters (see :meth:`run`).
+        below that file's passages with a marker of a few characters (see :meth:`run`),
+        or none at all when it continues one of them (only blank lines between, see
+        :meth:`_joins`); ``next_line`` is the file's first line after ``lines`` that is
+        not blank.
         """
         allowance = min(cap, self.left) - self.sep
         cont = slot == 3 and any(x.slot == 3 and x.path == path for x in self.sections)
-        mc = marker_cost(slot, kind, path, last, self.count, unit, cont)
+        joins = cont and self._joins(path, lines.numbered[0][0], next_line)
         chars = self.chars_left - len(SEP) - len(path) - 64
-        got = fit(lines, allowance - mc, self.count, tail=tail, max_chars=chars,
-                  text_only=slot == 3)
+        while True:
+            # a joined passage's role line is shorter than the turn header fit counts
+            mc = 0 if joins else marker_cost(slot, kind, path, last, self.cost, unit, cont)
+            got = fit(lines, allowance - mc, self.cost, tail=tail, max_chars=chars,
+                      text_only=slot == 3)
+            if got is not None and got[1] and joins:
+                joins = False  # a cut passage is never joined: it keeps its marker
+                continue
+            break
         if got is None:
-            self._omit(slot, kind, path, f"does not fit ({max(allowance, 0)} tokens left for it)")
+            left = max(int(allowance), 0)
+            self._omit(slot, kind, path, f"does not fit ({left} tokens left for it)")
             return None
         rows, cut = got
-        s = make_section(slot, kind, path, rows, why, cut, self.count, unit, cont)
+        s = make_section(slot, kind, path, rows, why, cut, self.count, unit, cont, joins,
+                         None if cut else next_line)
+        # a P3 marker may come to span a run of passages below it: charged as wide as
+        # the file's last line allows (sections.lay_out)
+        pad = self.cost(" " * (len(str(last)) - len(str(s.end_line)))) if slot == 3 else 0.0
         if (
-            s.tokens + self.sep > min(cap, self.left)
+            self.cost(s.render()) + pad + self.sep > min(cap, self.left)
             or len(s.render()) + len(SEP) > self.chars_left
         ):
             self._omit(slot, kind, path, "does not fit with its marker")
             return None
-        self._add(s)
+        self._add(s, pad)
         if cut:
             s.why += f"; cut to {s.tokens} tokens at a section boundary"
         return s
 
+    def _joins(self, path: str, start: int, next_line: int | None) -> bool:
+        """Whether a P3 passage of ``path`` from ``start`` (``next_line``: the first line
+        after it that is not blank) will sit in one run with a passage P3 holds, so that
+        one of the two needs no marker (:func:`~memrepo.context.sections.lay_out`)."""
+        return any(
+            x.slot == 3 and x.path == path and not x.cut
+            and (x.next_line == start or (next_line is not None and x.start_line == next_line))
+            for x in self.sections
+        )
+
     def _place_file(
-        self, slot: int, kind: str, rel: str, cap: int, why: str, tail: bool = False
+        self, slot: int, kind: str, rel: str, cap: float, why: str, tail: bool = False
     ) -> Section | None:
         got = self._file(rel)
         if got is None:
@@ -228,7 +258,7 @@ class _Compiler:
         slot: int,
         kind: str,
         rels: list[str],
-        cap: int,
+        cap: float,
         why: dict[str, str],
         tail: bool = False,
     ) -> None:
@@ -241,8 +271,8 @@ class _Compiler:
                     self._omit(slot, kind, rel, "empty")
                 continue
             size = (
-                self.count("\n".join(t for _, t in got[0].numbered))
-                + marker_cost(slot, kind, rel, got[1], self.count)
+                self.cost("\n".join(t for _, t in got[0].numbered))
+                + marker_cost(slot, kind, rel, got[1], self.cost)
                 + self.sep
             )
             present.append((size, i, rel))
@@ -412,13 +442,15 @@ class _Compiler:
             if self._overlaps(p.path, p.start_line, p.end_line):
                 self._omit(3, "knowledge", p.path, f"rank {rank}: already included")
                 continue
-            lines = self._span(p.path, p.start_line, p.end_line)
-            if lines is None or lines.empty:
+            got = self._span(p.path, p.start_line, p.end_line)
+            if got is None or got[0].empty:
                 continue
+            lines, next_line = got
             self._place(
                 3, "knowledge", p.path, lines, p.end_line, self.left - floor,
                 f"search rank {rank} (score {score_text(p.score)}) for the message"
                 + (" and topic keywords" if query != self.req.message.strip() else ""),
+                next_line=next_line,
             )  # fmt: skip
         self._linked(floor)
 
@@ -448,14 +480,21 @@ class _Compiler:
                 cap = min(LINK_TOKENS, self.left - floor)
                 self._place_file(3, "linked", to, cap, f"linked from {src}")
 
-    def _span(self, rel: str, a: int, b: int) -> Lines | None:
-        try:
-            data = compression.read_plain(self.root / rel, rel, compression.limit_for(self.root))
-            text = data.decode("utf-8")
-        except (OSError, UnicodeDecodeError, FormatError):
+    def _span(self, rel: str, a: int, b: int) -> tuple[Lines, int | None] | None:
+        """Lines ``a``..``b`` of a file, and the number of its first line after them that
+        is not blank (None: there is none)."""
+        if rel not in self.texts:
+            try:
+                data = compression.read_plain(self.root / rel, rel,
+                                              compression.limit_for(self.root))
+                self.texts[rel] = data.decode("utf-8").split("\n")
+            except (OSError, UnicodeDecodeError, FormatError):
+                self.texts[rel] = None
+        rows = self.texts[rel]
+        if rows is None:
             return None
-        rows = text.split("\n")[a - 1 : b]
-        return body_lines("\n".join(rows), a, rel)
+        after = next((n for n in range(b + 1, len(rows) + 1) if rows[n - 1].strip()), None)
+        return body_lines("\n".join(rows[a - 1 : b]), a, rel), after
 
     def p4(self) -> None:
         if self.req.session is None:
@@ -482,8 +521,8 @@ class _Compiler:
         raw = body.split("\n")
         step = 1 if turn.unit == "line" else 0
         lines = Lines(shown, [(turn.start + i * step, t.rstrip()) for i, t in enumerate(raw)])
-        mc = marker_cost(4, "history", shown, turn.end, self.count, turn.unit)
-        whole = self.count(body) + mc + self.sep
+        mc = marker_cost(4, "history", shown, turn.end, self.cost, turn.unit)
+        whole = self.cost(body) + mc + self.sep
         if whole > self.left and not first:
             return None
         why = f"session history ({turn.role}), newest first"
@@ -508,23 +547,25 @@ class _Compiler:
             self.p3()
         if 4 in slots:
             self.p4()
-        # slot order; within P3 each file's passages together, in rank order, the files
-        # in the order of their best passage (its continuations carry short markers)
+        # slot order; within P3 each file's passages together, in the file's order (a
+        # conversation reads in its own order, and passages next to each other join),
+        # the files in the order of their best passage
         order = {id(s): i for i, s in enumerate(self.sections)}
         first: dict[str, int] = {}
         for s in self.sections:
             if s.slot == 3:
                 first.setdefault(s.path, order[id(s)])
         self.sections.sort(
-            key=lambda s: (s.slot, first.get(s.path, 0) if s.slot == 3 else 0, order[id(s)])
+            key=lambda s: (s.slot, first[s.path], s.start_line) if s.slot == 3
+            else (s.slot, 0, order[id(s)])
         )
-        text = SEP.join(s.render() for s in self.sections)
+        text = join(self.sections)
         total = self.count(text)
         cap_chars = self.req.max_chars if self.req.max_chars is not None else 1 << 62
         while self.sections and (total > self.budget or len(text) > cap_chars):
             s = self.sections.pop()
             self._omit(s.slot, s.kind, s.path, "dropped by the final budget check")
-            text = SEP.join(x.render() for x in self.sections)
+            text = join(self.sections)
             total = self.count(text)
         if self.req.record_hits and self.cfg["search"].get("record_hits", True):
             refs = [

@@ -8,6 +8,7 @@ so every section names the exact span it came from.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,12 +18,15 @@ from memrepo import layout
 from memrepo.layout import source_ref
 
 SLOT_NAMES = {0: "P0", 1: "P1", 2: "P2", 3: "P3", 4: "P4"}
+#: between two sections of the prompt
+SEP = "\n\n"
 _HEADING = re.compile(r"^#{1,6}\s")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _COMMENT_OPEN = re.compile(r"^\s*<!--")
 _COMMENT_CLOSE = re.compile(r"-->\s*$")
 
-Count = Callable[[str], int]
+#: a token count, or a budget's charge for the text (memrepo.context.tokens.cost)
+Count = Callable[[str], float]
 
 
 @dataclass
@@ -42,13 +46,21 @@ class Section:
     tokens: int = 0
     #: another passage of the file of the section just above it (P3 groups them)
     cont: bool = False
+    #: the file's first line after this section that is not blank (None: the file ends)
+    next_line: int | None = None
+    #: a passage that starts at ``next_line`` of the one above it: it follows that one
+    #: after a line break, under its role (a transcript turn) instead of a marker
+    joined: bool = False
+    #: the last line of the run of passages joined under this section's marker
+    run_end: int | None = None
 
     def marker(self) -> str:
         """``<!-- P3 knowledge: path:A-B -->``; a transcript passage is named by its short
         reference (``2026/02/16/1845-ses_x:3-4``, the ``[src: …]`` form of knowledge
         lines): a full transcript path costs as many tokens as the turn it labels. A
-        further passage of the same file, right below it, is ``<!-- :A-B -->``."""
-        span = f"{self.start_line}-{self.end_line}"
+        further passage of the same file, right below it, is ``<!-- :A-B -->``. The span
+        is the whole run of the passages joined below it."""
+        span = f"{self.start_line}-{self.run_end or self.end_line}"
         unit = "" if self.unit == "line" else f" {self.unit}s"
         cut = " (cut)" if self.cut else ""
         if self.cont:
@@ -60,18 +72,30 @@ class Section:
     def render(self) -> str:
         """The marker, then the text; a transcript passage's turn header goes into the
         marker (``… user -->``, the time only when it is not the session's start), which
-        fits ~10 % more passages into P3."""
-        marker, text = self.marker(), self.text
-        if self.slot >= 3 and layout.is_transcript(self.path):
-            first, _, rest = text.partition("\n")
-            m = layout.TURN_HEADER.match(first)
-            if m and rest.strip():
-                start = layout.TRANSCRIPT_PATH.match(self.path)
-                same = start is not None and (m["hh"], m["mm"]) == (start["hh"], start["mm"])
-                time = "" if same else f" {m['hh']}:{m['mm']}"
-                role = m["role"] + (" [memory]" if m["memory"] else "")
-                marker, text = f"{marker[: -len(' -->')]}{time} {role} -->", rest
-        return f"{marker}\n{text}"
+        fits ~10 % more passages into P3. A turn joined below it has its header as a line
+        of its own (``agent:``): one marker for the run, ~15 characters less a turn (a
+        passage joined below a note has no line of its own)."""
+        turn = self._turn()
+        if self.joined:
+            return f"{turn[0]}:\n{turn[1]}" if turn else self.text
+        if turn is None:
+            return f"{self.marker()}\n{self.text}"
+        return f"{self.marker()[: -len(' -->')]} {turn[0]} -->\n{turn[1]}"
+
+    def _turn(self) -> tuple[str, str] | None:
+        """(``[HH:MM ]role``, the text below the header) of a transcript passage that
+        starts with a turn header and says something; the time only when it is not the
+        session's start."""
+        if self.slot < 3 or not layout.is_transcript(self.path):
+            return None
+        first, _, rest = self.text.partition("\n")
+        m = layout.TURN_HEADER.match(first)
+        if not m or not rest.strip():
+            return None
+        start = layout.TRANSCRIPT_PATH.match(self.path)
+        same = start is not None and (m["hh"], m["mm"]) == (start["hh"], start["mm"])
+        time = "" if same else f"{m['hh']}:{m['mm']} "
+        return time + m["role"] + (" [memory]" if m["memory"] else ""), rest
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -220,18 +244,53 @@ def make_section(
     count: Count,
     unit: str = "line",
     cont: bool = False,
+    joined: bool = False,
+    next_line: int | None = None,
 ) -> Section:
     rows = _trim_blank(rows)
     s = Section(slot, kind, path, rows[0][0], rows[-1][0], _text(rows), why, unit, cut,
-                cont=cont)
-    s.tokens = count(s.render())
+                cont=cont, joined=joined, next_line=next_line)
+    s.tokens = math.ceil(count(s.render()))
     return s
+
+
+def lay_out(sections: list[Section]) -> None:
+    """Set how each section of a compiled prompt, in its final order, reads: a P3
+    passage right below another of its file is a continuation (a short marker); one that
+    also starts at the first line after it that is not blank, neither of them cut, joins
+    it (no marker: one line break and its role line), and the marker above spans the run.
+    Every change of order or membership lays the sections out again (:func:`join`)."""
+    opener: Section | None = None
+    prev: Section | None = None
+    for s in sections:
+        s.run_end = None
+        s.cont = s.joined = False
+        if s.slot == 3 and prev is not None and prev.slot == 3 and prev.path == s.path:
+            s.cont = True
+            s.joined = not s.cut and not prev.cut and prev.next_line == s.start_line
+        if s.joined and opener is not None:
+            opener.run_end = s.end_line
+        else:
+            opener = s
+        prev = s
+
+
+def join(sections: list[Section]) -> str:
+    """The prompt text of ``sections``, laid out (:func:`lay_out`) and joined: a blank
+    line between sections, one line break before a joined passage."""
+    lay_out(sections)
+    out: list[str] = []
+    for s in sections:
+        if out:
+            out.append("\n" if s.joined else SEP)
+        out.append(s.render())
+    return "".join(out)
 
 
 def marker_cost(
     slot: int, kind: str, path: str, last_line: int, count: Count, unit: str = "line",
     cont: bool = False,
-) -> int:
+) -> float:
     """An upper bound on the marker's tokens (the widest span the file allows, cut)."""
     probe = Section(slot, kind, path, last_line, last_line, "", "", unit, cut=True, cont=cont)
     return count(probe.marker() + "\n") + 1
