@@ -499,9 +499,10 @@ def test_recall_asks_for_the_passages_it_can_show_not_compiles_150(
     asked: list[int] = []
     real = retr.retrieve
 
-    def spy(root: Path, query: str, cfg: dict, limit: int = retr.LIMIT, now: object = None):
+    def spy(root: Path, query: str, cfg: dict, limit: int = retr.LIMIT, now: object = None,
+            engine: object = None):
         asked.append(limit)
-        return real(root, query, cfg, limit, now)
+        return real(root, query, cfg, limit, now, engine)  # type: ignore[arg-type]
 
     monkeypatch.setattr(retr, "retrieve", spy)
     text = events.recall(crepo, "claude-code", {"session_id": "x", "prompt": PROMPTS[3]})

@@ -211,6 +211,34 @@ async def test_context_is_compiled_within_the_budget(server: object, mode: str) 
     assert "knowledge/" in text  # compile's section markers name their files
 
 
+async def test_context_asks_the_servers_open_search(
+    server: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """P3 of ``memory_context`` searches with the server's long-lived ``Search`` (its
+    connection, counts and model warm), not one opened per call, and asks it for
+    compile's passages a file without changing what ``memory_search`` gets."""
+    import memrepo.context.retrieve as retrieve
+
+    def no_new_search(*a: object, **k: object) -> None:
+        raise AssertionError("memory_context opened a search of its own")
+
+    monkeypatch.setattr(retrieve, "Search", no_new_search)
+    asked: list[int | None] = []
+    real = Search.search
+
+    def spy(self: Search, *a: object, **k: object) -> object:
+        asked.append(k.get("per_file"))  # type: ignore[arg-type]
+        return real(self, *a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Search, "search", spy)
+    err, text = await call(server, "memory_context", {
+        "message": "which database does the ledger use?", "budget": 400})
+    assert not err and "MySQL" in text
+    assert asked == [retrieve.PER_FILE]
+    err, text = await call(server, "memory_search", {"query": "ledger database"})
+    assert not err and asked[-1] is None
+
+
 # --- writes -------------------------------------------------------------------------------
 
 

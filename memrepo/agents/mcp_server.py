@@ -277,7 +277,12 @@ class Memory:
         lo, hi = BUDGET_RANGE
         if not lo <= budget <= hi:
             raise ToolError(f"budget must be between {lo} and {hi} tokens, got {budget}")
-        compiled = compile_context(self.repo, CompileRequest(message=message, budget=budget))
+        # P3 asks this server's open search: its connection, counts and model stay warm
+        s = self.search()
+        compiled = compile_context(self.repo, CompileRequest(message=message, budget=budget,
+                                                             engine=s))
+        if self._vectors_lost(s):
+            self._close_search()
         return compiled.prompt() or "Nothing in memory fits this message within the budget."
 
     def read_text(self, ref: str) -> str:

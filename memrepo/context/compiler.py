@@ -64,6 +64,8 @@ class CompileRequest:
     record_hits: bool = True
     gate: Any = None  # a memrepo.context.watchers.gate.Gate (tests inject one)
     passages: int = retr.LIMIT  # P3's search: how many ranked passages it asks for
+    #: an open memrepo.index.search.Search for P3 (``memory mcp``'s); None: P3 opens one
+    engine: Any = None
 
 
 @dataclass
@@ -419,7 +421,7 @@ class _Compiler:
             )
         floor = reserve
         passages, why = retr.retrieve(self.root, query, self.cfg["search"], self.req.passages,
-                                      now=self.req.today)
+                                      now=self.req.today, engine=self.req.engine)
         if why:
             self.notes.append(why)
         for rank, p in enumerate(passages, 1):

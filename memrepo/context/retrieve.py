@@ -33,17 +33,25 @@ class Passage:
 
 def retrieve(
     root: Path, query: str, search_cfg: dict[str, Any], limit: int = LIMIT,
-    now: dt.date | None = None,
+    now: dt.date | None = None, engine: Search | None = None,
 ) -> tuple[list[Passage], str | None]:
-    """Ranked passages for ``query`` and, when the index was not used, why."""
+    """Ranked passages for ``query`` and, when the index was not used, why. ``engine``: an
+    open search to ask (a long-lived process's, e.g. ``memory mcp``'s: its connection,
+    counts and model stay warm); None: one is opened for this call."""
     if not query.strip():
         return [], None
     try:
         settings = settings_from_config(search_cfg)
-        settings.per_file = max(settings.per_file, PER_FILE)
-        with Search(root, settings, search_cfg.get("embedder")) as search:
-            hits = search.search(query, limit, Filters(now=now), snippets=False)
+        per_file = max(settings.per_file, PER_FILE)
+        opened = engine is None
+        search = Search(root, settings, search_cfg.get("embedder")) if opened else engine
+        try:
+            hits = search.search(query, limit, Filters(now=now), snippets=False,
+                                 per_file=per_file)
             why = search.why
+        finally:
+            if opened:
+                search.close()
     except Exception as exc:  # the compile must not fail because search did
         return [], f"search failed: {type(exc).__name__}: {exc}"
     out = [Passage(h.path, h.start_line, h.end_line, float(h.score), h.category) for h in hits]

@@ -31,7 +31,17 @@ from memrepo.index import signals as sig
 from memrepo.index.dates import date_ranges, holding, window
 from memrepo.index.indexer import parse
 from memrepo.index.paths import is_indexed
-from memrepo.index.ranking import ChunkHit, FileInfo, Filters, Hit, Settings, fuse, rank, to_hits
+from memrepo.index.ranking import (
+    ChunkHit,
+    FileInfo,
+    Filters,
+    Hit,
+    Settings,
+    fuse,
+    rank,
+    to_hits,
+    with_per_file,
+)
 
 _WORD = re.compile(r"\w+")
 K1, B = 1.2, 0.75
@@ -148,7 +158,8 @@ class Scanner:
         return self._signals
 
     def search(
-        self, query: str, limit: int = 10, filters: Filters | None = None, snippets: bool = True
+        self, query: str, limit: int = 10, filters: Filters | None = None, snippets: bool = True,
+        per_file: int | None = None,
     ) -> list[Hit]:
         f = filters or Filters()
         all_words = q.terms(query)
@@ -209,7 +220,8 @@ class Scanner:
                 scored.append(hit)
         fuse(scored, self.settings, False)
         dates = date_ranges(query, f.now, holding(i.modified for i in files.values()))
-        ranked = rank(scored, files, self._signal_map(), self.settings, limit, dates=dates)
+        ranked = rank(scored, files, self._signal_map(), with_per_file(self.settings, per_file),
+                      limit, dates=dates)
 
         def span(path: str, start: int, end: int) -> list[str]:
             return texts[path][start - 1 : end]

@@ -23,7 +23,7 @@ import datetime as dt
 import heapq
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from memrepo.index import cjk
@@ -330,6 +330,12 @@ def expansion_weight(search_cfg: dict) -> float:
     if value == "auto":
         return AUTO_EXPANSION if search_cfg.get("embedder", "none") != "none" else 0.0
     return float(value)
+
+
+def with_per_file(s: Settings, per_file: int | None) -> Settings:
+    """``s`` with another ``per_file`` for one query (None: ``s`` itself): an engine's
+    settings are shared by all its queries."""
+    return s if per_file is None or per_file == s.per_file else replace(s, per_file=per_file)
 
 
 def settings_from_config(search_cfg: dict) -> Settings:

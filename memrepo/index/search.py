@@ -35,6 +35,7 @@ from memrepo.index.ranking import (
     fuse,
     rank,
     to_hits,
+    with_per_file,
 )
 from memrepo.index.snippets import read_span
 
@@ -71,10 +72,13 @@ class Engine(Protocol):
     mode: str
 
     def search(
-        self, query: str, limit: int = 10, filters: Filters | None = None, snippets: bool = True
+        self, query: str, limit: int = 10, filters: Filters | None = None, snippets: bool = True,
+        per_file: int | None = None,
     ) -> list[Hit]:
         """Ranked hits for ``query``; without ``snippets`` each hit's snippet is empty (the
-        compiler reads whole spans itself: a snippet per passage costs ~20 ms a compile)."""
+        compiler reads whole spans itself: a snippet per passage costs ~20 ms a compile);
+        ``per_file``: this query's chunks a file, instead of the settings' (compile's P3
+        asks more of an engine opened for ``memory_search``)."""
 
     def close(self) -> None:
         """Release files and connections."""
@@ -479,7 +483,8 @@ class Searcher:
 
     # -- the query ------------------------------------------------------------
     def search(
-        self, query: str, limit: int = 10, filters: Filters | None = None, snippets: bool = True
+        self, query: str, limit: int = 10, filters: Filters | None = None, snippets: bool = True,
+        per_file: int | None = None,
     ) -> list[Hit]:
         f = filters or Filters()
         words = q.terms(query)
@@ -500,7 +505,8 @@ class Searcher:
         fuse(chunk_hits, self.settings, have_vectors, floor or 0.0)
         paths = list(files)
         dates = date_ranges(query, f.now, holding(i.modified for i in files.values()))
-        ranked = rank(chunk_hits, files, self._signals(paths), self.settings, limit, dates=dates)
+        settings = with_per_file(self.settings, per_file)
+        ranked = rank(chunk_hits, files, self._signals(paths), settings, limit, dates=dates)
         tag = {"vectors": "on" if have_vectors else "off", **window(dates)}
         if unsearched:
             tag["long_prompt"] = q.searched_by(chosen, words, "the rarest")
@@ -591,17 +597,18 @@ class Search:
         return list(getattr(self.engine, "notes", []))
 
     def search(
-        self, query: str, limit: int = 10, filters: Filters | None = None, snippets: bool = True
+        self, query: str, limit: int = 10, filters: Filters | None = None, snippets: bool = True,
+        per_file: int | None = None,
     ) -> list[Hit]:
         try:
-            return self.engine.search(query, limit, filters, snippets)
+            return self.engine.search(query, limit, filters, snippets, per_file)
         except sqlite3.DatabaseError as exc:
             self.engine.close()
             self.engine = self._scanner()
             self.why = f"index failed ({exc})"
             if self.on_fallback is not None:
                 self.on_fallback(self.why)
-            return self.engine.search(query, limit, filters, snippets)
+            return self.engine.search(query, limit, filters, snippets, per_file)
 
     def _scanner(self) -> Engine:
         # imported when needed: the scanner parses files like the indexer, whose import
