@@ -486,6 +486,26 @@ def test_recall_is_once_per_session_where_it_stays_in_the_conversation(
     assert gem[0] and gem[1] == gem[0]
 
 
+def test_recall_keeps_the_best_ranked_passages_in_the_compiles_order() -> None:
+    """Recall keeps what fits its characters by rank (the order the compile placed
+    them), not the leading sections: a file's passages read in the file's order, so its
+    early turns would push out the next file's best passage."""
+    from memrepo.agents import events
+    from memrepo.context.sections import Section
+
+    a = "raw/conversations/2026/03/01/1000-ses_a-a.md"
+    turn = "## 10:00 — user\n" + "the kayak trip " * 8
+    laid_out = [  # the compile's order: file a (best rank 1) in its own order, then b
+        Section(3, "knowledge", a, 10, 11, turn, "", placed=2),
+        Section(3, "knowledge", a, 20, 21, turn, "", placed=0),
+        Section(3, "knowledge", a, 30, 31, turn, "", placed=3),
+        Section(3, "knowledge", "knowledge/reference/b.md", 5, 6, "# Kayak\nblue", "", placed=1),
+    ]
+    room = sum(len(s.render()) + 2 for s in laid_out[1::2]) + 40
+    kept = events._take(laid_out, room)
+    assert [(s.path, s.start_line) for s in kept] == [(a, 20), ("knowledge/reference/b.md", 5)]
+
+
 def test_recall_asks_for_the_passages_it_can_show_not_compiles_150(
         crepo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Recall shows at most RECALL_MAX_CHARS: its compile asks P3 for RECALL_PASSAGES

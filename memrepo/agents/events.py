@@ -364,16 +364,21 @@ def _is_own(path: str, base: str) -> bool:
 
 
 def _take(sections: list[Any], limit: int) -> list[Any]:
-    """The leading sections whose rendered text stays within ``limit`` characters (the
-    first one always, cut by _fit if it must be)."""
-    out, used = [], 0
-    for s in sections:
-        size = len(s.render()) + 2
+    """The sections placed first (P2's topics, then P3's passages in search rank order)
+    whose rendered text stays within ``limit`` characters (the first one always, cut by
+    _fit if it must be), in the compile's order: a file's passages read in the file's
+    order there, so taking the leading ones would keep a file's early turns over the
+    next file's best."""
+    from dataclasses import replace
+
+    out, used = set(), 0
+    for s in sorted(sections, key=lambda s: s.placed):
+        size = len(replace(s, cont=False, joined=False, run_end=None).render()) + 2  # at most
         if out and used + size > limit:
             break
-        out.append(s)
+        out.add(id(s))
         used += size
-    return out
+    return [s for s in sections if id(s) in out]
 
 
 

@@ -137,6 +137,7 @@ class _Compiler:
         self.chars_left = req.max_chars if req.max_chars is not None else 1 << 62
         self.sep = self.cost(SEP)
         self.sections: list[Section] = []
+        self.placed = 0  # sections placed so far (Section.placed)
         self.omitted: list[Omitted] = []
         self.notes: list[str] = []
         self.spans: dict[str, list[tuple[int, int]]] = {}
@@ -161,6 +162,8 @@ class _Compiler:
 
     # -- bookkeeping ------------------------------------------------------------------
     def _add(self, s: Section, pad: float = 0.0) -> None:
+        s.placed = self.placed
+        self.placed += 1
         self.sections.append(s)
         self.left -= self.cost(s.render()) + pad + self.sep
         self.chars_left -= len(s.render()) + len(SEP)

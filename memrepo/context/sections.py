@@ -44,6 +44,9 @@ class Section:
     unit: str = "line"  # "message" for history taken from a messages JSON
     cut: bool = False
     tokens: int = 0
+    #: how many sections the compile had placed before this one: P3's are placed in
+    #: search rank order, and a caller that keeps only some keeps the first placed
+    placed: int = 0
     #: another passage of the file of the section just above it (P3 groups them)
     cont: bool = False
     #: the file's first line after this section that is not blank (None: the file ends)
