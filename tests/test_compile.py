@@ -518,3 +518,34 @@ def test_the_budget_is_charged_for_the_prompt_not_section_by_section(crepo: Path
     sizes = {estimate_tokens(s.render()) for s in res.sections}
     assert len(res.sections) < 60 and max(sizes) - min(sizes) <= 1
     assert budget - res.tokens < min(sizes), (budget - res.tokens, sizes)
+
+
+def test_the_last_check_drops_the_lowest_priority_first(
+    crepo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tokenizer that does not add up (tiktoken) can make the whole prompt cost more
+    than its sections did: the last check then drops the oldest session turn, then P3's
+    lowest-ranked passage, never the newest turn or a better passage."""
+    from memrepo.context import compiler
+
+    def lumpy(text: str) -> int:  # 8 tokens more for every blank line between sections
+        return estimate_tokens(text) + 8 * text.count("\n\n<!--")
+
+    monkeypatch.setattr(compiler, "counter", lambda name: lumpy)
+    monkeypatch.setattr(compiler, "cost", lambda name, count: count)
+    for i in range(4):
+        put(crepo, f"knowledge/reference/k{i}.md",
+            f"---\ntype: reference\n---\n# Kayak {i}\n\n" + "kayak " * (8 - i) + "paddle\n")
+    turns = [f"## 09:0{i} — user\nSession line {i} about lunch.\n" for i in range(4)]
+    put(crepo, SESSION, TRANSCRIPT_HEAD + "\n".join(turns))
+    commit(crepo, "kayaks")
+    req = CompileRequest("kayak paddle", 160, session=crepo / SESSION, slots=frozenset({3, 4}),
+                         today=TODAY, record_hits=False)
+    res = compile_context(MemoryRepo(crepo), req)
+    assert lumpy(res.prompt()) <= 160
+    dropped = [o for o in res.omitted if "final budget check" in o.reason]
+    assert dropped, "the lumpy counter must overshoot"
+    history = [s for s in res.sections if s.slot == 4]
+    assert history and history[-1].text.startswith("## 09:03"), "the newest turn stays"
+    p3 = sorted(s.placed for s in res.sections if s.slot == 3)
+    assert p3 == list(range(len(p3))), "P3 keeps its best-ranked passages"

@@ -568,7 +568,10 @@ class _Compiler:
         total = self.count(text)
         cap_chars = self.req.max_chars if self.req.max_chars is not None else 1 << 62
         while self.sections and (total > self.budget or len(text) > cap_chars):
-            s = self.sections.pop()
+            # the lowest priority: the last slot, in it the last placed (P3's lowest rank,
+            # P4's oldest turn: the newest was placed first)
+            s = max(self.sections, key=lambda x: (x.slot, x.placed))
+            self.sections.remove(s)
             self._omit(s.slot, s.kind, s.path, "dropped by the final budget check")
             text = join(self.sections)
             total = self.count(text)
