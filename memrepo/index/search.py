@@ -452,20 +452,25 @@ class Searcher:
         yet (the background catch-up has not embedded them): the mean is of the others."""
         extra, args = _doc_filter_sql(f)
         keys = list(sim)
-        for i in range(0, len(keys), 400):
-            part = keys[i : i + 400]
-            sql = (
-                f"SELECT {_CHUNK_COLS}, c.hash, c.reply_hash "
-                "FROM chunks c JOIN documents d ON d.id = c.doc_id "
-                f"WHERE (c.hash IN ({_in(len(part))}) OR c.reply_hash IN ({_in(len(part))})){extra}"
-            )
-            for row in self.con.execute(sql, [*part, *part, *args]):
-                got = [v for v in (sim.get(k, cut) for k in row[10:] if k is not None)
-                       if v is not None]
-                hit = hits.get(row[0])
-                if hit is None:
-                    hit = hits[row[0]] = _chunk(row, files)
-                hit.vector = sum(got) / len(got)
+        # one query per column, not ``hash IN … OR reply_hash IN …``: SQLite's OR plan
+        # gathers and sorts the rowids first (200 keys at 100K files: the query 0.67
+        # against 1.29 ms warm, this step 3.0-3.1 against 3.2-3.4 ms in a new prompt's
+        # search). A chunk both find comes twice and gets the same similarity twice.
+        for col in ("hash", "reply_hash"):
+            for i in range(0, len(keys), 400):
+                part = keys[i : i + 400]
+                sql = (
+                    f"SELECT {_CHUNK_COLS}, c.hash, c.reply_hash "
+                    "FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                    f"WHERE c.{col} IN ({_in(len(part))}){extra}"
+                )
+                for row in self.con.execute(sql, [*part, *args]):
+                    got = [v for v in (sim.get(k, cut) for k in row[10:] if k is not None)
+                           if v is not None]
+                    hit = hits.get(row[0])
+                    if hit is None:
+                        hit = hits[row[0]] = _chunk(row, files)
+                    hit.vector = sum(got) / len(got)
 
     def _signals(self, paths: list[str]) -> dict[str, list[tuple[int, float, str | None]]]:
         out: dict[str, list[tuple[int, float, str | None]]] = {}
