@@ -4,6 +4,7 @@ trees of memrepo side by side against one warmed server.
 
     nice -n 10 python bench/search_steps.py                              # this checkout, 100K
     python bench/search_steps.py --a /tmp/old/ --b . --rounds 8 --size 10000
+    python bench/search_steps.py --warm 60       # each searcher first runs 60 other prompts
 
 One server holds the MiniLM-shaped copy of the generated repo (``bench_resident.py``
 builds it) and is warmed by 60 searches first. It runs from tree A when there is one: the
@@ -14,10 +15,14 @@ which goes first alternating: the second of a pair meets pages the first read) o
 messages neither has searched.
 A child times each query twice in one ``Searcher``: *new* (the server embeds the text;
 its pages may be cold) and *again* (the same texts: the server's cache answers and the
-pages are warm, the steady state of ``memory mcp``), with the time of each searcher step
+pages are warm), with the time of each searcher step
 that exists in its tree, summed over the step's calls in the query; a step called inside
 another is named ``outer>inner`` (``_expanded>_fts``: the neighbours' FTS5 query).
-Printed: medians per tree and position, and B / A.
+Printed: medians per tree and position, and B / A. The *first* of a pair is the new
+prompt proper: the second meets the server's cached vectors of the same texts.
+``--warm N``: each child first searches N other new messages, untimed: a searcher that
+has lived a while (``memory mcp``'s) has its pages mapped, its SQLite cache and word
+counts filled, where a fresh one pays for them in its first queries.
 """
 
 from __future__ import annotations
@@ -80,7 +85,10 @@ def child(repo: Path, seed: int) -> dict[str, dict[str, float]]:
     timed(getattr(S, "q", None), "terms", "query terms")
     s = configured_searcher(repo)
     s.search("hello world")
-    qs = messages(QUERIES, int(os.environ["STEPS_SIZE"]), seed=seed)
+    size = int(os.environ["STEPS_SIZE"])
+    for q in messages(int(os.environ.get("STEPS_WARM", "0")), size, seed=seed + 500_000):
+        s.search(q)
+    qs = messages(QUERIES, size, seed=seed)
     out = {}
     for phase in ("new", "again"):
         spent.clear()
@@ -100,9 +108,10 @@ def child(repo: Path, seed: int) -> dict[str, dict[str, float]]:
     return out
 
 
-def run_child(tree: Path, repo: Path, seed: int, size: int) -> dict[str, dict[str, float]]:
+def run_child(tree: Path, repo: Path, seed: int, size: int, warm: int = 0
+              ) -> dict[str, dict[str, float]]:
     return trees_mod.run_child(__file__, tree, str(repo), str(seed),
-                               env={"STEPS_SIZE": str(size)})
+                               env={"STEPS_SIZE": str(size), "STEPS_WARM": str(warm)})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     trees_mod.add_options(ap)
     ap.add_argument("--size", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--warm", type=int, default=0,
+                    help="other new messages each searcher runs before it is timed")
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -132,10 +143,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         wait_nearest(repo, lambda nr: nr.get("state") == "ready")
         for k in range(2):  # the server answers as it runs, not as it starts
-            run_child(trees["B"], repo, seed0 + 1000 + k, args.size)
+            run_child(trees["B"], repo, seed0 + 1000 + k, args.size, args.warm)
         for r in range(args.rounds):
             for pos, name in enumerate(trees_mod.in_turn(trees, r)):
-                got = run_child(trees[name], repo, seed0 + r, args.size)
+                got = run_child(trees[name], repo, seed0 + r, args.size, args.warm)
                 for phase, steps in got.items():
                     for step, ms in steps.items():
                         results[(name, f"{phase}, {'first' if pos == 0 else 'second'}",
@@ -144,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         serve.stop(repo)
     rows = sorted({(ph, st) for _, ph, st in results}, key=lambda t: (t[0], t[1] != "total", t[1]))
-    print(f"{args.size} files, {args.rounds} rounds of {QUERIES} messages; medians, ms")
+    print(f"{args.size} files, {args.rounds} rounds of {QUERIES} messages"
+          f"{f' after {args.warm} others' if args.warm else ''}; medians, ms")
     print(f"{'phase':<16} {'step':<26}" + "".join(f"{n:>8}" for n in trees)
           + ("   B / A" if len(trees) == 2 else ""))
     for phase, step in rows:
