@@ -206,15 +206,16 @@ class _Compiler:
         cont = slot == 3 and any(x.slot == 3 and x.path == path for x in self.sections)
         joins = cont and self._joins(path, lines.numbered[0][0], next_line)
         chars = self.chars_left - len(SEP) - len(path) - 64
-        while True:
+
+        def fitted(joined: bool) -> tuple[list[tuple[int, str]], bool] | None:
             # a joined passage's role line is shorter than the turn header fit counts
-            mc = 0 if joins else marker_cost(slot, kind, path, last, self.cost, unit, cont)
-            got = fit(lines, allowance - mc, self.cost, tail=tail, max_chars=chars,
-                      text_only=slot == 3)
-            if got is not None and got[1] and joins:
-                joins = False  # a cut passage is never joined: it keeps its marker
-                continue
-            break
+            mc = 0 if joined else marker_cost(slot, kind, path, last, self.cost, unit, cont)
+            return fit(lines, allowance - mc, self.cost, tail=tail, max_chars=chars,
+                       text_only=slot == 3)
+
+        got = fitted(joins)
+        if joins and got is not None and got[1]:  # a cut passage is never joined
+            joins, got = False, fitted(False)
         if got is None:
             left = max(int(allowance), 0)
             self._omit(slot, kind, path, f"does not fit ({left} tokens left for it)")

@@ -7,6 +7,7 @@ reported, the prompt is still compiled.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,15 +44,12 @@ def retrieve(
     try:
         settings = settings_from_config(search_cfg)
         per_file = max(settings.per_file, PER_FILE)
-        opened = engine is None
-        search = Search(root, settings, search_cfg.get("embedder")) if opened else engine
-        try:
+        opened = Search(root, settings, search_cfg.get("embedder")) if engine is None else None
+        # a search opened here is closed here; the caller's stays open
+        with opened or contextlib.nullcontext(engine) as search:
             hits = search.search(query, limit, Filters(now=now), snippets=False,
                                  per_file=per_file)
             why = search.why
-        finally:
-            if opened:
-                search.close()
     except Exception as exc:  # the compile must not fail because search did
         return [], f"search failed: {type(exc).__name__}: {exc}"
     out = [Passage(h.path, h.start_line, h.end_line, float(h.score), h.category) for h in hits]
