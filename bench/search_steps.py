@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         print(json.dumps(child(Path(args.child[0]), int(args.child[1]))))
         return 0
-    from bench_resident import minilm_copy, wait_nearest
+    from bench_resident import minilm_copy, wait_nearest, wait_settled
     from corpus import ensure_memory_repo
 
     from memrepo.index import serve
@@ -142,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     try:
         wait_nearest(repo, lambda nr: nr.get("state") == "ready")
+        wait_settled(repo)
         for k in range(2):  # the server answers as it runs, not as it starts
             run_child(trees["B"], repo, seed0 + 1000 + k, args.size, args.warm)
         for r in range(args.rounds):

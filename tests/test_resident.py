@@ -343,6 +343,73 @@ def test_without_a_server_one_detached_worker_catches_up(hashed: IRepo, heavy_ha
     assert took < 0.5
 
 
+def _mark_and_last_chunk(root: Path) -> tuple[int, int]:
+    con = sqlite3.connect(db_path(root))
+    try:
+        mark = con.execute("SELECT value FROM meta WHERE key = 'vectors_through'").fetchone()
+        (last,) = con.execute("SELECT max(id) FROM chunks").fetchone()
+        return int(mark[0]) if mark else 0, last
+    finally:
+        con.close()
+
+
+def _pending_everywhere(root: Path) -> tuple[int, int]:
+    """(what a catch-up sees as missing, what is missing in every chunk)."""
+    from memrepo.index.indexer import pending_vectors
+
+    con = sqlite3.connect(db_path(root))
+    try:
+        return pending_vectors(con), pending_vectors(con, every_chunk=True)
+    finally:
+        con.close()
+
+
+def test_a_catch_up_reads_only_the_chunks_past_its_mark(hashed: IRepo, heavy_hash: None) -> None:
+    mark, last = _mark_and_last_chunk(hashed.root)
+    assert mark == last > 0  # a rebuild embeds every chunk
+    _commit_fay(hashed)
+    lowered, new_last = _mark_and_last_chunk(hashed.root)
+    assert lowered == last  # Fay's chunks come after it: the catch-up will read them
+    assert _pending_everywhere(hashed.root) == (1, 1)
+    assert catchup.catch_up(hashed.root, HashEmbedder()) == 1
+    assert _mark_and_last_chunk(hashed.root) == (new_last, new_last)
+    # a vector lost below the mark is not looked for again; memory doctor still sees it
+    con = sqlite3.connect(db_path(hashed.root))
+    with con:
+        con.execute("DELETE FROM vectors WHERE hash = (SELECT hash FROM chunks WHERE id = 1)")
+    con.close()
+    assert _pending_everywhere(hashed.root) == (0, 1)
+
+
+def test_memory_index_embeds_what_a_hook_left_and_moves_the_mark(
+    hashed: IRepo, heavy_hash: None
+) -> None:
+    _commit_fay(hashed)
+    _, last = _mark_and_last_chunk(hashed.root)
+    res = sync(hashed.root)  # `memory index`: embeds in place
+    assert res is not None and res.embedded == 1 and res.pending_vectors == 0
+    assert _mark_and_last_chunk(hashed.root) == (last, last)
+
+
+def test_a_chunk_that_takes_a_freed_id_below_the_mark_is_still_caught_up(
+    hashed: IRepo, heavy_hash: None
+) -> None:
+    con = sqlite3.connect(db_path(hashed.root))
+    (path,) = con.execute("SELECT d.path FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                          "ORDER BY c.id DESC LIMIT 1").fetchone()
+    con.close()
+    mark, _ = _mark_and_last_chunk(hashed.root)
+    hashed.git("rm", "-q", path)
+    hashed.commit("drop the file holding the last chunks")
+    assert sync(hashed.root, hook=True) is not None
+    _commit_fay(hashed)  # SQLite gives Fay's chunk the freed id: under the mark
+    lowered, fay = _mark_and_last_chunk(hashed.root)
+    assert fay <= mark and lowered == fay - 1
+    assert _pending_everywhere(hashed.root) == (1, 1)
+    assert catchup.catch_up(hashed.root, HashEmbedder()) == 1
+    assert _pending_everywhere(hashed.root) == (0, 0)
+
+
 def test_catch_up_leaves_an_index_of_another_embedder_alone(hashed: IRepo) -> None:
     from memrepo.index.embedders import get_embedder
 

@@ -163,12 +163,14 @@ def _catch_up_rounds(root: Path, gd: Path, embedder: Any, should_stop: Callable[
                 if log:
                     log(f"catch-up: the index is not built with {embedder.id}; nothing to do")
                 return done
-            missing = con.execute(schema.MISSING_VECTORS).fetchone()[0]
-            rows = con.execute(schema.MISSING_VECTOR_DOCS).fetchall()
+            after = {"after": schema.vectors_through(meta)}
+            missing = con.execute(schema.MISSING_VECTORS, after).fetchone()[0]
+            rows = con.execute(schema.MISSING_VECTOR_DOCS, after).fetchall()
         finally:
             con.close()
         rows = [(p, b) for p, b in rows if b not in tried][:CATCHUP_DOCS]
         if not rows or not missing:
+            _advance(root, gd)
             return done
         if progress:
             progress(before + done, before + done + missing)
@@ -193,6 +195,20 @@ def _catch_up_rounds(root: Path, gd: Path, embedder: Any, should_stop: Callable[
             if progress:
                 progress(before + done, before + done + max(0, missing - done))
     return done
+
+
+def _advance(root: Path, gd: Path) -> None:
+    """Record how far every chunk has its vectors, so the next catch-up reads only the
+    chunks past that (:func:`~memrepo.index.indexer.advance_vectors_through`); skipped
+    while a long ``memory index`` holds the index."""
+    from memrepo.index import db as dbmod
+    from memrepo.index.indexer import advance_vectors_through, short_write
+    from memrepo.index.lock import Busy
+
+    with contextlib.suppress(Busy), short_write(root, gd, wait=5.0) as con:
+        if con is not None:
+            with dbmod.write(con):
+                advance_vectors_through(con)
 
 
 def _write_vectors(root: Path, gd: Path, embedder_id: str, pairs: list[tuple[int, bytes]]

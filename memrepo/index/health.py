@@ -37,7 +37,7 @@ def checks(repo: MemoryRepo) -> list[Check]:
             try:
                 meta = schema.get_meta(con)
                 docs = con.execute("SELECT count(*) FROM documents").fetchone()[0]
-                pending = pending_vectors(con)
+                pending = pending_vectors(con, every_chunk=True)
             finally:
                 con.close()
         except sqlite3.DatabaseError as exc:

@@ -206,6 +206,7 @@ class Writer:
                 "INSERT INTO names(doc_id, word) VALUES (?, ?)",
                 [(doc_id, w) for w in names.words(m.names)],
             )
+        first_left: int | None = None  # this file's first chunk left to the catch-up
         for c in p.chunks:
             h = c.hash
             cid = self.con.execute(
@@ -226,6 +227,9 @@ class Writer:
                     self.to_embed.setdefault(k, text)
             elif self.embedder is not None:
                 self.left.update(c.vector_texts(self.replies))
+                first_left = cid if first_left is None else first_left
+        if first_left is not None:
+            schema.lower_vectors_through(self.con, first_left)
         links.store(self.con, p.links)
         self.chunks += len(p.chunks)
         if len(self.to_embed) >= EMBED_BATCH:
@@ -322,12 +326,31 @@ def open_index(root: Path) -> sqlite3.Connection:
     return con
 
 
-def pending_vectors(con: sqlite3.Connection) -> int:
-    """Vectors chunks still wait for (the embedder is too heavy for the hook)."""
+def pending_vectors(con: sqlite3.Connection, *, every_chunk: bool = False) -> int:
+    """Vectors chunks still wait for (the embedder is too heavy for the hook): of the
+    chunks past :data:`~memrepo.index.schema.VECTORS_THROUGH`, or of ``every_chunk``
+    (``memory doctor``, which checks that mark too; 3 s at 100K files)."""
     meta = schema.get_meta(con)
     if meta.get("embedder", "none") == "none":
         return 0
-    return int(con.execute(schema.MISSING_VECTORS).fetchone()[0])
+    after = 0 if every_chunk else schema.vectors_through(meta)
+    return int(con.execute(schema.MISSING_VECTORS, {"after": after}).fetchone()[0])
+
+
+def advance_vectors_through(con: sqlite3.Connection) -> int:
+    """Move :data:`~memrepo.index.schema.VECTORS_THROUGH` up to the chunk before the
+    first one still waiting for a vector (or the last chunk), reading only the chunks
+    past it; in the caller's write transaction, so no writer adds a chunk meanwhile.
+    Returns the mark."""
+    after = schema.vectors_through(schema.get_meta(con))
+    (first,) = con.execute(schema.FIRST_MISSING, {"after": after}).fetchone()
+    if first is None:
+        (first,) = con.execute("SELECT max(id) + 1 FROM chunks").fetchone()
+    mark = (first or 1) - 1
+    if mark > after:
+        schema.set_meta(con, **{schema.VECTORS_THROUGH: mark})
+        return mark
+    return after
 
 
 def update(
@@ -459,8 +482,11 @@ def _catch_up_vectors(
 ) -> int:
     """Embed chunks the hook left without a vector (re-chunking their blobs)."""
     total = pending_vectors(con) if progress else 0
-    rows = con.execute(schema.MISSING_VECTOR_DOCS).fetchall()
+    after = schema.vectors_through(schema.get_meta(con))
+    rows = con.execute(schema.MISSING_VECTOR_DOCS, {"after": after}).fetchall()
     if not rows:
+        with dbmod.write(con):
+            advance_vectors_through(con)
         return 0
     by_sha = {sha: path for path, sha in rows}
     writer = Writer(con, embedder, True, _gz_limit(root, by_sha.values()))
@@ -476,6 +502,7 @@ def _catch_up_vectors(
                     if progress:
                         progress(n, total)
         n += writer.flush_vectors()
+        advance_vectors_through(con)
         if progress:
             progress(total, total)
     return n
@@ -516,6 +543,8 @@ def rebuild(root: Path, embedder_name: str, *, progress: Progress | None = None,
             res.notes += writer.problems
             con.execute("BEGIN")
             res.embedded = writer.embedded + writer.flush_vectors()
+            if embedder is not None:  # every chunk embedded: a catch-up reads none of them
+                advance_vectors_through(con)
             _refold_signals(root, con, force=True)
             con.execute("COMMIT")
             con.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize')")
