@@ -82,6 +82,9 @@ def child(repo: Path, seed: int) -> dict[str, dict[str, float]]:
     for name in MODULE_STEPS:
         timed(S, name)
     timed(getattr(S, "_Early", None), "result", "wait nearest")  # after FTS5, if at all
+    from memrepo.index import resident  # the reply read from the socket (no thread)
+
+    timed(getattr(resident, "NearestRequest", None), "result", "wait nearest")
     timed(getattr(S, "q", None), "terms", "query terms")
     s = configured_searcher(repo)
     s.search("hello world")

@@ -233,6 +233,81 @@ def test_a_search_asks_the_server_for_two_nearest_vectors_a_result(
     assert asked == [200, 300]
 
 
+def test_a_search_sends_nearest_first_and_reads_the_reply_itself(
+    server: Server, heavy_hash: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The request leaves before the keyword search and its reply waits in the socket
+    until the search reads it: no thread a query (its wake-up cost ~0.6 ms at 100K)."""
+    searcher = Searcher(server.root, embedder_name="hash")
+    sent: list[resident.NearestRequest] = []
+    ask = searcher.embedder.ask_nearest  # type: ignore[union-attr]
+    monkeypatch.setattr(searcher.embedder, "ask_nearest",
+                        lambda text, k: sent.append(ask(text, k)) or sent[-1])
+    fts = searcher._fts
+
+    def keyword_search(*a: object) -> object:
+        assert len(sent) == 1 and sent[0]._sock is not None  # asked, not yet read
+        return fts(*a)
+
+    monkeypatch.setattr(searcher, "_fts", keyword_search)
+    started: list[object] = []  # threads the search starts (the server in this process
+    start = threading.Thread.start  # starts its own, from its accept loop)
+    me = threading.current_thread()
+    monkeypatch.setattr(threading.Thread, "start", lambda self: (
+        started.append(self) if threading.current_thread() is me else None) or start(self))
+    try:
+        hits = searcher.search("kubernetes rolling update")
+    finally:
+        monkeypatch.undo()
+        searcher.close()
+    assert hits[0].explain["vectors"] == "on", hits[0].explain
+    assert started == [] and sent[0]._sock is None  # read and closed by the search
+
+
+def test_a_reply_in_time_counts_when_a_slow_keyword_search_reads_it_late(
+    server: Server, heavy_hash: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 100 ms budget bounds the wait for the server, not the keyword search: a reply
+    that came while FTS5 ran (a long prompt, a busy host) is used."""
+    searcher = Searcher(server.root, embedder_name="hash")
+    fts = searcher._fts
+
+    def slow(*a: object) -> object:
+        time.sleep(resident.QUERY_BUDGET_S * 2)
+        return fts(*a)
+
+    monkeypatch.setattr(searcher, "_fts", slow)
+    try:
+        hits = searcher.search("kubernetes rolling update")
+    finally:
+        searcher.close()
+    assert hits[0].explain["vectors"] == "on", hits[0].explain
+
+
+def test_a_reply_not_read_is_hung_up_when_the_keyword_search_fails(
+    server: Server, heavy_hash: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memrepo.index.search import Search
+
+    search = Search(server.root, embedder_name="hash")
+    engine = search.engine
+    sent: list[resident.NearestRequest] = []
+    ask = engine.embedder.ask_nearest  # type: ignore[attr-defined]
+    monkeypatch.setattr(engine.embedder, "ask_nearest",  # type: ignore[attr-defined]
+                        lambda text, k: sent.append(ask(text, k)) or sent[-1])
+
+    def broken(*a: object) -> object:
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(engine, "_fts", broken)
+    try:
+        hits = search.search("kubernetes rolling update")
+    finally:
+        search.close()
+    assert search.mode != "index" and hits  # the scanner answered
+    assert len(sent) == 1 and sent[0]._sock is None
+
+
 def _fake_server(path: Path, behaviour: str) -> threading.Thread:
     """A socket that misbehaves: hangs up mid-request, answers garbage, or is too slow."""
     resident.private_dir(path.parent)

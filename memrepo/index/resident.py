@@ -126,48 +126,85 @@ def private_dir(path: Path) -> None:
 # ---------------------------------------------------------------------------
 
 
-def request(sock_path: Path, msg: dict[str, Any], budget: float = QUERY_BUDGET_S) -> dict:
-    """One request, its reply as a dict with ``ok`` true; Unavailable on anything else
-    (no socket, a dead server's socket, a timeout, a garbage or error reply)."""
-    deadline = time.monotonic() + budget
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        s.settimeout(budget)
+class Pending:
+    """One request, sent now; its reply read by :meth:`reply`, after the caller's own work.
+
+    The answer waits in the socket meanwhile, so no thread reads it: a search through the
+    server at 100K files sends ``nearest`` before FTS5 and reads it after, and a thread
+    that read it cost one more wake-up (0.4-0.8 ms p50, 2-4 %, alternating). Never raises
+    here: a failure to connect or send is raised by :meth:`reply`, as the reply's would be.
+    """
+
+    def __init__(self, sock_path: Path, msg: dict[str, Any], budget: float = QUERY_BUDGET_S):
+        self.budget = budget
+        self.deadline = time.monotonic() + budget
+        self._error: Unavailable | None = None
+        self._sock: socket.socket | None = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            s.connect(str(sock_path))
-        except FileNotFoundError:
-            raise Unavailable("no resident server (start one: memory serve --detach)") from None
-        except ConnectionRefusedError:
-            raise Unavailable("stale socket: the resident server is not running") from None
-        except OSError as exc:
-            raise Unavailable(f"cannot reach the resident server ({exc})") from None
+            self._sock.settimeout(budget)
+            try:
+                self._sock.connect(str(sock_path))
+            except FileNotFoundError:
+                raise Unavailable("no resident server (start one: memory serve --detach)"
+                                  ) from None
+            except ConnectionRefusedError:
+                raise Unavailable("stale socket: the resident server is not running") from None
+            except OSError as exc:
+                raise Unavailable(f"cannot reach the resident server ({exc})") from None
+            try:
+                self._sock.sendall(json.dumps(msg).encode() + b"\n")
+            except OSError as exc:
+                raise Unavailable(f"the resident server failed mid-request ({exc})") from None
+        except Unavailable as exc:
+            self._error = exc
+            self.close()
+
+    def reply(self) -> dict:
+        """The reply as a dict with ``ok`` true; Unavailable on anything else (no socket,
+        a dead server's socket, past the budget, a garbage or error reply)."""
+        if self._error is not None:
+            raise self._error
+        assert self._sock is not None, "a reply is read once"
         try:
-            s.sendall(json.dumps(msg).encode() + b"\n")
             buf = bytearray()
             while not buf.endswith(b"\n"):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError
-                s.settimeout(left)
-                part = s.recv(1 << 16)
+                # past the deadline, what has arrived still counts (the caller may read
+                # late: a long keyword search); only waiting for more is over
+                self._sock.settimeout(max(self.deadline - time.monotonic(), 0.0))
+                try:
+                    part = self._sock.recv(1 << 16)
+                except BlockingIOError:  # a timeout of 0 and nothing there
+                    raise TimeoutError from None
                 if not part:
                     raise Unavailable("the resident server closed the connection mid-request")
                 buf += part
                 if len(buf) > MAX_REPLY:
                     raise Unavailable("the resident server's reply is too long")
         except TimeoutError:
-            ms = f"{budget * 1000:.0f} ms"
+            ms = f"{self.budget * 1000:.0f} ms"
             raise Unavailable(f"the resident server did not answer within {ms}") from None
         except OSError as exc:
             raise Unavailable(f"the resident server failed mid-request ({exc})") from None
-    finally:
-        s.close()
-    reply = json_object(buf)
-    if reply is None:
-        raise Unavailable("the resident server sent a garbage reply")
-    if reply.get("ok") is not True:
-        raise Refused(f"the resident server refused: {str(reply.get('error'))[:200]}")
-    return reply
+        finally:
+            self.close()
+        reply = json_object(buf)
+        if reply is None:
+            raise Unavailable("the resident server sent a garbage reply")
+        if reply.get("ok") is not True:
+            raise Refused(f"the resident server refused: {str(reply.get('error'))[:200]}")
+        return reply
+
+    def close(self) -> None:
+        """Hang up (a reply not read is dropped with the connection)."""
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+
+def request(sock_path: Path, msg: dict[str, Any], budget: float = QUERY_BUDGET_S) -> dict:
+    """One request, its reply as a dict with ``ok`` true; Unavailable on anything else
+    (no socket, a dead server's socket, a timeout, a garbage or error reply)."""
+    return Pending(sock_path, msg, budget).reply()
 
 
 def embed(sock_path: Path, model: str, texts: list[str], budget: float = QUERY_BUDGET_S
@@ -190,18 +227,31 @@ class Nearest(NamedTuple):
     via: str  # which index answered
 
 
+class NearestRequest(Pending):
+    """A ``nearest`` request, sent now; :meth:`result` reads what it answers."""
+
+    def __init__(self, sock_path: Path, model: str, text: str, k: int,
+                 budget: float = QUERY_BUDGET_S):
+        super().__init__(sock_path, {"op": "nearest", "model": model, "text": text, "k": k},
+                         budget)
+
+    def result(self) -> Nearest:
+        """The ``k`` vector keys nearest the text's vector, by the server's index.
+        Refused when the server cannot (its index being built)."""
+        reply = self.reply()
+        hits = reply.get("hits")
+        try:
+            out = [(int(h), float(s)) for h, s in hits]  # type: ignore[union-attr]
+        except (TypeError, ValueError):
+            raise Unavailable("the resident server sent a garbage reply (hits)") from None
+        return Nearest(out, str(reply.get("via") or ""))
+
+
 def nearest(sock_path: Path, model: str, text: str, k: int, budget: float = QUERY_BUDGET_S
             ) -> Nearest:
     """The ``k`` vector keys nearest ``text``'s vector, by the server's index. Refused
     when the server cannot (its index being built)."""
-    reply = request(sock_path, {"op": "nearest", "model": model, "text": text, "k": k},
-                    budget)
-    hits = reply.get("hits")
-    try:
-        out = [(int(h), float(s)) for h, s in hits]  # type: ignore[union-attr]
-    except (TypeError, ValueError):
-        raise Unavailable("the resident server sent a garbage reply (hits)") from None
-    return Nearest(out, str(reply.get("via") or ""))
+    return NearestRequest(sock_path, model, text, k, budget).result()
 
 
 def ping(root: Path, budget: float = 0.5) -> dict | None:
@@ -242,7 +292,11 @@ class ResidentEmbedder:
 
     def nearest(self, text: str, k: int) -> Nearest:
         """The vectors nearest ``text``, searched by the server."""
-        return nearest(self.socket, self.id, text, k, self.budget)
+        return self.ask_nearest(text, k).result()
+
+    def ask_nearest(self, text: str, k: int) -> NearestRequest:
+        """The same request, sent now: ``.result()`` reads its answer later."""
+        return NearestRequest(self.socket, self.id, text, k, self.budget)
 
 
 def query_embedder(recorded: str, root: Path, *, local: bool = False) -> Any:

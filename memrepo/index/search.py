@@ -143,6 +143,15 @@ def _chunk(row: tuple[Any, ...], files: dict[str, FileInfo], **scores: float) ->
     return ChunkHit(cid, path, o, a, b, stale=st, **scores)
 
 
+class _Answer(Protocol):
+    """What is asked now and read later: ``result()`` (``resident.NearestRequest``, or
+    :class:`_Early` for a server hosted in this process)."""
+
+    def result(self) -> Any: ...
+
+    def close(self) -> None: ...
+
+
 class _Early:
     """A call run in a thread from now until :meth:`result` (which re-raises its error)."""
 
@@ -165,6 +174,9 @@ class _Early:
         if self._exc is not None:
             raise self._exc
         return self._out
+
+    def close(self) -> None:
+        """Nothing to release: the thread ends with its call."""
 
 
 class Searcher:
@@ -372,10 +384,18 @@ class Searcher:
             self._known_name = names.lookup(self.con)
         return names.mask(query, self._known_name)
 
-    def _ask_early(self, text: str | None, k: int) -> _Early | None:
+    def _ask_early(self, text: str | None, k: int) -> _Answer | None:
         """Send the resident server's ``nearest`` before the keyword search, read it after:
-        its round trip (~12 ms at 100K files) overlaps FTS5's instead of adding to it."""
-        ask = getattr(self.embedder, "nearest", None) if text is not None else None
+        its round trip (~12 ms at 100K files) overlaps FTS5's instead of adding to it.
+        Through the socket the request goes now and its reply waits there
+        (``ask_nearest``); a server hosted in this process (``memory mcp``) answers in a
+        thread."""
+        if text is None:
+            return None
+        send = getattr(self.embedder, "ask_nearest", None)
+        if send is not None:
+            return send(text, k)  # type: ignore[no-any-return]
+        ask = getattr(self.embedder, "nearest", None)
         return _Early(ask, text, k) if ask is not None else None
 
     def _too_many_to_scan(self) -> bool:
@@ -386,7 +406,7 @@ class Searcher:
         return (n or 0) > LOCAL_SCAN_MAX
 
     def _vectors(self, text: str | None, k: int, f: Filters, hits: dict[int, ChunkHit],
-                 files: dict[str, FileInfo], early: _Early | None = None) -> float | None:
+                 files: dict[str, FileInfo], early: _Answer | None = None) -> float | None:
         """Score ``hits`` (and add the chunks only vectors find) by the query's vector; the
         cosine of the last of the nearest vectors when the search took fewer than all
         (:func:`~memrepo.index.ranking.fuse`'s floor; 0 when it took all), or None when
@@ -497,13 +517,17 @@ class Searcher:
         vtext = self._vector_text(query)
         k = nearest_k(limit, schema.replies_recorded(self.meta)) if vtext is not None else 0
         early = self._ask_early(vtext, k)
-        chosen, unsearched = self._rarest(words)
-        ranked_words, dropped = self._prune_common(chosen)
-        files: dict[str, FileInfo] = {}  # filled by the chunk queries (_CHUNK_COLS)
-        hits = {h.chunk_id: h for h in self._fts(ranked_words, f, files)}
-        self._cjk(ranked_words, f, hits, files)
-        self._expanded(ranked_words, f, hits, files)
-        floor = self._vectors(vtext, k, f, hits, files, early)
+        try:
+            chosen, unsearched = self._rarest(words)
+            ranked_words, dropped = self._prune_common(chosen)
+            files: dict[str, FileInfo] = {}  # filled by the chunk queries (_CHUNK_COLS)
+            hits = {h.chunk_id: h for h in self._fts(ranked_words, f, files)}
+            self._cjk(ranked_words, f, hits, files)
+            self._expanded(ranked_words, f, hits, files)
+            floor = self._vectors(vtext, k, f, hits, files, early)
+        finally:
+            if early is not None:
+                early.close()  # a reply not read (the keyword search failed) is dropped
         have_vectors = floor is not None
         chunk_hits = list(hits.values())
         fuse(chunk_hits, self.settings, have_vectors, floor or 0.0)
