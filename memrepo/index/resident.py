@@ -131,7 +131,8 @@ class Pending:
 
     The answer waits in the socket meanwhile, so no thread reads it: a search through the
     server at 100K files sends ``nearest`` before FTS5 and reads it after, and a thread
-    that read it cost one more wake-up (0.4-0.8 ms p50, 2-4 %, alternating). Never raises
+    that read it cost one more wake-up (p50 1.5 % more, 0.4-10 % in six alternating runs;
+    docs/DESIGN-NOTES.md). Never raises
     here: a failure to connect or send is raised by :meth:`reply`, as the reply's would be.
     """
 
