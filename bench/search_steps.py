@@ -7,7 +7,8 @@ trees of memrepo side by side against one warmed server.
     python bench/search_steps.py --warm 60       # each searcher first runs 60 other prompts
 
 One server holds the MiniLM-shaped copy of the generated repo (``bench_resident.py``
-builds it) and is warmed by 60 searches first. It runs from tree A when there is one: the
+builds it); timing starts once its start-up catch-up is over, and it is warmed by 60
+searches first. It runs from tree A when there is one: the
 baseline release's protocol, which a newer client must still speak (a client-side A/B;
 an older client against a newer server would miss what the newer server stopped
 sending). Each round runs one child process per tree (``PYTHONPATH`` set to the tree,
@@ -22,7 +23,8 @@ Printed: medians per tree and position, and B / A. The *first* of a pair is the 
 prompt proper: the second meets the server's cached vectors of the same texts.
 ``--warm N``: each child first searches N other new messages, untimed: a searcher that
 has lived a while (``memory mcp``'s) has its pages mapped, its SQLite cache and word
-counts filled, where a fresh one pays for them in its first queries.
+counts filled, where a fresh one pays for them in its first queries (with the server
+settled, new prompts read the same at 0, 60 and 300: docs/DESIGN-NOTES.md).
 """
 
 from __future__ import annotations
