@@ -486,6 +486,68 @@ def test_recall_is_once_per_session_where_it_stays_in_the_conversation(
     assert gem[0] and gem[1] == gem[0]
 
 
+def test_the_prompt_hook_takes_its_recall_from_the_resident_server(
+        crepo: Path, env: dict[str, str]) -> None:
+    """With a resident server running, the hook asks it for the recall (its modules are
+    loaded, its model at hand): the same passages as the hook's own, once per session."""
+    from memrepo.index.embedders import HashEmbedder
+    from memrepo.index.server import Server
+
+    seed(crepo)
+    ask = {"prompt": PROMPTS[3]}
+    here = injected(hook(crepo, "UserPromptSubmit", {"session_id": "a", **ask}, env))
+    srv = Server(crepo, HashEmbedder())
+    srv.start()
+    try:
+        served = injected(hook(crepo, "UserPromptSubmit", {"session_id": "b", **ask}, env))
+        again = injected(hook(crepo, "UserPromptSubmit", {"session_id": "b", **ask}, env))
+    finally:
+        srv.stop()
+    assert here[1] and served == here
+    assert again == ("", []) and srv.recalls == 2
+    vias = [e.get("via") for e in entries(crepo) if e["event"] == "UserPromptSubmit"]
+    assert vias == ["here", "server", "server"]
+
+
+@pytest.mark.parametrize("reply", [
+    b'{"ok": false, "error": "unknown op \'recall\' (ping, embed, nearest)"}\n',  # older
+    b"not json\n",
+    b"",  # hangs up
+])
+def test_a_server_that_does_not_recall_leaves_it_to_the_hook(
+        crepo: Path, env: dict[str, str], reply: bytes) -> None:
+    import socket
+    import threading
+
+    from memrepo.index import resident
+
+    seed(crepo)
+    ask = {"session_id": "a", "prompt": PROMPTS[3]}
+    expected = injected(hook(crepo, "UserPromptSubmit", {**ask, "session_id": "x"}, env))
+    path = resident.socket_path(resident.serve_dir(crepo))
+    resident.private_dir(path.parent)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(1)
+
+    def answer() -> None:
+        conn, _ = listener.accept()
+        conn.recv(1 << 20)
+        conn.sendall(reply)
+        conn.close()
+
+    t = threading.Thread(target=answer, daemon=True)
+    t.start()
+    try:
+        got = injected(hook(crepo, "UserPromptSubmit", ask, env))
+    finally:
+        t.join(5)
+        listener.close()
+        path.unlink(missing_ok=True)
+    assert expected[1] and got == expected
+    assert entries(crepo)[-1]["via"] == "here"
+
+
 def test_recall_keeps_the_best_ranked_passages_in_the_compiles_order() -> None:
     """Recall keeps what fits its characters by rank (the order the compile placed
     them), not the leading sections: a file's passages read in the file's order, so its

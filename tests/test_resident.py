@@ -308,6 +308,32 @@ def test_a_reply_not_read_is_hung_up_when_the_keyword_search_fails(
     assert len(sent) == 1 and sent[0]._sock is None
 
 
+def test_the_server_recalls_for_the_prompt_hook_with_its_model_in_process(
+    server: Server, hashed: IRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ``recall`` op answers what the hook would; P3's vectors come from the server's
+    own nearest index, not through a request to its own socket. Another clone's working
+    tree is refused (its hook recalls itself)."""
+    from memrepo.agents import events
+
+    asked, by_socket = [], []
+    near = server.search_nearest
+    monkeypatch.setattr(server, "search_nearest", lambda t, k: asked.append(k) or near(t, k))
+    op = server._nearest
+    monkeypatch.setattr(server, "_nearest", lambda req: by_socket.append(req) or op(req))
+    payload = {"session_id": "s1", "prompt": "how do rolling updates replace the pods?"}
+    reply = resident.request(_sock(hashed.root), {
+        "op": "recall", "harness": "claude-code", "payload": payload,
+        "root": str(hashed.root)}, budget=5.0)
+    assert asked and by_socket == []
+    mine = events.recall(hashed.root, "claude-code", {**payload, "session_id": "s2"})
+    assert reply["text"] == mine and "kubernetes.md" in mine and server.recalls == 1
+    with pytest.raises(resident.Refused, match="this server serves"):
+        resident.request(_sock(hashed.root), {
+            "op": "recall", "harness": "claude-code", "payload": payload,
+            "root": str(hashed.root.parent)}, budget=5.0)
+
+
 def _fake_server(path: Path, behaviour: str) -> threading.Thread:
     """A socket that misbehaves: hangs up mid-request, answers garbage, or is too slow."""
     resident.private_dir(path.parent)

@@ -44,6 +44,10 @@ STDIN_TIMEOUT = 1.0
 #: The hook gives up (logged, nothing printed) before the agent would kill it: below
 #: the timeouts the installer writes (memrepo.agents.install.TIMEOUTS: 10 s and 5 s).
 DEADLINE = {H.BRIEF: 8.0, H.RECALL: 4.0}
+#: How long the prompt hook waits for the resident server's recall before it recalls
+#: itself (the whole hook takes ~80 ms p50 that way at 100K files against ~150 without;
+#: a busy server is not waited on for long, and the hook's own recall fits its deadline)
+SERVER_RECALL_S = 0.5
 #: Prompts shorter than this get no recall ("ok", "go on", "thanks").
 MIN_PROMPT_CHARS = 10
 #: Most characters of passages one recall injects: it stays in the conversation until
@@ -107,8 +111,12 @@ def run(harness: str, event: str, repo_opt: str | None = None) -> int:
             entry["status"] = "detached"
         else:
             with deadline(DEADLINE[act]):
-                text = brief(root, harness, payload) if act == H.BRIEF else recall(
-                    root, harness, payload)
+                if act == H.BRIEF:
+                    text = brief(root, harness, payload)
+                else:
+                    served = recall_served(root, harness, payload)
+                    entry["via"] = "server" if served is not None else "here"
+                    text = served if served is not None else recall(root, harness, payload)
             if text:
                 out = json.dumps(H.context_output(event, text), ensure_ascii=False)
             entry["status"] = "ok"
@@ -270,10 +278,29 @@ def _says(text: str) -> bool:
     return any(line.strip() and not line.lstrip().startswith("#") for line in text.split("\n"))
 
 
-def recall(root: Path, harness: str, payload: dict[str, Any]) -> str:
+def recall_served(root: Path, harness: str, payload: dict[str, Any]) -> str | None:
+    """:func:`recall` as the clone's resident server (``memory serve``, or ``memory mcp``
+    hosting it) compiles it, or None when none answers within SERVER_RECALL_S or it
+    refuses: the hook then recalls itself. A server has memrepo imported and its model's
+    nearest index at hand; this process would import the compiler first."""
+    from memrepo.index import resident
+
+    sock = resident.socket_path(resident.serve_dir(root))
+    if not sock.exists():
+        return None
+    msg = {"op": "recall", "harness": harness, "payload": payload, "root": str(root)}
+    try:
+        text = resident.request(sock, msg, SERVER_RECALL_S).get("text")
+    except resident.Unavailable:  # Refused too: an older server, another clone's
+        return None
+    return text if isinstance(text, str) else None
+
+
+def recall(root: Path, harness: str, payload: dict[str, Any], engine: Any = None) -> str:
     """What this prompt calls for that the session has not been shown: activated topics
     (P2) and passages (P3) that share enough of the prompt's words, at most
-    RECALL_MAX_CHARS; '' when nothing qualifies."""
+    RECALL_MAX_CHARS; '' when nothing qualifies. ``engine``: the search P3 asks (the
+    resident server's, with its model in-process), else one opened for this call."""
     prompt = str(payload.get("prompt") or "")
     sid = payload.get("session_id")
     from memrepo.repo import MemoryRepo
@@ -302,7 +329,7 @@ def recall(root: Path, harness: str, payload: dict[str, Any]) -> str:
     req = CompileRequest(message=prompt, slots=frozenset({2, 3}),
                          budget=H.MAX_CONTEXT_CHARS // CHARS_PER_TOKEN,
                          max_chars=H.MAX_CONTEXT_CHARS, record_hits=False, gate=gate,
-                         passages=RECALL_PASSAGES)
+                         passages=RECALL_PASSAGES, engine=engine)
     result = compile_context(repo, req)
     words = terms(prompt)
     if result.topics:

@@ -24,7 +24,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrepo.index.catchup import catch_up
 from memrepo.index.paths import db_path
@@ -36,6 +36,9 @@ from memrepo.index.resident import (
     serve_dir,
     socket_path,
 )
+
+if TYPE_CHECKING:
+    from memrepo.index.search import Search
 
 PIDFILE = "serve.pid"
 SERVER_LOCK = "serve.lock"
@@ -108,6 +111,7 @@ class Server:
         self.load_seconds: float | None = None
         self.load_error: str | None = None
         self.embedded = 0
+        self.recalls = 0  # prompt hooks' recalls compiled here
         self._loaded = threading.Event()
         self._stop = threading.Event()
         self._stopped = threading.Event()
@@ -306,6 +310,8 @@ class Server:
                 return self._embed(req)
             if op == "nearest":
                 return self._nearest(req)
+            if op == "recall":
+                return self._recall(req)
             if op == "catch-up":
                 return {"ok": True, "started": self.start_catch_up()}
             if op == "stop":
@@ -314,7 +320,7 @@ class Server:
             self.log(f"{op} failed: {type(exc).__name__}: {exc}")
             return {"ok": False, "error": f"{op} failed: {type(exc).__name__}: {exc}"[:300]}
         return {"ok": False, "error": f"unknown op {str(op)[:40]!r} "
-                                      "(ping, embed, nearest, catch-up, stop)"}
+                                      "(ping, embed, nearest, recall, catch-up, stop)"}
 
     def status(self) -> dict[str, Any]:
         return {
@@ -324,7 +330,7 @@ class Server:
             "uptime": round(time.time() - self.started, 1), "idle_timeout": self.idle,
             "cache": len(self.cache), "cache_hits": self.cache.hits,
             "catching_up": self._catchup is not None and self._catchup.is_alive(),
-            "embedded": self.embedded, "rss_mb": _rss_mb(),
+            "embedded": self.embedded, "recalls": self.recalls, "rss_mb": _rss_mb(),
             "nearest": self.nearest.status(),
         }
 
@@ -377,6 +383,41 @@ class Server:
             return {"ok": False, "error": str(exc)}
         return {"ok": True, "model": self.embedder.id, "via": found.via,
                 "hits": [[h, round(s, 6)] for h, s in found.hits]}
+
+    # -- recall ---------------------------------------------------------------------
+    def _recall(self, req: dict[str, Any]) -> dict[str, Any]:
+        """The ``recall`` op: the agents' prompt hook (``agents.events.recall``) compiled
+        here, where memrepo is imported and the model's nearest index at hand, instead of
+        in a new process that imports it all (at 100K files the hook's process spent
+        ~90 ms importing the compiler); the hook does it itself when no server answers.
+        Refused for another clone's working tree (a linked worktree shares the git dir)."""
+        from memrepo.agents import events
+        from memrepo.agents.harness import HARNESSES
+
+        harness, payload, root = req.get("harness"), req.get("payload"), req.get("root")
+        if harness not in HARNESSES or not isinstance(payload, dict):
+            return {"ok": False, "error": "recall needs harness (one of "
+                    f"{', '.join(HARNESSES)}) and payload (an object)"}
+        if not isinstance(root, str) or Path(root).resolve() != self.root.resolve():
+            return {"ok": False, "error": f"this server serves {self.root}, not {root}"}
+        self.recalls += 1
+        with self.hosted_search() as search:
+            return {"ok": True, "text": events.recall(self.root, harness, payload, search)}
+
+    def hosted_search(self) -> Search:
+        """A search of this clone with the config's settings whose vectors come from this
+        server in-process (:class:`HostedEmbedder`): no round trip through its own
+        socket, nor a connection of the ones it allows."""
+        from memrepo.index.ranking import settings_from_config
+        from memrepo.index.search import Search
+        from memrepo.repo import MemoryRepo
+
+        cfg = MemoryRepo(self.root).config["search"]
+        search = Search(self.root, settings_from_config(cfg), cfg["embedder"], local_model=True)
+        mine = getattr(search.engine, "embedder", None)
+        if mine is not None and mine.id == self.embedder.id:
+            search.engine.embedder = HostedEmbedder(self)  # type: ignore[attr-defined]
+        return search
 
     def search_nearest(self, text: str, k: int) -> Nearest:
         """The ``k`` vectors nearest ``text`` (keys, cosines) and which index answered;
