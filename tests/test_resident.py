@@ -119,6 +119,11 @@ def test_bad_requests_are_answered_and_the_server_goes_on(server: Server) -> Non
     assert "longer than" in _raw(root, huge)["error"]
     with pytest.raises(resident.Unavailable, match="refused: unknown op"):
         resident.request(server.sock_path, {"op": 7})
+    for harness, payload in ((["claude-code"], {}), ("vim", {}), ("codex", "a prompt")):
+        bad = json.dumps({"op": "recall", "harness": harness, "payload": payload,
+                          "root": str(root)})
+        assert "recall needs harness" in _raw(root, bad.encode() + b"\n")["error"]
+    assert server.recalls == 0
     assert resident.request(server.sock_path, {"op": "ping"})["ok"]
 
 

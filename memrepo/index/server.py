@@ -395,7 +395,8 @@ class Server:
         from memrepo.agents.harness import HARNESSES
 
         harness, payload, root = req.get("harness"), req.get("payload"), req.get("root")
-        if harness not in HARNESSES or not isinstance(payload, dict):
+        if not isinstance(harness, str) or harness not in HARNESSES or not isinstance(
+                payload, dict):
             return {"ok": False, "error": "recall needs harness (one of "
                     f"{', '.join(HARNESSES)}) and payload (an object)"}
         if not isinstance(root, str) or Path(root).resolve() != self.root.resolve():
@@ -413,7 +414,9 @@ class Server:
         from memrepo.repo import MemoryRepo
 
         cfg = MemoryRepo(self.root).config["search"]
-        search = Search(self.root, settings_from_config(cfg), cfg["embedder"], local_model=True)
+        # a model other than this server's (the index rebuilt meanwhile) is asked over
+        # the socket as any search would (and refused): never loaded a second time here
+        search = Search(self.root, settings_from_config(cfg), cfg["embedder"])
         mine = getattr(search.engine, "embedder", None)
         if mine is not None and mine.id == self.embedder.id:
             search.engine.embedder = HostedEmbedder(self)  # type: ignore[attr-defined]
