@@ -278,7 +278,7 @@ def search_only(n: int, queries: int) -> dict[str, object]:
     qs = messages(queries, n, seed=29)
     serve.stop(mini)
     res: dict[str, object] = {"load_avg": round(os.getloadavg()[0], 1)}
-    serve.start_detached(mini, idle=600)
+    serve.start_detached(mini, idle=600, entry="memrepo.agents.resident")
     try:
         wall, _ = wait_nearest(mini, lambda nr: nr.get("state") == "ready")
         res["nearest_ready_s"] = round(wall, 1)
@@ -510,7 +510,7 @@ def bench_size(n: int, queries: int, env: dict[str, str]) -> dict[str, object]:
     for old in resident.serve_dir(mini).glob("nearest-*"):  # build from scratch
         old.unlink()
     t0 = time.perf_counter()
-    st = serve.start_detached(mini, idle=7200)
+    st = serve.start_detached(mini, idle=7200, entry="memrepo.agents.resident")
     res["server_start_to_loaded_s"] = round(time.perf_counter() - t0, 2)
     res["server_model_load_s"] = round(st.get("load_seconds") or 0, 2)
     try:
@@ -520,7 +520,7 @@ def bench_size(n: int, queries: int, env: dict[str, str]) -> dict[str, object]:
                                 "server_rss_mb": resident.ping(mini)["rss_mb"]}
         serve.stop(mini)  # a restart loads the saved index
         t0 = time.perf_counter()
-        serve.start_detached(mini, idle=7200)
+        serve.start_detached(mini, idle=7200, entry="memrepo.agents.resident")
         wall, nr = wait_nearest(mini, lambda nr: nr.get("state") == "ready")
         res["nearest_restart"] = {"load_s": nr["load_s"], "build_s": nr["build_s"],
                                   "start_to_ready_s": round(time.perf_counter() - t0, 1),

@@ -31,6 +31,7 @@ from memrepo.repo import discover
 def serve(ctx: click.Context, mode: str, idle: float | None, model: str | None,
           as_json: bool) -> None:
     """Serve the sentence model to hooks and searches over a local socket."""
+    from memrepo.agents.resident import SERVICES
     from memrepo.index.serve import run_foreground, start_detached, status, stop
     from memrepo.index.server import AlreadyRunning
 
@@ -55,13 +56,14 @@ def serve(ctx: click.Context, mode: str, idle: float | None, model: str | None,
         out({"stopped": stopped}, "stopped" if stopped else "no server was running")
         return
     if mode == "detach":
-        st = start_detached(repo.root, model, idle)
+        st = start_detached(repo.root, model, idle, entry="memrepo.agents.resident")
         out(st, f"started: pid {st['pid']}, {st['model']} loaded in "
                 f"{st.get('load_seconds') or 0:.2f}s")
         return
     try:
         run_foreground(repo.root, model, idle,
-                       echo=None if as_json else lambda m: click.echo(m, err=True))
+                       echo=None if as_json else lambda m: click.echo(m, err=True),
+                       services=SERVICES)
     except AlreadyRunning as exc:
         raise MemrepoError(str(exc)) from None
 

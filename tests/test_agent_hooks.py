@@ -490,13 +490,14 @@ def test_the_prompt_hook_takes_its_recall_from_the_resident_server(
         crepo: Path, env: dict[str, str]) -> None:
     """With a resident server running, the hook asks it for the recall (its modules are
     loaded, its model at hand): the same passages as the hook's own, once per session."""
+    from memrepo.agents.resident import SERVICES
     from memrepo.index.embedders import HashEmbedder
     from memrepo.index.server import Server
 
     seed(crepo)
     ask = {"prompt": PROMPTS[3]}
     here = injected(hook(crepo, "UserPromptSubmit", {"session_id": "a", **ask}, env))
-    srv = Server(crepo, HashEmbedder())
+    srv = Server(crepo, HashEmbedder(), services=SERVICES)
     srv.start()
     try:
         served = injected(hook(crepo, "UserPromptSubmit", {"session_id": "b", **ask}, env))
@@ -504,7 +505,7 @@ def test_the_prompt_hook_takes_its_recall_from_the_resident_server(
     finally:
         srv.stop()
     assert here[1] and served == here
-    assert again == ("", []) and srv.recalls == 2
+    assert again == ("", []) and srv.answered == {"recall": 2}
     vias = [e.get("via") for e in entries(crepo) if e["event"] == "UserPromptSubmit"]
     assert vias == ["here", "server", "server"]
 

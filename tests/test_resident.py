@@ -119,11 +119,7 @@ def test_bad_requests_are_answered_and_the_server_goes_on(server: Server) -> Non
     assert "longer than" in _raw(root, huge)["error"]
     with pytest.raises(resident.Unavailable, match="refused: unknown op"):
         resident.request(server.sock_path, {"op": 7})
-    for harness, payload in ((["claude-code"], {}), ("vim", {}), ("codex", "a prompt")):
-        bad = json.dumps({"op": "recall", "harness": harness, "payload": payload,
-                          "root": str(root)})
-        assert "recall needs harness" in _raw(root, bad.encode() + b"\n")["error"]
-    assert server.recalls == 0
+    assert "unknown op 'recall'" in _raw(root, b'{"op": "recall"}\n')["error"]  # no services
     assert resident.request(server.sock_path, {"op": "ping"})["ok"]
 
 
@@ -313,14 +309,26 @@ def test_a_reply_not_read_is_hung_up_when_the_keyword_search_fails(
     assert len(sent) == 1 and sent[0]._sock is None
 
 
+@pytest.fixture
+def serving(hashed: IRepo) -> Iterator[Server]:
+    """A server with the agents' services, as ``memory serve`` and ``memory mcp`` run it."""
+    from memrepo.agents.resident import SERVICES
+
+    srv = Server(hashed.root, HashEmbedder(), services=SERVICES)
+    srv.start()
+    yield srv
+    srv.stop()
+
+
 def test_the_server_recalls_for_the_prompt_hook_with_its_model_in_process(
-    server: Server, hashed: IRepo, monkeypatch: pytest.MonkeyPatch
+    serving: Server, hashed: IRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The ``recall`` op answers what the hook would; P3's vectors come from the server's
     own nearest index, not through a request to its own socket. Another clone's working
-    tree is refused (its hook recalls itself)."""
+    tree and malformed requests are refused (the hook then recalls itself)."""
     from memrepo.agents import events
 
+    server = serving
     asked, by_socket = [], []
     near = server.search_nearest
     monkeypatch.setattr(server, "search_nearest", lambda t, k: asked.append(k) or near(t, k))
@@ -332,11 +340,26 @@ def test_the_server_recalls_for_the_prompt_hook_with_its_model_in_process(
         "root": str(hashed.root)}, budget=5.0)
     assert asked and by_socket == []
     mine = events.recall(hashed.root, "claude-code", {**payload, "session_id": "s2"})
-    assert reply["text"] == mine and "kubernetes.md" in mine and server.recalls == 1
+    assert reply["text"] == mine and "kubernetes.md" in mine
     with pytest.raises(resident.Refused, match="this server serves"):
         resident.request(_sock(hashed.root), {
             "op": "recall", "harness": "claude-code", "payload": payload,
             "root": str(hashed.root.parent)}, budget=5.0)
+    for harness, bad in ((["claude-code"], {}), ("vim", {}), ("codex", "a prompt")):
+        msg = json.dumps({"op": "recall", "harness": harness, "payload": bad,
+                          "root": str(hashed.root)})
+        assert "recall needs harness" in _raw(hashed.root, msg.encode() + b"\n")["error"]
+    assert server.status()["services"] == {"recall": 5}
+
+
+def test_memory_serve_detached_offers_the_agents_services(hashed: IRepo) -> None:
+    out = invoke_memory(hashed.root, "serve", "--detach", "--idle", "60")
+    assert out.returncode == 0, out.stderr
+    try:
+        st = resident.ping(hashed.root, budget=2.0)
+        assert st is not None and st["services"] == {"recall": 0}
+    finally:
+        serve.stop(hashed.root)
 
 
 def _fake_server(path: Path, behaviour: str) -> threading.Thread:

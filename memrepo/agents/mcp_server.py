@@ -229,7 +229,10 @@ class Memory:
             return False
         if self._embedder is None or self._embedder.id != emb.id:
             self._embedder = emb
-        server = Server(self.root, self._embedder, log=log.info, catch_up_on_start=True)
+        from memrepo.agents.resident import SERVICES
+
+        server = Server(self.root, self._embedder, log=log.info, catch_up_on_start=True,
+                        services=SERVICES)
         try:
             server.start()
         except AlreadyRunning:

@@ -12,14 +12,14 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from memrepo.index.catchup import catch_up
 from memrepo.index.paths import db_path
 from memrepo.index.resident import Unavailable, ping, private_dir, request, serve_dir, socket_path
-from memrepo.index.server import PIDFILE, SERVER_LOCK, AlreadyRunning, Server
+from memrepo.index.server import PIDFILE, SERVER_LOCK, AlreadyRunning, Server, Service
 from memrepo.spawn import detached
 
 LOGFILE = "serve.log"
@@ -81,8 +81,10 @@ def file_logger(sdir: Path) -> Callable[[str], None]:
 
 
 def run_foreground(root: Path, model: str | None = None, idle: float | None = None,
-                   echo: Callable[[str], None] | None = None) -> None:
-    """Serve until stopped (``stop`` op, idle timeout, SIGTERM or Ctrl-C)."""
+                   echo: Callable[[str], None] | None = None,
+                   services: Mapping[str, Service] | None = None) -> None:
+    """Serve until stopped (``stop`` op, idle timeout, SIGTERM or Ctrl-C); ``services``:
+    ops a higher layer answers here (``memrepo.agents.resident.SERVICES``)."""
     import signal
 
     emb = configured_embedder(root, model)
@@ -95,7 +97,7 @@ def run_foreground(root: Path, model: str | None = None, idle: float | None = No
         if echo:
             echo(msg)
 
-    server = Server(root, emb, idle=idle, log=log, catch_up_on_start=True)
+    server = Server(root, emb, idle=idle, log=log, catch_up_on_start=True, services=services)
     server.start()
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -107,9 +109,11 @@ def run_foreground(root: Path, model: str | None = None, idle: float | None = No
 
 
 def start_detached(root: Path, model: str | None = None, idle: float | None = None,
-                   wait: float = 20.0) -> dict[str, Any]:
+                   wait: float = 20.0, entry: str = "memrepo.index.serve") -> dict[str, Any]:
     """Start a server in a session of its own and wait until it answers with its model
-    loaded; its status. MemrepoError when it does not come up (its log names why)."""
+    loaded; its status. MemrepoError when it does not come up (its log names why).
+    ``entry``: the module ``python -m`` runs as the server (whose :func:`main` it
+    calls): ``memory serve`` names ``memrepo.agents.resident``, which adds its services."""
     from memrepo.errors import MemrepoError
 
     root = Path(root).absolute()
@@ -120,7 +124,7 @@ def start_detached(root: Path, model: str | None = None, idle: float | None = No
                            f"(pid {running.get('pid')}, {running.get('model')})")
     sdir = serve_dir(root)
     private_dir(sdir)
-    argv = [sys.executable, "-m", "memrepo.index.serve", "serve", str(root)]
+    argv = [sys.executable, "-m", entry, "serve", str(root)]
     if model:
         argv += ["--model", model]
     if idle:
@@ -202,9 +206,11 @@ def hosted(root: Path, embedder: Any, log: Callable[[str], None] | None = None
         server.stop()
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m memrepo.index.serve serve ROOT [--model M] [--idle S]`` (what
-    ``memory serve --detach`` spawns) or ``catch-up ROOT`` (what
+def main(argv: list[str] | None = None, services: Mapping[str, Service] | None = None
+         ) -> int:
+    """``python -m memrepo.index.serve serve ROOT [--model M] [--idle S]`` (the server;
+    ``memory serve --detach`` spawns it through ``memrepo.agents.resident``, which passes
+    its ``services``) or ``catch-up ROOT`` (what
     :func:`~memrepo.index.catchup.after_commit` spawns): no Click, no YAML on the way to
     the model."""
     import argparse
@@ -219,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(a.root)
     if a.cmd == "serve":
         try:
-            run_foreground(root, a.model, a.idle)
+            run_foreground(root, a.model, a.idle, services=services)
         except AlreadyRunning as exc:
             print(f"memory serve: {exc}", file=sys.stderr)
             return 1

@@ -22,7 +22,7 @@ import struct
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +39,10 @@ from memrepo.index.resident import (
 
 if TYPE_CHECKING:
     from memrepo.index.search import Search
+
+#: An op a higher layer adds to the server: (server, request) -> reply (``ok`` and the
+#: rest; an exception is answered as ``op failed: …``). The index knows none of them.
+Service = Callable[["Server", dict[str, Any]], dict[str, Any]]
 
 PIDFILE = "serve.pid"
 SERVER_LOCK = "serve.lock"
@@ -98,7 +102,8 @@ class Server:
     """
 
     def __init__(self, root: Path, embedder: Any, *, idle: float | None = None,
-                 log: Callable[[str], None] | None = None, catch_up_on_start: bool = False):
+                 log: Callable[[str], None] | None = None, catch_up_on_start: bool = False,
+                 services: Mapping[str, Service] | None = None):
         self.root = Path(root)
         self.embedder = embedder
         self.idle = idle
@@ -111,7 +116,10 @@ class Server:
         self.load_seconds: float | None = None
         self.load_error: str | None = None
         self.embedded = 0
-        self.recalls = 0  # prompt hooks' recalls compiled here
+        #: ops a higher layer answers here (``agents.resident.SERVICES``: the prompt
+        #: hook's recall), each called as ``service(server, request)``
+        self.services: Mapping[str, Service] = services or {}
+        self.answered: dict[str, int] = {}  # requests each service answered
         self._loaded = threading.Event()
         self._stop = threading.Event()
         self._stopped = threading.Event()
@@ -310,8 +318,9 @@ class Server:
                 return self._embed(req)
             if op == "nearest":
                 return self._nearest(req)
-            if op == "recall":
-                return self._recall(req)
+            if isinstance(op, str) and op in self.services:
+                self.answered[op] = self.answered.get(op, 0) + 1
+                return self.services[op](self, req)
             if op == "catch-up":
                 return {"ok": True, "started": self.start_catch_up()}
             if op == "stop":
@@ -319,8 +328,8 @@ class Server:
         except Exception as exc:  # a model error: this request fails, the server goes on
             self.log(f"{op} failed: {type(exc).__name__}: {exc}")
             return {"ok": False, "error": f"{op} failed: {type(exc).__name__}: {exc}"[:300]}
-        return {"ok": False, "error": f"unknown op {str(op)[:40]!r} "
-                                      "(ping, embed, nearest, recall, catch-up, stop)"}
+        known = ", ".join(["ping", "embed", "nearest", *self.services, "catch-up", "stop"])
+        return {"ok": False, "error": f"unknown op {str(op)[:40]!r} ({known})"}
 
     def status(self) -> dict[str, Any]:
         return {
@@ -330,7 +339,8 @@ class Server:
             "uptime": round(time.time() - self.started, 1), "idle_timeout": self.idle,
             "cache": len(self.cache), "cache_hits": self.cache.hits,
             "catching_up": self._catchup is not None and self._catchup.is_alive(),
-            "embedded": self.embedded, "recalls": self.recalls, "rss_mb": _rss_mb(),
+            "embedded": self.embedded, "rss_mb": _rss_mb(),
+            "services": {op: self.answered.get(op, 0) for op in self.services},
             "nearest": self.nearest.status(),
         }
 
@@ -384,27 +394,7 @@ class Server:
         return {"ok": True, "model": self.embedder.id, "via": found.via,
                 "hits": [[h, round(s, 6)] for h, s in found.hits]}
 
-    # -- recall ---------------------------------------------------------------------
-    def _recall(self, req: dict[str, Any]) -> dict[str, Any]:
-        """The ``recall`` op: the agents' prompt hook (``agents.events.recall``) compiled
-        here, where memrepo is imported and the model's nearest index at hand, instead of
-        in a new process that imports it all (at 100K files the hook's process spent
-        ~90 ms importing the compiler); the hook does it itself when no server answers.
-        Refused for another clone's working tree (a linked worktree shares the git dir)."""
-        from memrepo.agents import events
-        from memrepo.agents.harness import HARNESSES
-
-        harness, payload, root = req.get("harness"), req.get("payload"), req.get("root")
-        if not isinstance(harness, str) or harness not in HARNESSES or not isinstance(
-                payload, dict):
-            return {"ok": False, "error": "recall needs harness (one of "
-                    f"{', '.join(HARNESSES)}) and payload (an object)"}
-        if not isinstance(root, str) or Path(root).resolve() != self.root.resolve():
-            return {"ok": False, "error": f"this server serves {self.root}, not {root}"}
-        self.recalls += 1
-        with self.hosted_search() as search:
-            return {"ok": True, "text": events.recall(self.root, harness, payload, search)}
-
+    # -- services -------------------------------------------------------------------
     def hosted_search(self) -> Search:
         """A search of this clone with the config's settings whose vectors come from this
         server in-process (:class:`HostedEmbedder`): no round trip through its own
