@@ -352,6 +352,43 @@ def test_the_server_recalls_for_the_prompt_hook_with_its_model_in_process(
     assert server.status()["services"] == {"recall": 5}
 
 
+def test_a_recall_whose_hook_stopped_waiting_records_nothing(serving: Server,
+                                                             hashed: IRepo) -> None:
+    """A hook that gave up on the server recalls itself: the server's recall must not mark
+    the passages shown first (the hook's own would then find them shown and say nothing),
+    nor log them as hits twice. The server sees the hook hang up on its socket."""
+    from memrepo.agents import state
+    from memrepo.agents.resident import recall_service
+    from memrepo.index.server import _still_asked
+
+    a, b = socket.socketpair()
+    a.sendall(b'{"op": "recall"}\n')
+    b.recv(100)
+    assert _still_asked(b)
+    a.close()
+    assert not _still_asked(b)
+    b.close()
+
+    def ask(sid: str, asked: bool) -> str:
+        req = {"harness": "claude-code", "root": str(hashed.root), "payload": {
+            "session_id": sid, "prompt": "how do rolling updates replace the pods?"}}
+        return recall_service(serving, req, lambda: asked)["text"]
+
+    from memrepo.index.signals import HITS_DIR
+
+    hits = hashed.root / HITS_DIR
+
+    def logged() -> int:
+        return sum(p.read_bytes().count(b"\n") for p in hits.rglob("*") if p.is_file())
+
+    before = logged()
+    gone = ask("gone", False)
+    assert logged() == before and state.shown_refs(hashed.root, "claude-code", "gone") == {}
+    waiting = ask("waiting", True)
+    assert logged() > before and state.shown_refs(hashed.root, "claude-code", "waiting")
+    assert gone == waiting and "kubernetes.md" in gone
+
+
 def test_memory_serve_detached_offers_the_agents_services(hashed: IRepo) -> None:
     out = invoke_memory(hashed.root, "serve", "--detach", "--idle", "60")
     assert out.returncode == 0, out.stderr

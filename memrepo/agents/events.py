@@ -30,7 +30,7 @@ import re
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -296,11 +296,13 @@ def recall_served(root: Path, harness: str, payload: dict[str, Any]) -> str | No
     return text if isinstance(text, str) else None
 
 
-def recall(root: Path, harness: str, payload: dict[str, Any], engine: Any = None) -> str:
+def recall(root: Path, harness: str, payload: dict[str, Any], engine: Any = None,
+           asked: Callable[[], bool] | None = None) -> str:
     """What this prompt calls for that the session has not been shown: activated topics
     (P2) and passages (P3) that share enough of the prompt's words, at most
-    RECALL_MAX_CHARS; '' when nothing qualifies. ``engine``: the search P3 asks (the
-    resident server's, with its model in-process), else one opened for this call."""
+    RECALL_MAX_CHARS; '' when nothing qualifies. The resident server's recall passes
+    ``engine`` (its search, the model in-process; else one is opened for this call) and
+    ``asked``: when its hook has stopped waiting, nothing is recorded as shown."""
     prompt = str(payload.get("prompt") or "")
     sid = payload.get("session_id")
     from memrepo.repo import MemoryRepo
@@ -350,6 +352,8 @@ def recall(root: Path, harness: str, payload: dict[str, Any], engine: Any = None
     text, kept = _fit(RECALL_HEADER, _take(fresh, RECALL_MAX_CHARS), H.MAX_CONTEXT_CHARS)
     if not kept:
         return ""
+    if asked is not None and not asked():
+        return text  # its hook recalls itself: these passages are not shown by this one
     if H.RECALL_PERSISTS.get(harness, True):
         _remember_shown(root, harness, payload, kept)
     if repo.config["search"].get("record_hits", True):

@@ -14,6 +14,7 @@ asks of it live here, a floor up, and are handed to it (``services``):
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,13 @@ from memrepo.agents.harness import HARNESSES
 from memrepo.index.server import Server, Service
 
 
-def recall_service(server: Server, req: dict[str, Any]) -> dict[str, Any]:
+def recall_service(server: Server, req: dict[str, Any], asked: Callable[[], bool]
+                   ) -> dict[str, Any]:
     """``{op: recall, harness, payload, root}`` -> ``{ok, text}``: what the hook would print.
     Refused for another working tree than the server's (a linked worktree shares the
-    git dir, so its hooks reach this socket): that hook recalls itself."""
+    git dir, so its hooks reach this socket): that hook recalls itself. A hook that gave
+    up waiting recalls itself too, so this one then writes nothing (shown passages, hit
+    signals): the hook's recall must not find its passages already shown."""
     from memrepo.agents import events
 
     harness, payload, root = req.get("harness"), req.get("payload"), req.get("root")
@@ -35,7 +39,8 @@ def recall_service(server: Server, req: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(root, str) or Path(root).resolve() != server.root.resolve():
         return {"ok": False, "error": f"this server serves {server.root}, not {root}"}
     with server.hosted_search() as search:
-        return {"ok": True, "text": events.recall(server.root, harness, payload, search)}
+        text = events.recall(server.root, harness, payload, search, asked)
+    return {"ok": True, "text": text}
 
 
 SERVICES: dict[str, Service] = {"recall": recall_service}

@@ -40,9 +40,10 @@ from memrepo.index.resident import (
 if TYPE_CHECKING:
     from memrepo.index.search import Search
 
-#: An op a higher layer adds to the server: (server, request) -> reply (``ok`` and the
-#: rest; an exception is answered as ``op failed: …``). The index knows none of them.
-Service = Callable[["Server", dict[str, Any]], dict[str, Any]]
+#: An op a higher layer adds to the server: (server, request, asked) -> reply (``ok`` and
+#: the rest; an exception is answered as ``op failed: …``); ``asked()`` says whether the
+#: client still waits (it hangs up when it gives up). The index knows none of them.
+Service = Callable[["Server", dict[str, Any], Callable[[], bool]], dict[str, Any]]
 
 PIDFILE = "serve.pid"
 SERVER_LOCK = "serve.lock"
@@ -291,7 +292,7 @@ class Server:
             if line is None:
                 return
             self._last = time.monotonic()
-            reply = self.handle(line)
+            reply = self.handle(line, asked=lambda: _still_asked(conn))
             _send(conn, reply)
             self._last = time.monotonic()
             if reply.get("stopping"):
@@ -302,8 +303,10 @@ class Server:
             conn.close()
             self._conns.release()
 
-    def handle(self, line: bytes) -> dict[str, Any]:
-        """The reply to one request line (never raises)."""
+    def handle(self, line: bytes, asked: Callable[[], bool] = lambda: True
+               ) -> dict[str, Any]:
+        """The reply to one request line (never raises); ``asked()``: whether the client
+        still waits for it (a service skips its writes for one that gave up)."""
         try:
             req = json.loads(line)
         except (ValueError, RecursionError):
@@ -320,7 +323,7 @@ class Server:
                 return self._nearest(req)
             if isinstance(op, str) and op in self.services:
                 self.answered[op] = self.answered.get(op, 0) + 1
-                return self.services[op](self, req)
+                return self.services[op](self, req, asked)
             if op == "catch-up":
                 return {"ok": True, "started": self.start_catch_up()}
             if op == "stop":
@@ -497,6 +500,18 @@ def _same_user(conn: socket.socket) -> bool:
         return False
     _pid, uid, _gid = struct.unpack("3i", creds)
     return uid == os.getuid()
+
+
+def _still_asked(conn: socket.socket) -> bool:
+    """Whether the client still waits for its reply: it sends one line, so anything
+    readable after it is the client hanging up (a peek at EOF)."""
+    import select
+
+    try:
+        readable, _, _ = select.select([conn], [], [], 0)
+        return not readable or conn.recv(1, socket.MSG_PEEK) != b""
+    except (OSError, ValueError):
+        return False
 
 
 def _read_line(conn: socket.socket, limit: int) -> bytes | None:
