@@ -118,7 +118,7 @@ class Server:
         self.load_error: str | None = None
         self.embedded = 0
         #: ops a higher layer answers here (``agents.resident.SERVICES``: the prompt
-        #: hook's recall), each called as ``service(server, request)``
+        #: hook's recall), each called as ``service(server, request, asked)``
         self.services: Mapping[str, Service] = services or {}
         self.answered: dict[str, int] = {}  # requests each service answered
         self._loaded = threading.Event()
@@ -508,9 +508,10 @@ def _still_asked(conn: socket.socket) -> bool:
     import select
 
     try:
-        readable, _, _ = select.select([conn], [], [], 0)
-        return not readable or conn.recv(1, socket.MSG_PEEK) != b""
-    except (OSError, ValueError):
+        poller = select.poll()  # not select(): no limit on the fd's number
+        poller.register(conn, select.POLLIN | select.POLLHUP)
+        return not poller.poll(0) or conn.recv(1, socket.MSG_PEEK) != b""
+    except OSError:
         return False
 
 
