@@ -187,13 +187,9 @@ class Memory:
                        local_model=local)
             engine = s.engine
             mine = getattr(engine, "embedder", None)
-            if mine is not None and (local or mine.light):  # else: another server's, by socket
-                if self._server is not None and mine.id == self._server.embedder.id:
-                    # the hosted server's model, cache and nearest index, in-process
-                    from memrepo.index.server import HostedEmbedder
-
-                    engine.embedder = HostedEmbedder(self._server)  # type: ignore[attr-defined]
-                elif self._embedder is not None and mine.id == self._embedder.id:
+            hosted = self._server is not None and self._server.adopt(s)
+            if mine is not None and (local or mine.light) and not hosted:  # else: by socket
+                if self._embedder is not None and mine.id == self._embedder.id:
                     engine.embedder = self._embedder  # type: ignore[attr-defined] - keep the loaded model
                 else:
                     self._embedder = mine

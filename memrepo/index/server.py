@@ -410,10 +410,17 @@ class Server:
         # a model other than this server's (the index rebuilt meanwhile) is asked over
         # the socket as any search would (and refused): never loaded a second time here
         search = Search(self.root, settings_from_config(cfg), cfg["embedder"])
-        mine = getattr(search.engine, "embedder", None)
-        if mine is not None and mine.id == self.embedder.id:
-            search.engine.embedder = HostedEmbedder(self)  # type: ignore[attr-defined]
+        self.adopt(search)
         return search
+
+    def adopt(self, search: Search) -> bool:
+        """Give ``search`` this server's model, query cache and nearest index in-process
+        (:class:`HostedEmbedder`) when its index asks for this model; whether it did."""
+        mine = getattr(search.engine, "embedder", None)
+        if mine is None or mine.id != self.embedder.id:
+            return False
+        search.engine.embedder = HostedEmbedder(self)  # type: ignore[attr-defined]
+        return True
 
     def search_nearest(self, text: str, k: int) -> Nearest:
         """The ``k`` vectors nearest ``text`` (keys, cosines) and which index answered;
