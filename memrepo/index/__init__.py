@@ -25,7 +25,8 @@ Modules, one concept each:
 - :mod:`~memrepo.index.resident` — ``memory serve``: the sentence model in one process,
   as hooks and searches ask it; :mod:`~memrepo.index.server` (the socket server),
   :mod:`~memrepo.index.catchup` (vectors a commit left, embedded in the background),
-  :mod:`~memrepo.index.serve` (running one: foreground, detached, stop, status)
+  :mod:`~memrepo.index.serve` (running one: foreground, detached, stop, status),
+  :mod:`~memrepo.index.hugepages` (its nearest index on 2 MB pages)
 - :mod:`~memrepo.index.refs` — a REF (``path:line``, ``path#chunk``) checked, its signal recorded
 - :mod:`~memrepo.index.health` — what ``memory doctor`` says about the index
 - :mod:`~memrepo.hooks.post_commit` — what the post-* git hooks call; never raises

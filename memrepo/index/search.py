@@ -14,7 +14,6 @@ says why, so callers print the same output. :func:`record_hits` logs what they s
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import sqlite3
 from collections.abc import Callable, Iterable
@@ -309,8 +308,10 @@ class Searcher:
         if not match:
             return []
         extra, args = _doc_filter_sql(f)
+        # ``rank`` is the bm25() FTS5 sorted by: selecting bm25() again computed it a second
+        # time for each row returned (the same values; ~5 % of this query at 100K files)
         sql = (
-            f"SELECT {_CHUNK_COLS}, -bm25(chunks_fts) "
+            f"SELECT {_CHUNK_COLS}, -rank "
             "FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
             "JOIN documents d ON d.id = c.doc_id "
             f"WHERE chunks_fts MATCH ?{extra} ORDER BY rank LIMIT ?"
@@ -338,7 +339,7 @@ class Searcher:
             return
         extra, args = _doc_filter_sql(f)
         sql = (
-            f"SELECT {_CHUNK_COLS}, -bm25(chunks_cjk) "
+            f"SELECT {_CHUNK_COLS}, -rank "
             "FROM chunks_cjk JOIN chunks c ON c.id = chunks_cjk.rowid "
             "JOIN documents d ON d.id = c.doc_id "
             f"WHERE chunks_cjk MATCH ?{extra} ORDER BY rank LIMIT ?"
@@ -472,18 +473,20 @@ class Searcher:
         yet (the background catch-up has not embedded them): the mean is of the others."""
         extra, args = _doc_filter_sql(f)
         keys = list(sim)
-        # one query per column, not ``hash IN … OR reply_hash IN …``: SQLite's OR plan
-        # gathers and sorts the rowids first (200 keys at 100K files: the query 0.67
-        # against 1.29 ms warm, this step 3.0-3.1 against 3.2-3.4 ms in a new prompt's
-        # search). A chunk both find comes twice and gets the same similarity twice.
-        for col, i in itertools.product(("hash", "reply_hash"), range(0, len(keys), 400)):
+        # the chunks' ids from the two hash indexes alone (covering), then each chunk read
+        # once, in id order: 200 keys at 100K files 0.72 against 1.36 ms warm for a query
+        # per column, which read a turn both its vectors found twice, on random pages
+        # (and ``hash IN … OR reply_hash IN …`` plans worse than either)
+        for i in range(0, len(keys), 400):
             part = keys[i : i + 400]
+            marks = _in(len(part))
             sql = (
                 f"SELECT {_CHUNK_COLS}, c.hash, c.reply_hash "
                 "FROM chunks c JOIN documents d ON d.id = c.doc_id "
-                f"WHERE c.{col} IN ({_in(len(part))}){extra}"
+                f"WHERE c.id IN (SELECT id FROM chunks WHERE hash IN ({marks}) "
+                f"UNION SELECT id FROM chunks WHERE reply_hash IN ({marks})){extra}"
             )
-            for row in self.con.execute(sql, [*part, *args]):
+            for row in self.con.execute(sql, [*part, *part, *args]):
                 got = [v for v in (sim.get(k, cut) for k in row[10:] if k is not None)
                        if v is not None]
                 hit = hits.get(row[0])
@@ -524,6 +527,10 @@ class Searcher:
             hits = {h.chunk_id: h for h in self._fts(ranked_words, f, files)}
             self._cjk(ranked_words, f, hits, files)
             self._expanded(ranked_words, f, hits, files)
+            # the keyword hits' signals while the server's reply is on its way (it usually
+            # comes after FTS5), then the signals of the files only vectors found
+            keyword_files = list(files)
+            sigs = self._signals(keyword_files)
             floor = self._vectors(vtext, k, f, hits, files, early)
         finally:
             if early is not None:
@@ -531,10 +538,11 @@ class Searcher:
         have_vectors = floor is not None
         chunk_hits = list(hits.values())
         fuse(chunk_hits, self.settings, have_vectors, floor or 0.0)
-        paths = list(files)
+        if len(files) > len(keyword_files):
+            sigs.update(self._signals(list(files)[len(keyword_files):]))
         dates = date_ranges(query, f.now, holding(i.modified for i in files.values()))
         settings = with_per_file(self.settings, per_file)
-        ranked = rank(chunk_hits, files, self._signals(paths), settings, limit, dates=dates)
+        ranked = rank(chunk_hits, files, sigs, settings, limit, dates=dates)
         tag = {"vectors": "on" if have_vectors else "off", **window(dates)}
         if unsearched:
             tag["long_prompt"] = q.searched_by(chosen, words, "the rarest")

@@ -128,6 +128,10 @@ COMPACT_SHARE = 0.1
 #: compile evidence read 455 or 456 of 519 from run to run. 10K vectors take ~1.6 s on one
 #: thread, 0.8 s on two, in the background; a larger index is built on every core.
 SERIAL_BUILD_MAX = 10_000
+#: An index of at least this many vectors is put on 2 MB pages once loaded or built
+#: (:mod:`~memrepo.index.hugepages`): ~100 MB of codes and graph, where 4 KB pages stop
+#: fitting the TLB; at 2.09M vectors a search 5.3 -> 4.4 ms, the collapse 3.4 s once
+HUGE_PAGES_MIN = 200_000
 #: rows read from SQLite per statement (each its own short read: the writer is never held)
 READ_BATCH = 20_000
 #: vectors added under the search lock at a time: a query waits at most for one batch
@@ -390,6 +394,7 @@ class NearestIndex:
                 n = self._build(con, ident, should_stop)
                 if n is None:
                     return 0
+                self._huge_pages()
                 self._seen = sig
                 return n
             (max_id,) = con.execute("SELECT coalesce(max(id), 0) FROM vectors").fetchone()
@@ -411,6 +416,22 @@ class NearestIndex:
             return n
         finally:
             con.close()
+
+    def _huge_pages(self) -> None:
+        """Back the index just loaded or built with 2 MB pages (HUGE_PAGES_MIN). Vectors
+        added later grow into the mappings advised, or into new ones that stay on 4 KB
+        pages until the next load."""
+        from memrepo.index import hugepages
+
+        ann = self._ann
+        # numpy's matrix is scanned in order, and a small graph fits the TLB's reach anyway
+        if ann is None or self.kind == _Exact.kind or len(ann) < HUGE_PAGES_MIN:
+            return
+        t0 = time.perf_counter()
+        done = hugepages.collapse()
+        if done:
+            self.log(f"nearest: {done >> 20} MB on 2 MB pages in "
+                     f"{time.perf_counter() - t0:.1f}s")
 
     def _drop(self, why: str) -> None:
         with self._lock:
@@ -577,4 +598,5 @@ class NearestIndex:
             self._last_id = int(meta.get("last_id") or 0)
         self.state = "ready"
         self.log(f"nearest: loaded {len(ann)} vectors from {data} in {self.load_seconds}s")
+        self._huge_pages()
         return True
