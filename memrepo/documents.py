@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrepo import compression, yamlsafe
+from memrepo import compression, worktree, yamlsafe
 from memrepo.errors import FormatError
 from memrepo.layout import FRONTMATTER_DELIM
 
@@ -119,6 +119,20 @@ def read_document(file: str | Path, path: str | None = None) -> Document:
         data = Path(file).read_bytes()
     except OSError as exc:
         raise FormatError(f"cannot read: {exc.strerror}", name) from None
+    return _document(data, name)
+
+
+def read_repo_document(root: str | Path, rel: str) -> Document:
+    """:func:`read_document` of the repo file ``rel`` as the working tree holds it, never
+    through a symlink (:mod:`memrepo.worktree`): what goes into an agent's context."""
+    try:
+        data = worktree.read_file(root, rel)
+    except OSError as exc:
+        raise FormatError(f"cannot read: {exc.strerror}", rel) from None
+    return _document(data, rel)
+
+
+def _document(data: bytes, name: str) -> Document:
     if compression.is_gzip_name(name):  # a compressed archive reads as the text it holds
         data = compression.decompress(data, name, compression.DEFAULT_LIMIT)
     return parse_document(decode(data, name), name)

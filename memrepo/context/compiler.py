@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrepo import compression
+from memrepo import worktree
 from memrepo.context import retrieve as retr
 from memrepo.context.sections import (
     SEP,
@@ -32,7 +32,7 @@ from memrepo.context.sections import (
     marker_cost,
 )
 from memrepo.context.tokens import cost, counter, kb_to_tokens
-from memrepo.documents import read_document
+from memrepo.documents import read_repo_document
 from memrepo.errors import FormatError, MemrepoError
 from memrepo.index.search import record_hits
 from memrepo.layout import IDENTITY_DIR, JOURNAL_DIR, MEMORY_FILE, PROJECTS_INDEX, TURN_HEADER
@@ -180,7 +180,7 @@ class _Compiler:
         """(body lines, last line number) of a repo file, or None (and a note) if unreadable."""
         if rel not in self.files:
             try:
-                doc = read_document(self.root / rel, rel)
+                doc = read_repo_document(self.root, rel)
             except FormatError as exc:
                 self.notes.append(str(exc))
                 self.files[rel] = None
@@ -491,8 +491,7 @@ class _Compiler:
         is not blank (None: there is none)."""
         if rel not in self.texts:
             try:
-                data = compression.read_plain(self.root / rel, rel,
-                                              compression.limit_for(self.root))
+                data = worktree.read_plain(self.root, rel)
                 self.texts[rel] = data.decode("utf-8").split("\n")
             except (OSError, UnicodeDecodeError, FormatError):
                 self.texts[rel] = None

@@ -23,7 +23,7 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-from memrepo import compression
+from memrepo import compression, worktree
 from memrepo.errors import FormatError
 from memrepo.index import cjk
 from memrepo.index import query as q
@@ -129,7 +129,7 @@ class Scanner:
         out = []
         for file in base.rglob("*" + compression.SUFFIX) if base.is_dir() else []:
             rel = file.relative_to(self.root).as_posix()
-            if not compression.allowed(rel) or file.is_symlink() or not file.is_file():
+            if not compression.allowed(rel):
                 continue
             text = self._text(rel)
             if text is not None and _holds_any(text.lower(), words):
@@ -140,10 +140,7 @@ class Scanner:
         """A file's text bytes (a ``.gz`` inflated, capped), None when it cannot be read:
         a corrupt or oversized archive is the validators' and the indexer's to report."""
         try:
-            data = (self.root / rel).read_bytes()
-            if compression.is_gzip_name(rel):
-                return compression.decompress(data, rel, compression.limit_for(self.root))
-            return data
+            return worktree.read_plain(self.root, rel)
         except (OSError, FormatError):
             return None
 
@@ -174,7 +171,7 @@ class Scanner:
         stems = _StemCounter(latin)
         for path in self._candidates(words, f.include_archive):
             try:
-                data = (self.root / path).read_bytes()
+                data = worktree.read_file(self.root, path)  # never through a symlink
             except OSError:
                 continue
             text, limit = data, compression.DEFAULT_LIMIT

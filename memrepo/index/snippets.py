@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from memrepo import compression
+from memrepo import compression, worktree
 from memrepo.errors import FormatError
 from memrepo.layout import SUPERSEDED_LINE
 
@@ -54,10 +54,11 @@ def best_snippet(lines: list[str], terms: list[str], width: int = WIDTH) -> str:
 def read_span(root: Path, path: str, start: int, end: int, blob: bytes | None = None) -> list[str]:
     """Lines ``start..end`` (1-based) of the file, or of ``blob`` when given; a compressed
     archive (``archive/**.md.gz``) is read inflated (capped as the indexer caps it), and
-    one that cannot be is no lines, like a missing file."""
+    one that cannot be is no lines, like a missing file, as is one reached through a
+    symlink (:mod:`memrepo.worktree`: the caller then shows the indexed blob)."""
     if blob is None:
         try:
-            blob = (Path(root) / path).read_bytes()
+            blob = worktree.read_file(root, path)
         except OSError:
             return []
     if compression.is_gzip_name(path):

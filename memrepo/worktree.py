@@ -1,0 +1,68 @@
+"""Reading a memory repo's files from its working tree, never through a symlink.
+
+The index reads files from git and never through a symlink: a link may point anywhere
+(``knowledge/x.md -> ~/.aws/credentials``, committed by whoever shares the repo, or made
+in the working tree since). What shows a file's text to a person, to an agent's context
+or to a model reads the working tree, and reads it here: search's snippets, its scan when
+there is no index, and the context compiler. A symlink (the file itself or a folder on its
+way), a FIFO, a device or a path that leaves the repo (absolute, ``..``) is not a file of
+the repo: OSError, as for a missing file, so each caller does what it does for one.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from memrepo import compression
+
+SYMLINK = "a symlink, never read through"
+# O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer (and hang the
+# search); it is then refused as not a regular file
+_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+          | getattr(os, "O_BINARY", 0))
+
+
+def read_file(root: str | Path, rel: str) -> bytes:
+    """The bytes of the repo file ``rel`` (``/``-separated, relative to ``root``); OSError
+    when it is missing, is not a regular file, or is reached through a symlink."""
+    parts = rel.split("/")
+    if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise OSError(errno.EINVAL, "not a path inside the repo", rel)
+    at = os.fspath(root)
+    for part in parts[:-1]:  # the folders on the way (the root itself is the user's)
+        at = os.path.join(at, part)
+        if stat.S_ISLNK(os.lstat(at).st_mode):
+            raise OSError(errno.ELOOP, f"{part!r} on its way is a symlink, never read "
+                          "through", rel)
+    full = os.path.join(at, parts[-1])
+    if not hasattr(os, "O_NOFOLLOW") and os.path.islink(full):
+        raise OSError(errno.ELOOP, SYMLINK, rel)
+    try:
+        fd = os.open(full, _FLAGS)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # O_NOFOLLOW met a symlink
+            raise OSError(errno.ELOOP, SYMLINK, rel) from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", rel)
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1  # the file object closes it
+            return fh.read()
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def read_plain(root: str | Path, rel: str, limit: int | None = None) -> bytes:
+    """:func:`read_file`, a compressed archive (``*.md.gz``) inflated, at most ``limit``
+    bytes (default: the repo's ``validation.max_file_kb``). OSError and FormatError
+    propagate."""
+    data = read_file(root, rel)
+    if not compression.is_gzip_name(rel):
+        return data
+    return compression.decompress(data, rel, compression.limit_for(root)
+                                  if limit is None else limit)

@@ -1,0 +1,110 @@
+"""What shows a memory file's text (search's snippets and scan, the context compiler) never
+reads through a symlink: a link committed by whoever shares the repo, or made in the
+working tree since, may point at any file of the machine (memrepo.worktree)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import IRepo, invoke_memory
+
+from memrepo import worktree
+from memrepo.index.paths import db_path
+
+KUBE = "knowledge/reference/kubernetes.md"
+SECRET = "AKIA-OUTSIDE-THE-REPO"
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A file outside the repo whose lines 1-20 are all the secret and the words searched."""
+    f = tmp_path / "credentials"
+    f.write_text("".join(f"{SECRET} rolling updates maxSurge pods\n" for _ in range(20)))
+    return f
+
+
+def test_a_regular_file_is_read(irepo: IRepo) -> None:
+    assert worktree.read_file(irepo.root, KUBE) == (irepo.root / KUBE).read_bytes()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symlinks and FIFOs")
+def test_links_fifos_and_paths_out_of_the_repo_are_no_files(irepo: IRepo, outside: Path
+                                                            ) -> None:
+    root = irepo.root
+    (root / "knowledge/reference/link.md").symlink_to(outside)
+    (root / "knowledge/reference/inner.md").symlink_to(root / KUBE)  # even inside
+    (root / "knowledge/linked").symlink_to(outside.parent, target_is_directory=True)
+    os.mkfifo(root / "knowledge/reference/pipe.md")
+    for rel, why in [
+        ("knowledge/reference/link.md", "a symlink"),
+        ("knowledge/reference/inner.md", "a symlink"),
+        ("knowledge/linked/credentials", "'linked' on its way is a symlink"),
+        ("knowledge/reference/pipe.md", "not a regular file"),  # no writer: must not wait
+        ("../credentials", "not a path inside the repo"),
+        (str(outside), "not a path inside the repo"),
+        ("knowledge/reference/missing.md", "No such file"),
+    ]:
+        done: list[BaseException] = []
+        t = threading.Thread(target=_read_into, args=(root, rel, done), daemon=True)
+        t.start()
+        t.join(5)
+        assert not t.is_alive(), f"{rel}: the read hung"
+        assert isinstance(done[0], OSError) and why in str(done[0]), (rel, done)
+
+
+def _read_into(root: Path, rel: str, done: list[BaseException]) -> None:
+    try:
+        worktree.read_file(root, rel)
+    except BaseException as exc:  # the test inspects what was raised
+        done.append(exc)
+    else:
+        done.append(AssertionError(f"{rel} was read"))
+
+
+def _swap_for_link(root: Path, rel: str, target: Path) -> None:
+    (root / rel).unlink()
+    (root / rel).symlink_to(target)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symlinks")
+def test_a_snippet_of_a_file_swapped_for_a_link_is_the_indexed_text(
+    irepo_indexed: IRepo, outside: Path
+) -> None:
+    root = irepo_indexed.root
+    _swap_for_link(root, KUBE, outside)
+    out = invoke_memory(root, "search", "rolling updates maxSurge")
+    assert out.returncode == 0, out.stderr
+    assert KUBE in out.stdout and "maxUnavailable" in out.stdout  # the indexed blob's text
+    assert SECRET not in out.stdout
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symlinks")
+def test_the_scan_without_an_index_skips_a_linked_file(irepo: IRepo, outside: Path) -> None:
+    root = irepo.root
+    (root / "knowledge/reference/creds.md").symlink_to(outside)
+    assert not db_path(root).exists()
+    out = invoke_memory(root, "search", SECRET)
+    assert "pure-Python scan" in out.stderr or "ripgrep" in out.stderr, out.stderr
+    assert SECRET not in out.stdout and "creds.md" not in out.stdout, out.stdout
+    out = invoke_memory(root, "search", "rolling updates maxSurge")
+    assert KUBE in out.stdout and SECRET not in out.stdout, out.stdout
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symlinks")
+def test_the_compiler_refuses_a_linked_memory_file(irepo_indexed: IRepo, outside: Path
+                                                  ) -> None:
+    root = irepo_indexed.root
+    irepo_indexed.write("knowledge/memory/MEMORY.md", "# Memory\n\n- tea with lemon\n")
+    irepo_indexed.commit("memory")
+    irepo_indexed.event()
+    _swap_for_link(root, "knowledge/memory/MEMORY.md", outside)
+    _swap_for_link(root, KUBE, outside)
+    out = invoke_memory(root, "compile", "--explain", "rolling updates maxSurge")
+    assert out.returncode == 0, out.stderr
+    assert SECRET not in out.stdout + out.stderr
+    assert "knowledge/memory/MEMORY.md: cannot read: a symlink, never read through" in (
+        out.stdout + out.stderr)
