@@ -112,11 +112,13 @@ def parse_document(text: str, path: str) -> Document:
 
 
 def read_document(file: str | Path, path: str | None = None) -> Document:
-    """Read and parse a file; ``path`` is the repo-relative name used in messages (and
-    says whether the file is a compressed archive)."""
+    """Read and parse a file, never through a symlink (the writers that read a memory file
+    to rewrite it would copy a linked file's text into the repo); ``path`` is the
+    repo-relative name used in messages (and says whether the file is a compressed
+    archive)."""
     name = path or str(file)
     try:
-        data = Path(file).read_bytes()
+        data = worktree.read_path(file, name)  # never through a symlink
     except OSError as exc:
         raise FormatError(f"cannot read: {exc.strerror}", name) from None
     return _document(data, name)

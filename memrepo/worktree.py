@@ -17,6 +17,7 @@ import stat
 from pathlib import Path
 
 from memrepo import compression
+from memrepo.errors import MemrepoError
 
 SYMLINK = "a symlink, never read through"
 # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer (and hang the
@@ -37,24 +38,47 @@ def read_file(root: str | Path, rel: str) -> bytes:
         if stat.S_ISLNK(os.lstat(at).st_mode):
             raise OSError(errno.ELOOP, f"{part!r} on its way is a symlink, never read "
                           "through", rel)
-    full = os.path.join(at, parts[-1])
+    return read_path(os.path.join(at, parts[-1]), rel)
+
+
+def read_path(full: str | Path, name: str | None = None) -> bytes:
+    """The bytes of the regular file ``full``, not followed if it is a symlink (the
+    folders on its way are the caller's: :func:`read_file` checks a repo file's); OSError
+    names ``name`` (default ``full``) when it is missing, a symlink, a FIFO or a device."""
+    name = name or os.fspath(full)
     if not hasattr(os, "O_NOFOLLOW") and os.path.islink(full):
-        raise OSError(errno.ELOOP, SYMLINK, rel)
+        raise OSError(errno.ELOOP, SYMLINK, name)
     try:
         fd = os.open(full, _FLAGS)
     except OSError as exc:
         if exc.errno == errno.ELOOP:  # O_NOFOLLOW met a symlink
-            raise OSError(errno.ELOOP, SYMLINK, rel) from None
+            raise OSError(errno.ELOOP, SYMLINK, name) from None
         raise
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", rel)
+            raise OSError(errno.EINVAL, "not a regular file", name)
         with os.fdopen(fd, "rb") as fh:
             fd = -1  # the file object closes it
             return fh.read()
     finally:
         if fd >= 0:
             os.close(fd)
+
+
+def read_text(root: str | Path, rel: str) -> str | None:
+    """The text of the repo file ``rel``, None when there is none: what a writer reads
+    before it rewrites a memory file, so a link is an error naming the file (its text
+    would be copied into the repo and committed), as is text that is not UTF-8."""
+    try:
+        data = read_file(root, rel)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise MemrepoError(f"{rel}: cannot read: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MemrepoError(f"{rel}: not UTF-8 (byte {exc.start})") from None
 
 
 def read_plain(root: str | Path, rel: str, limit: int | None = None) -> bytes:

@@ -4,6 +4,7 @@ working tree since, may point at any file of the machine (memrepo.worktree)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import sys
 import threading
@@ -14,6 +15,7 @@ from conftest import IRepo, invoke_memory
 
 from memrepo import worktree
 from memrepo.index.paths import db_path
+from memrepo.layout import journal_path
 
 KUBE = "knowledge/reference/kubernetes.md"
 SECRET = "AKIA-OUTSIDE-THE-REPO"
@@ -108,3 +110,27 @@ def test_the_compiler_refuses_a_linked_memory_file(irepo_indexed: IRepo, outside
     assert SECRET not in out.stdout + out.stderr
     assert "knowledge/memory/MEMORY.md: cannot read: a symlink, never read through" in (
         out.stdout + out.stderr)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symlinks")
+@pytest.mark.parametrize("rel, command", [
+    (journal_path(dt.date.today()), ["remember", "tea with lemon"]),
+    ("knowledge/memory/MEMORY.md", ["prune", "--offline"]),
+])
+def test_a_writer_refuses_a_linked_memory_file(irepo: IRepo, outside: Path, rel: str,
+                                               command: list[str]) -> None:
+    """A writer reads the file it rewrites: through a link it would copy the linked file's
+    text into the repo, for the next commit. It stops, names the file, writes nothing."""
+    root = irepo.root
+    if (root / rel).exists():
+        (root / rel).unlink()
+    (root / rel).parent.mkdir(parents=True, exist_ok=True)
+    (root / rel).symlink_to(outside)
+    before = outside.read_bytes()
+    out = invoke_memory(root, *command)
+    assert out.returncode != 0
+    assert f"{rel}: cannot read: a symlink, never read through" in out.stderr, out.stderr
+    assert (root / rel).is_symlink() and outside.read_bytes() == before
+    assert SECRET not in irepo.git("log", "-p", "--all")
+    assert not any(SECRET in p.read_text(errors="replace") for p in root.rglob("*.md")
+                   if not p.is_symlink())

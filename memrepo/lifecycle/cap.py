@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from memrepo import worktree
 from memrepo.config import load_config
 from memrepo.documents import count_lines, parse_document, render_document, with_line_count
 from memrepo.layout import MEMORY_ARCHIVE, MEMORY_FILE
@@ -121,10 +122,12 @@ def offline_cap(root: Path, text: str, cap: int) -> Plan:
 
 def _archive_text(root: Path, moved: list[tuple[str, str]]) -> str:
     """The archive with ``moved`` (section, line) entries added under their sections."""
-    full = root / MEMORY_ARCHIVE
-    text = full.read_text(encoding="utf-8") if full.exists() else render_document(
-        {"type": "memory", "updated": dt.date.today()},
-        "# Archived core memory\n\nEntries moved out of MEMORY.md to keep it under its cap.\n")
+    text = worktree.read_text(root, MEMORY_ARCHIVE)
+    if text is None:
+        text = render_document(
+            {"type": "memory", "updated": dt.date.today()},
+            "# Archived core memory\n\nEntries moved out of MEMORY.md to keep it under its "
+            "cap.\n")
     lines = text.rstrip("\n").split("\n")
     for section, line in moved:
         span = E.ensure_section(lines, section)
@@ -134,10 +137,10 @@ def _archive_text(root: Path, moved: list[tuple[str, str]]) -> str:
 
 def enforce_cap(root: Path, llm: Any = None) -> list[str]:
     """Bring MEMORY.md under its cap now (written, not committed); the paths touched."""
-    full = root / MEMORY_FILE
-    if not full.exists():
+    text = worktree.read_text(root, MEMORY_FILE)
+    if text is None:
         return []
-    plan = cap_plan(root, full.read_text(encoding="utf-8"), llm)
+    plan = cap_plan(root, text, llm)
     changed = list(plan.changed(root))
     plan.apply(root, "", commit=False)
     for note in plan.notes:

@@ -14,6 +14,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
+from memrepo import worktree
 from memrepo.errors import MemrepoError
 from memrepo.layout import MEMORY_FILE, TRANSCRIPT_ROOT, journal_path
 from memrepo.lifecycle.cap import (
@@ -71,11 +72,10 @@ def daily(root: Path, day: dt.date, llm: Any) -> Plan:
     if llm is not None and llm.available:
         listing = "\n\n".join(f"[{i}] {t.path}\n{redact(t.text)[0][:8000 // len(ts)]}"
                               for i, t in enumerate(ts))
-        journal = root / journal_path(day)
+        journal = worktree.read_text(root, journal_path(day))
         data = llm.complete_json("condense", "condense_daily", DAILY_SCHEMA, max_tokens=800,
                                  date=day.isoformat(), transcripts=listing,
-                                 journal=journal.read_text(encoding="utf-8")
-                                 if journal.exists() else "(empty)")
+                                 journal="(empty)" if journal is None else journal)
     jx = Journal()
     if data is not None:
         unsourced = excluded = 0
@@ -129,11 +129,10 @@ def weekly(root: Path, day: dt.date, llm: Any) -> Plan:
     if not journals:
         plan.notes.append(f"no journals in the week of {day}")
         return plan
-    full = root / MEMORY_FILE
-    memory_text = full.read_text(encoding="utf-8") if full.exists() else None
+    memory_text = worktree.read_text(root, MEMORY_FILE)
     cap = memory_cap(root)
     if memory_text is not None and llm is not None and llm.available:
-        texts = "\n\n".join((root / j).read_text(encoding="utf-8") for j in journals)
+        texts = "\n\n".join(worktree.read_text(root, j) or "" for j in journals)
         if model_rewrite(root, plan, llm, "condense_weekly", memory_text, cap,
                          f"weekly rollup of {len(journals)} journals by the model",
                          journals=texts):
@@ -142,7 +141,7 @@ def weekly(root: Path, day: dt.date, llm: Any) -> Plan:
     items: list[Item] = []
     for j in journals:
         date = Path(j).stem
-        lines = (root / j).read_text(encoding="utf-8").split("\n")
+        lines = (worktree.read_text(root, j) or "").split("\n")
         for i, line in enumerate(lines):
             e = E.parse_entry(line, i)
             if e is None or e.superseded:
@@ -172,8 +171,9 @@ def monthly(root: Path, day: dt.date, llm: Any) -> Plan:
     if plan.moves:
         plan.notes.append(f"archived {len(plan.moves)} journals past retention")
     plan.notes += stale_reviews(root, day)
-    if (root / MEMORY_FILE).exists():
-        cap_p = cap_plan(root, (root / MEMORY_FILE).read_text(encoding="utf-8"), llm)
+    memory_text = worktree.read_text(root, MEMORY_FILE)
+    if memory_text is not None:
+        cap_p = cap_plan(root, memory_text, llm)
         plan.merge(cap_p)
         plan.notes += cap_p.notes
     return plan

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memrepo import worktree
 from memrepo.layout import MEMORY_FILE, journal_path
 from memrepo.lifecycle.extract import entries as E
 from memrepo.lifecycle.extract import extractors as X
@@ -316,9 +317,9 @@ def _existing_memory(root: Path, day: dt.date) -> str:
     """MEMORY.md and today's journal, for the prompt (the model should not repeat them)."""
     parts = []
     for rel in (MEMORY_FILE, journal_path(day)):
-        p = root / rel
-        if p.is_file():
-            parts.append(f"--- {rel}\n" + p.read_text(encoding="utf-8")[:6000])
+        text = worktree.read_text(root, rel)
+        if text is not None:
+            parts.append(f"--- {rel}\n" + text[:6000])
     return "\n".join(parts)
 
 

@@ -11,6 +11,7 @@ import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memrepo import worktree
 from memrepo.atomic import atomic_write
 from memrepo.commit.write import commit_staged
 from memrepo.errors import MemrepoError
@@ -72,7 +73,7 @@ class Plan:
             with file_lock(root / LOCK_FILE, wait=LOCK_WAIT, poll=0.005):
                 for p, text in self.changed(root).items():
                     full = root / p
-                    disk = full.read_text(encoding="utf-8") if full.exists() else None
+                    disk = worktree.read_text(root, p)
                     base = self.base.get(p)
                     if disk is not None and base is not None and disk not in (base, text):
                         # MEMORY.md states its size: count again after the merge

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memrepo import worktree
 from memrepo.config import load_config
 from memrepo.documents import read_document
 from memrepo.errors import FormatError
@@ -97,8 +98,9 @@ def usage_counts(root: Path) -> dict[str, float]:
     texts = []
     for base in ("knowledge", "topics"):
         for p in (root / base).rglob("*.md") if (root / base).is_dir() else []:
-            try:
-                texts.append(p.read_text(encoding="utf-8"))
+            try:  # a linked file is not the repo's: its references do not count
+                texts.append(worktree.read_file(root, p.relative_to(root).as_posix())
+                             .decode("utf-8"))
             except (OSError, UnicodeDecodeError):
                 continue
     corpus = "\n".join(texts)
@@ -199,9 +201,9 @@ class PruneResult:
 
 def plan_prune(root: Path, today: dt.date, llm: Any = None) -> PruneResult:
     plan = Plan()
-    full = root / MEMORY_FILE
-    if full.exists():
-        cap = cap_plan(root, full.read_text(encoding="utf-8"), llm)
+    memory_text = worktree.read_text(root, MEMORY_FILE)
+    if memory_text is not None:
+        cap = cap_plan(root, memory_text, llm)
         plan.merge(cap)
         plan.notes += cap.notes
     jm = journal_moves(root, today)

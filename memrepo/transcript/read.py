@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memrepo import worktree
 from memrepo.documents import decode, parse_datetime, parse_document
 from memrepo.errors import FormatError, MemrepoError
 from memrepo.layout import TURN_HEADER, is_transcript, source_ref
@@ -169,7 +170,7 @@ def read_transcript(root: Path, path: str) -> Transcript:
     callers, never abort a whole extraction with a traceback.
     """
     try:
-        data = (root / path).read_bytes()
+        data = worktree.read_file(root, path)  # never through a symlink
     except OSError as exc:
         raise FormatError(f"cannot read: {exc.strerror or exc}", path) from None
     return parse_transcript(decode(data, path), path)

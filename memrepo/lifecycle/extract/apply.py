@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrepo import scaffold
+from memrepo import scaffold, worktree
 from memrepo.atomic import atomic_write
 from memrepo.documents import parse_date, parse_document, render_document
 from memrepo.errors import FormatError, MemrepoError
@@ -186,9 +186,9 @@ class Workspace:
 
     def lines(self, path: str, create: dict[str, Any] | None = None, date: str = "") -> list[str]:
         if path not in self.files:
-            full = self.root / path
-            if full.exists():
-                self.load(path, full.read_text(encoding="utf-8"))
+            text = worktree.read_text(self.root, path)
+            if text is not None:
+                self.load(path, text)
             else:
                 self.load(path, new_file(self, path, create or {}, date))
                 self.changed.add(path)
@@ -282,7 +282,7 @@ class Workspace:
             with file_lock(self.root / LOCK_FILE, wait=LOCK_WAIT, poll=0.005):
                 for path, text in self.rendered().items():
                     full = self.root / path
-                    disk = full.read_text(encoding="utf-8") if full.exists() else None
+                    disk = worktree.read_text(self.root, path)
                     base = self.read.get(path)
                     if disk is not None and base is not None and disk not in (base, text):
                         text = merge_written(base, disk, text, path)
@@ -433,12 +433,9 @@ def _index_line(
 ) -> None:
     """Name a new project or person in its index file (``- **name** — what``)."""
     if path not in ws.files:
-        full = ws.root / path
-        text = (
-            full.read_text(encoding="utf-8")
-            if full.exists()
-            else scaffold.render_template(template, day)
-        )
+        text = worktree.read_text(ws.root, path)
+        if text is None:
+            text = scaffold.render_template(template, day)
         ws.load(path, text)
     lines = ws.files[path]
     if any(line.startswith(f"- **{name}**") for line in lines):
