@@ -8,7 +8,8 @@ its files, runs one `memory` command as a subprocess (timeout 20 s) and is class
 - ``traceback``: "Traceback" on stderr (a bug, whatever the input);
 - ``hang``: the command did not finish in time;
 - ``wrong-acceptance``: exit 0 for an invalid input, or the outside secret (a file next
-  to, not inside, an export) found in the repo afterwards;
+  to, not inside, the repo: an export's asset, a link's target) found in the repo
+  afterwards or in what the command printed;
 - ``wrong-refusal``: non-zero exit for a valid input;
 - ``no-file``: a refusal that does not name the file the problem is in;
 - ``no-line``: a refusal that does not name the line (or JSON place) when there is one;
@@ -147,6 +148,8 @@ def _run_case(case: Case, tpl: Path, env: dict[str, str], work: Path, idx: int) 
     for link, dest in case.links.items():
         where = base / link if link.startswith("ext/") else repo / link
         where.parent.mkdir(parents=True, exist_ok=True)
+        if where.is_symlink() or where.is_file():  # a link in place of a template's file
+            where.unlink()
         where.symlink_to(base / dest)
     memory = str(BIN / "memory")
     for args, stdin in case.setup:
@@ -167,7 +170,7 @@ def _run_case(case: Case, tpl: Path, env: dict[str, str], work: Path, idx: int) 
     if "Traceback" in proc.stderr.decode("utf-8", "replace"):
         classes.append("traceback")
     refused = proc.returncode != 0
-    if case.sentinel and leaked(repo):
+    if case.sentinel and (leaked(repo) or SENTINEL.decode() in out):
         classes.append("wrong-acceptance")
     if not refused and case.expect == "refuse":
         classes.append("wrong-acceptance")

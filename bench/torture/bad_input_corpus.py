@@ -868,8 +868,48 @@ def cli_cases() -> Iterator[Case]:
         yield Case("cli", label, args, expect=exp)
 
 
+# ---------------------------------------------------------------------------
+# symlinks in the work tree: a memory file that is a link to a file outside the repo
+# ---------------------------------------------------------------------------
+
+LINKED = b"".join(SENTINEL + b" alpha bravo charlie delta\n" for _ in range(12))
+
+
+def symlink_cases() -> Iterator[Case]:
+    """Nothing reads through a link: not search (its snippets, its scan when memory.db is
+    unreadable), not the compiler, and not a writer, which would copy the linked text into
+    the repo. The outside text must appear neither in the repo nor in the output."""
+    import datetime as dt
+
+    from memrepo.layout import MEMORY_FILE, journal_path
+
+    out = {"ext/secret.txt": LINKED}
+    note = "knowledge/reference/notes.md"
+    for name, args, files, links, expect, where in (
+        ("search-file", ["search", "alpha bravo"], {}, {note: "ext/secret.txt"}, "either",
+         None),
+        ("search-scan-file", ["search", "alpha bravo"], {"memory.db": b"not a database"},
+         {note: "ext/secret.txt"}, "either", None),
+        ("search-folder", ["search", "alpha bravo"], {"ext/dir/notes.md": LINKED},
+         {"knowledge/linked": "ext/dir"}, "either", None),
+        ("search-scan-folder", ["search", "alpha bravo"],
+         {"memory.db": b"not a database", "ext/dir/notes.md": LINKED},
+         {"knowledge/linked": "ext/dir"}, "either", None),
+        ("compile-memory", ["compile", "alpha bravo"], {}, {MEMORY_FILE: "ext/secret.txt"},
+         "either", None),
+        ("remember-journal", ["remember", "alpha"], {},
+         {journal_path(dt.date.today()): "ext/secret.txt"}, "refuse",
+         journal_path(dt.date.today())),
+        ("prune-memory", ["prune", "--offline"], {}, {MEMORY_FILE: "ext/secret.txt"},
+         "refuse", MEMORY_FILE),
+    ):
+        yield Case("symlinks", name, args, {**out, **files}, links=links, expect=expect,
+                   where=where, sentinel=True)
+
+
 def all_cases() -> list[Case]:
     out: list[Case] = []
-    for gen in (config_cases, frontmatter_cases, topic_cases, import_cases, cli_cases):
+    for gen in (config_cases, frontmatter_cases, topic_cases, import_cases, cli_cases,
+                symlink_cases):
         out.extend(gen())
     return out
