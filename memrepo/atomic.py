@@ -9,11 +9,15 @@ process is still writing.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import time
 from pathlib import Path
 
+#: Opened with this, an append never goes through a symlink (ELOOP): a log or transcript
+#: swapped for a link to a file outside the repo would have memory's lines written there
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 #: A temp file younger than this is never a leftover: its writer may still be at work.
 TMP_GRACE = 600.0
 #: Older than this, a temp file is a leftover even if a process with its pid runs (pids
@@ -56,7 +60,12 @@ def append_lines(path: str | Path, data: bytes) -> None:
     mid-line leaves a line with no newline; the next record would be glued to it and both
     lost to a JSON reader, so a file that does not end with a newline gets one first (in
     the same write)."""
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(errno.ELOOP, "a symlink, never written through", str(path)) from None
+        raise
     try:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":

@@ -134,3 +134,19 @@ def test_a_writer_refuses_a_linked_memory_file(irepo: IRepo, outside: Path, rel:
     assert SECRET not in irepo.git("log", "-p", "--all")
     assert not any(SECRET in p.read_text(errors="replace") for p in root.rglob("*.md")
                    if not p.is_symlink())
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symlinks")
+def test_a_log_swapped_for_a_link_is_never_appended_to(irepo_indexed: IRepo, outside: Path
+                                                      ) -> None:
+    from memrepo.index import signals
+
+    root = irepo_indexed.root
+    log = signals.signal_file(root, dt.datetime.now().astimezone())
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.symlink_to(outside)
+    before = outside.read_bytes()
+    out = invoke_memory(root, "reinforce", f"{KUBE}:8")
+    assert out.returncode != 0
+    assert "a symlink, never written through" in out.stderr, out.stderr
+    assert outside.read_bytes() == before and log.is_symlink()

@@ -24,6 +24,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memrepo.atomic import NOFOLLOW
 from memrepo.layout import STATE_DIR
 
 if TYPE_CHECKING:  # imported when used: every hook imports this module
@@ -73,7 +74,7 @@ def log(root: Path | None, entry: dict[str, Any]) -> None:
 
 def append_line(path: Path, text: str) -> None:
     """One ``O_APPEND`` write: lines from several processes never interleave."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o644)
     try:
         os.write(fd, text.encode("utf-8"))
     finally:

@@ -16,6 +16,7 @@ import os
 import re
 from pathlib import Path
 
+from memrepo.atomic import NOFOLLOW
 from memrepo.errors import MemrepoError
 from memrepo.transcript.session import OpenSession, _is_closed, _tail_file
 
@@ -35,7 +36,7 @@ def write_turn(root: Path, session: OpenSession, chunk: str) -> None:
     repair_tail(root, session)
     _check_open(root, session)
     path = root / session.path
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | NOFOLLOW)
     try:
         st = os.fstat(fd)
         _check_size(root, session, st.st_size, len(data))
