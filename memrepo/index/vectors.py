@@ -130,7 +130,8 @@ COMPACT_SHARE = 0.1
 SERIAL_BUILD_MAX = 10_000
 #: An index of at least this many vectors is put on 2 MB pages once loaded or built
 #: (:mod:`~memrepo.index.hugepages`): ~100 MB of codes and graph, where 4 KB pages stop
-#: fitting the TLB; at 2.09M vectors a search 5.3 -> 4.4 ms, the collapse 3.4 s once
+#: fitting the TLB; at 2.09M vectors a search 5.5 -> 4.6 ms (bench/bench_hugepages.py),
+#: the collapse 1.6-3.4 s, once
 HUGE_PAGES_MIN = 200_000
 #: rows read from SQLite per statement (each its own short read: the writer is never held)
 READ_BATCH = 20_000
@@ -394,7 +395,6 @@ class NearestIndex:
                 n = self._build(con, ident, should_stop)
                 if n is None:
                     return 0
-                self._huge_pages()
                 self._seen = sig
                 return n
             (max_id,) = con.execute("SELECT coalesce(max(id), 0) FROM vectors").fetchone()
@@ -418,9 +418,9 @@ class NearestIndex:
             con.close()
 
     def _huge_pages(self) -> None:
-        """Back the index just loaded or built with 2 MB pages (HUGE_PAGES_MIN). Vectors
-        added later grow into the mappings advised, or into new ones that stay on 4 KB
-        pages until the next load."""
+        """Back the index just loaded or built (at start, or anew when most of memory.db
+        changed) with 2 MB pages (HUGE_PAGES_MIN). Vectors added later grow into the
+        mappings advised, or into new ones that stay on 4 KB pages until the next load."""
         from memrepo.index import hugepages
 
         ann = self._ann
@@ -481,6 +481,7 @@ class NearestIndex:
             self._ann, self._ident, self._last_id = ann, ident, last
         self.state, self._dirty = "ready", True
         self.log(f"nearest: built {ann.kind} of {len(ann)} vectors in {self.build_seconds}s")
+        self._huge_pages()
         return len(ann)
 
     def _add(self, keys: Any, mat: Any) -> int:
