@@ -15,8 +15,9 @@ import pytest
 def _isolated_git(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every test: a private git identity and config, pre-commit's cache in a temp dir,
-    and the `memory` this interpreter installed first on PATH (hooks call it by name)."""
+    """Every test: a private git identity and config, pre-commit's cache in a temp dir, its
+    own XDG state folder, and the `memory` this interpreter installed first on PATH (hooks
+    call it by name)."""
     home = tmp_path_factory.getbasetemp() / "home"
     home.mkdir(exist_ok=True)
     gitconfig = home / ".gitconfig"
@@ -29,6 +30,9 @@ def _isolated_git(
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("PRE_COMMIT_HOME", str(home / "pre-commit-cache"))
     monkeypatch.setenv("PATH", str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"])
+    # the per-user log of hooks that found no repo, which every repo's doctor shows: one
+    # per test, never the machine's (a hook run by hand there failed the doctor's tests)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
     monkeypatch.delenv("MEMORY_REPO", raising=False)
     for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
         monkeypatch.delenv(var, raising=False)

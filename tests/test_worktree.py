@@ -150,3 +150,25 @@ def test_a_log_swapped_for_a_link_is_never_appended_to(irepo_indexed: IRepo, out
     assert out.returncode != 0
     assert "a symlink, never written through" in out.stderr, out.stderr
     assert outside.read_bytes() == before and log.is_symlink()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="FIFOs")
+@pytest.mark.parametrize("rel", ["topics/pipe.md", "knowledge/memory/MEMORY.md"])
+def test_a_fifo_in_place_of_a_memory_file_is_never_waited_on(irepo_indexed: IRepo,
+                                                             rel: str) -> None:
+    """Opening a named pipe to read waits for a writer: the compiler (so the prompt hook,
+    against its deadline) would wait for ever. It goes on without the file."""
+    import subprocess
+
+    root = irepo_indexed.root
+    (root / rel).parent.mkdir(parents=True, exist_ok=True)
+    if (root / rel).exists():
+        (root / rel).unlink()
+    os.mkfifo(root / rel)
+    try:
+        out = subprocess.run([sys.executable, "-m", "memrepo", "compile", "rolling updates"],
+                             cwd=root, capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"memory compile waited on the FIFO {rel}")
+    assert out.returncode == 0, out.stderr
+    assert KUBE in out.stdout

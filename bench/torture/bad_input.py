@@ -151,6 +151,12 @@ def _run_case(case: Case, tpl: Path, env: dict[str, str], work: Path, idx: int) 
         if where.is_symlink() or where.is_file():  # a link in place of a template's file
             where.unlink()
         where.symlink_to(base / dest)
+    for rel in case.fifos:
+        where = repo / rel
+        where.parent.mkdir(parents=True, exist_ok=True)
+        if where.is_file():
+            where.unlink()
+        os.mkfifo(where)
     memory = str(BIN / "memory")
     for args, stdin in case.setup:
         proc = _run([memory, *args], repo, env, stdin, 120)

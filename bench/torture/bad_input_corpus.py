@@ -32,6 +32,7 @@ class Case:
     args: list[str]
     files: dict[str, bytes] = field(default_factory=dict)  # repo-relative, or "ext/..."
     links: dict[str, str] = field(default_factory=dict)  # link path -> target ("ext/...")
+    fifos: list[str] = field(default_factory=list)  # repo paths made named pipes
     stdin: bytes | None = None
     expect: str = "refuse"  # refuse | accept | either
     where: str | None = None  # what a refusal must name (a file)
@@ -907,9 +908,33 @@ def symlink_cases() -> Iterator[Case]:
                    where=where, sentinel=True)
 
 
+def fifo_cases() -> Iterator[Case]:
+    """A named pipe in place of a memory file: opening it to read waits for a writer that
+    never comes. Every command must finish (a refusal naming it, or going on without it),
+    and the agent's hooks within their deadline."""
+    import datetime as dt
+
+    from memrepo.layout import MEMORY_FILE, journal_path
+
+    today = journal_path(dt.date.today())
+    for name, args, fifo, expect, where in (
+        ("compile-topic", ["compile", "deploy"], "topics/fifo.md", "either", None),
+        ("compile-identity", ["compile", "deploy"], "knowledge/identity/SOUL.md", "either",
+         None),
+        ("compile-memory", ["compile", "deploy"], MEMORY_FILE, "either", None),
+        ("search-scan", ["search", "deploy"], "knowledge/reference/fifo.md", "either", None),
+        ("remember-journal", ["remember", "tea"], today, "refuse", today),
+        ("prune-memory", ["prune", "--dry-run"], MEMORY_FILE, "refuse", MEMORY_FILE),
+        ("prune-knowledge", ["prune", "--dry-run"], "knowledge/reference/fifo.md", "either",
+         None),
+    ):
+        files = {"memory.db": b"not a database"} if name == "search-scan" else {}
+        yield Case("fifos", name, args, files, fifos=[fifo], expect=expect, where=where)
+
+
 def all_cases() -> list[Case]:
     out: list[Case] = []
     for gen in (config_cases, frontmatter_cases, topic_cases, import_cases, cli_cases,
-                symlink_cases):
+                symlink_cases, fifo_cases):
         out.extend(gen())
     return out

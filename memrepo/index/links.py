@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memrepo import compression
+from memrepo import compression, worktree
 from memrepo.jsonsafe import json_object
 from memrepo.layout import HITS_DIR, HITS_PREFIX
 
@@ -201,7 +201,7 @@ def co_recalled(root: Path, path: str, limit: int = 10) -> list[tuple[str, int]]
         return []
     for f in files:
         try:
-            text = f.read_text(encoding="utf-8", errors="replace")
+            text = worktree.read_path(f).decode("utf-8", "replace")  # not a FIFO or link
         except OSError:
             continue
         for line in text.splitlines():

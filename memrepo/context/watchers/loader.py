@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrepo.documents import read_document
+from memrepo import worktree
+from memrepo.documents import decode, parse_document
 from memrepo.errors import FormatError
 from memrepo.topics import PRIORITIES, subscription_problem, topic_problems
 
@@ -100,9 +101,9 @@ def _keywords(value: Any) -> list[str]:
 
 def _topic(root: Path, file: Path) -> tuple[Topic | None, list[TopicProblem]]:
     rel = file.relative_to(root).as_posix()
-    try:
-        raw = file.read_bytes()
-        doc = read_document(file, rel)
+    try:  # once, never through a symlink nor waiting on a FIFO (memrepo.worktree)
+        raw = worktree.read_path(file, rel)
+        doc = parse_document(decode(raw, rel), rel)
     except (FormatError, OSError) as exc:
         return None, [TopicProblem(rel, str(exc), True)]
     meta = doc.meta
