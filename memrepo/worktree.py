@@ -3,10 +3,12 @@
 The index reads files from git and never through a symlink: a link may point anywhere
 (``knowledge/x.md -> ~/.aws/credentials``, committed by whoever shares the repo, or made
 in the working tree since). What shows a file's text to a person, to an agent's context
-or to a model reads the working tree, and reads it here: search's snippets, its scan when
-there is no index, and the context compiler. A symlink (the file itself or a folder on its
-way), a FIFO, a device or a path that leaves the repo (absolute, ``..``) is not a file of
-the repo: OSError, as for a missing file, so each caller does what it does for one.
+or to a model, or rewrites it, reads the working tree, and reads it here: search's
+snippets, its scan when there is no index, the context compiler and topic loader, and the
+writers (through :func:`read_text` and ``documents.read_document``). A symlink (the file
+itself or a folder on its way), a FIFO (opening it would wait for a writer), a device or a
+path that leaves the repo (absolute, ``..``) is not a file of the repo: OSError, as for a
+missing file, so each reader does what it does for one; a writer stops (MemrepoError).
 """
 
 from __future__ import annotations
