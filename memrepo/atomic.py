@@ -15,6 +15,8 @@ import re
 import time
 from pathlib import Path
 
+from memrepo.worktree import check_write
+
 #: Opened with this, an append never goes through a symlink (ELOOP): a log or transcript
 #: swapped for a link to a file outside the repo would have memory's lines written there
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -27,9 +29,15 @@ TMP_ABANDONED = 86400.0
 _TMP = re.compile(r"^\..+?(?:\.(?P<pid>[0-9]+))?(?:\.(?P<rand>[a-z0-9_]{8}))?\.tmp$")
 
 
-def atomic_write(path: str | Path, data: str | bytes, *, mode: int | None = None) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same directory, fsync, then rename."""
+def atomic_write(path: str | Path, data: str | bytes, *, mode: int | None = None,
+                 root: str | Path | None = None) -> None:
+    """Write ``data`` to ``path`` via a temp file in the same directory, fsync, then rename.
+    ``root``: the memory repo ``path`` is in, whose folders on the way may not be symlinks
+    (:func:`memrepo.worktree.check_write`). A link at ``path`` itself is replaced, never
+    written through."""
     path = Path(path)
+    if root is not None:
+        check_write(root, path)
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     if mode is None:
@@ -55,11 +63,13 @@ def atomic_write(path: str | Path, data: str | bytes, *, mode: int | None = None
     _fsync_dir(path.parent)
 
 
-def append_lines(path: str | Path, data: bytes) -> None:
+def append_lines(path: str | Path, data: bytes, root: str | Path | None = None) -> None:
     """Whole lines added to an append-only log in one ``O_APPEND`` write. A writer killed
     mid-line leaves a line with no newline; the next record would be glued to it and both
     lost to a JSON reader, so a file that does not end with a newline gets one first (in
-    the same write)."""
+    the same write). ``root``: as for :func:`atomic_write`."""
+    if root is not None:
+        check_write(root, path)
     try:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o644)
     except OSError as exc:

@@ -311,7 +311,7 @@ def _fix_line_count(repo: MemoryRepo) -> list[str]:
         problem = _line_count_problem(repo)
         if problem is None:
             return []
-        atomic_write(repo.root / MEMORY_FILE, problem[1])
+        atomic_write(repo.root / MEMORY_FILE, problem[1], root=repo.root)
     return [f"set line_count in {MEMORY_FILE} ({problem[0]})"]
 
 

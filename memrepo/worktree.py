@@ -34,13 +34,38 @@ def read_file(root: str | Path, rel: str) -> bytes:
     parts = rel.split("/")
     if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
         raise OSError(errno.EINVAL, "not a path inside the repo", rel)
+    folder = link_on_the_way(root, rel)
+    if folder is not None:
+        raise OSError(errno.ELOOP, f"{folder!r} on its way is a symlink, never read through",
+                      rel)
+    return read_path(os.path.join(os.fspath(root), *parts), rel)
+
+
+def link_on_the_way(root: str | Path, rel: str) -> str | None:
+    """The first folder on ``rel``'s way from ``root`` that is a symlink (``raw`` or
+    ``raw/signals``), None when none is (a folder not there yet is none). The root itself
+    is the user's to place."""
+    parts = rel.split("/")[:-1]
     at = os.fspath(root)
-    for part in parts[:-1]:  # the folders on the way (the root itself is the user's)
+    for i, part in enumerate(parts):
         at = os.path.join(at, part)
-        if stat.S_ISLNK(os.lstat(at).st_mode):
-            raise OSError(errno.ELOOP, f"{part!r} on its way is a symlink, never read "
-                          "through", rel)
-    return read_path(os.path.join(at, parts[-1]), rel)
+        try:
+            if stat.S_ISLNK(os.lstat(at).st_mode):
+                return "/".join(parts[: i + 1])
+        except (FileNotFoundError, NotADirectoryError):
+            return None  # nothing further exists
+    return None
+
+
+def check_write(root: str | Path, path: str | Path) -> None:
+    """Refuse to write ``path`` when it is outside ``root`` or a folder on its way is a
+    symlink: a new file would land wherever the link points (a transcript, a prompt)."""
+    rel = os.path.relpath(os.fspath(path), os.fspath(root)).replace(os.sep, "/")
+    if rel == ".." or rel.startswith("../") or os.path.isabs(rel):
+        raise MemrepoError(f"{path}: outside the memory repo {root}")
+    folder = link_on_the_way(root, rel)
+    if folder is not None:
+        raise MemrepoError(f"{rel}: {folder}/ is a symlink; memrepo never writes through one")
 
 
 def read_path(full: str | Path, name: str | None = None) -> bytes:

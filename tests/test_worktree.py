@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 import sys
 import threading
 from pathlib import Path
@@ -14,6 +15,8 @@ import pytest
 from conftest import IRepo, invoke_memory
 
 from memrepo import worktree
+from memrepo.atomic import atomic_write
+from memrepo.errors import MemrepoError
 from memrepo.index.paths import db_path
 from memrepo.layout import journal_path
 
@@ -44,7 +47,7 @@ def test_links_fifos_and_paths_out_of_the_repo_are_no_files(irepo: IRepo, outsid
     for rel, why in [
         ("knowledge/reference/link.md", "a symlink"),
         ("knowledge/reference/inner.md", "a symlink"),
-        ("knowledge/linked/credentials", "'linked' on its way is a symlink"),
+        ("knowledge/linked/credentials", "'knowledge/linked' on its way is a symlink"),
         ("knowledge/reference/pipe.md", "not a regular file"),  # no writer: must not wait
         ("../credentials", "not a path inside the repo"),
         (str(outside), "not a path inside the repo"),
@@ -172,3 +175,25 @@ def test_a_fifo_in_place_of_a_memory_file_is_never_waited_on(irepo_indexed: IRep
         pytest.fail(f"memory compile waited on the FIFO {rel}")
     assert out.returncode == 0, out.stderr
     assert KUBE in out.stdout
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symlinks")
+def test_no_new_file_is_written_through_a_linked_folder(irepo: IRepo, tmp_path: Path) -> None:
+    """A folder of the repo swapped for a link to one outside: a new transcript (or the
+    prompt a hook keeps) would land there. The writer stops and names the folder."""
+    root = irepo.root
+    away = tmp_path / "away"
+    away.mkdir()
+    shutil.move(root / "raw", away / "raw")
+    (root / "raw").symlink_to(away / "raw", target_is_directory=True)
+    before = sorted(p.relative_to(away).as_posix() for p in away.rglob("*"))
+    out = invoke_memory(root, "capture", "start", "--session", "s9")
+    assert out.returncode != 0
+    assert "raw/ is a symlink; memrepo never writes through one" in out.stderr, out.stderr
+    assert sorted(p.relative_to(away).as_posix() for p in away.rglob("*")) == before
+    # and the same rule in one place for every writer
+    (root / "knowledge").rename(away / "knowledge")
+    (root / "knowledge").symlink_to(away / "knowledge", target_is_directory=True)
+    with pytest.raises(MemrepoError, match=r"knowledge/journal/x\.md: knowledge/ is a symlink"):
+        atomic_write(root / "knowledge/journal/x.md", "x", root=root)
+    assert not (away / "knowledge/journal/x.md").exists()

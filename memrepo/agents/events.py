@@ -315,7 +315,8 @@ def recall(root: Path, harness: str, payload: dict[str, Any], engine: Any = None
         from memrepo.secrets import redact
 
         allow = repo.config["validation"]["secrets_allowlist"]
-        atomic_write(state.prompt_file(root, harness, sid), redact(prompt, allow)[0])
+        atomic_write(state.prompt_file(root, harness, sid), redact(prompt, allow)[0],
+                     root=root)
     if len(prompt.strip()) < MIN_PROMPT_CHARS:
         return ""
     from memrepo.context.compiler import CompileRequest, compile_context

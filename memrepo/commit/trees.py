@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memrepo import git
+from memrepo import git, worktree
 
 ZERO = "0" * 40
 TREE_MODE = "40000"
@@ -198,10 +198,8 @@ def file_state(path: Path, strict: bool = False) -> FileState | None:
 
 def _no_symlink_on_the_way(root: Path, path: str) -> None:
     """git add refuses a path "beyond a symbolic link"; so do we (the caller falls back)."""
-    parts = path.split("/")[:-1]
-    for i in range(1, len(parts) + 1):
-        if (root.joinpath(*parts[:i])).is_symlink():
-            raise Unsupported(f"{path}: beyond a symbolic link")
+    if worktree.link_on_the_way(root, path) is not None:
+        raise Unsupported(f"{path}: beyond a symbolic link")
 
 
 def _config(root: Path) -> dict[str, str]:

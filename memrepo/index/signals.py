@@ -100,7 +100,7 @@ def append(root: Path, events: list[dict]) -> Path:
         path = signal_file(root, now, hits)
         path.parent.mkdir(parents=True, exist_ok=True)
         lines = "".join(json.dumps({"ts": stamp, **e}, ensure_ascii=False) + "\n" for e in mine)
-        append_lines(path, lines.encode("utf-8"))
+        append_lines(path, lines.encode("utf-8"), root)
     return path
 
 

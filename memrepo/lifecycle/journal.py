@@ -62,7 +62,7 @@ def append_bullets(root: Path, day: dt.date, bullets: Sequence[str],
     if not body.startswith("\n"):
         body = "\n" + body
     content = render_document(meta, body)
-    atomic_write(full, content)
+    atomic_write(full, content, root=root)
     return content.rstrip("\n").count("\n") + 1
 
 

@@ -78,7 +78,7 @@ class Plan:
                     if disk is not None and base is not None and disk not in (base, text):
                         # MEMORY.md states its size: count again after the merge
                         text = with_line_count(merge_written(base, disk, text, p), add=False)
-                    atomic_write(full, text)
+                    atomic_write(full, text, root=root)
                     written.append(p)
         except LockBusy:
             raise MemrepoError(f"another writer has held {LOCK_FILE} for {LOCK_WAIT:g} s; "
@@ -93,9 +93,9 @@ class Plan:
         (the bytes differ), so the commit body names the pair."""
         from memrepo.compression import compress
 
-        data = (root / src).read_bytes()
+        data = worktree.read_file(root, src)  # never through a link
         retry_locked(lambda: git(["rm", "-q", "--", src], root))
-        atomic_write(root / dst, compress(data))
+        atomic_write(root / dst, compress(data), root=root)
         retry_locked(lambda: git(["add", "--", dst], root))
         return [src, dst]
 

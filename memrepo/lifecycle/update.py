@@ -185,7 +185,7 @@ def update_entry(
                                if lines[n] == struck)
         _touch_updated(lines, body_start, day)
         after = with_line_count("\n".join(lines), add=False)  # MEMORY.md states its size
-        atomic_write(root / rel, after)
+        atomic_write(root / rel, after, root=root)
         verb = "supersede" if mode == "supersede" else "reword"
         message = (f"memory: {verb} an entry of {_label(rel)}\n\n"
                    f"- {rel}:{i + 1} was: {old.text}\n- now: {said}\n")
@@ -228,7 +228,7 @@ def remember(
         lines[end:] = [*add, ""]
         _touch_updated(lines, body_start, now.date().isoformat())
         after = with_line_count("\n".join(lines), add=False)  # MEMORY.md states its size
-        atomic_write(root / rel, after)
+        atomic_write(root / rel, after, root=root)
         sha = _commit_or_restore(root, rel, before, after.encode("utf-8"),
                                  f"memory: remember in {_label(rel)}\n\n- {said}\n")
     return Written(rel, end + len(add), sha)
@@ -380,7 +380,7 @@ def _commit_or_restore(
                 if before is None:
                     full.unlink()
                 else:
-                    atomic_write(full, before)
+                    atomic_write(full, before, root=root)
             else:
                 log.warning("%s changed while its commit failed; left as it is", rel)
             if git(["ls-files", "-s", "-z", "--", rel], root, check=False) != staged:

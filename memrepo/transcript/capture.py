@@ -108,7 +108,7 @@ def start(
     session = OpenSession(session_id, rel, tzname, allow, provisional_slug=topic is None,
                           max_bytes=_max_bytes(float(validation["max_file_kb"])))
     _tail_file(root, session_id).unlink(missing_ok=True)
-    atomic_write(root / rel, render_frontmatter(meta) + body)
+    atomic_write(root / rel, render_frontmatter(meta) + body, root=root)
     save_session(root, session)
     return session
 
@@ -281,7 +281,7 @@ def _write_attachment(root: Path, rel: str, data: bytes) -> None:
     from memrepo.atomic import atomic_write
 
     if not (root / rel).exists():
-        atomic_write(root / rel, data)
+        atomic_write(root / rel, data, root=root)
 
 
 def _append_line(
@@ -379,7 +379,7 @@ def end(
             body = titled(body, slug, named)
         # the point from which a restart finishes rather than starts over: recorded first
         save_session(root, replace(session, phase="closing", closing_path=rel))
-        atomic_write(root / rel, render_frontmatter(meta) + body)
+        atomic_write(root / rel, render_frontmatter(meta) + body, root=root)
         if rel != session.path:
             full.unlink()
         sha = None
@@ -487,7 +487,7 @@ def _reopen(
     from memrepo.atomic import atomic_write
 
     undo = _unstage(root, paths)
-    atomic_write(root / session.path, original)
+    atomic_write(root / session.path, original, root=root)
     if rel != session.path:
         (root / rel).unlink(missing_ok=True)
     save_session(root, replace(session, phase="open", closing_path=None))
@@ -547,7 +547,7 @@ def write_conversation(
         _write_attachment(root, path, data)
     if (root / rel).exists():
         raise MemrepoError(f"{rel} already exists", rel)
-    atomic_write(root / rel, text)
+    atomic_write(root / rel, text, root=root)
     sha = None
     if commit:
         from memrepo.commit.write import commit_paths

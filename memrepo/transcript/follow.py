@@ -111,7 +111,7 @@ def load_progress(root: Path, log: Path) -> Progress | None:
 def _save(root: Path, log: Path, p: Progress) -> None:
     from memrepo.atomic import atomic_write
 
-    atomic_write(progress_file(root, log), json.dumps(asdict(p), indent=1))
+    atomic_write(progress_file(root, log), json.dumps(asdict(p), indent=1), root=root)
 
 
 def follow(root: Path, log: Path, *, final: bool = False, lock_wait: float = LOCK_WAIT,
@@ -331,7 +331,7 @@ def _append(root: Path, sid: str, conv: Conversation, drafts: list[DraftTurn],
                 body = rest if _is_ref(prev) and rest.startswith("> [") else "\n" + rest
         for path, blob in attachments.items():
             if not (root / path).exists():
-                atomic_write(root / path, blob)
+                atomic_write(root / path, blob, root=root)
         write_turn(root, session, body)
     return body.count("[REDACTED:")
 

@@ -100,7 +100,8 @@ def session_lock(root: Path, session_id: str, timeout: float = 30.0) -> Iterator
 def save_session(root: Path, session: OpenSession) -> None:
     from memrepo.atomic import atomic_write
 
-    atomic_write(_state_file(root, session.session_id), json.dumps(session.__dict__, indent=1))
+    atomic_write(_state_file(root, session.session_id), json.dumps(session.__dict__, indent=1),
+                 root=root)
 
 
 def load_session(root: Path, session_id: str) -> OpenSession:

@@ -19,6 +19,7 @@ from pathlib import Path
 from memrepo.atomic import NOFOLLOW
 from memrepo.errors import MemrepoError
 from memrepo.transcript.session import OpenSession, _is_closed, _tail_file
+from memrepo.worktree import check_write
 
 #: Room kept below ``validation.max_file_kb`` for what ``end`` adds to the frontmatter
 #: (end time, counts, knowledge changes); at most a quarter of the limit.
@@ -36,6 +37,7 @@ def write_turn(root: Path, session: OpenSession, chunk: str) -> None:
     repair_tail(root, session)
     _check_open(root, session)
     path = root / session.path
+    check_write(root, path)  # raw/ swapped for a link since the start: not through it
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | NOFOLLOW)
     try:
         st = os.fstat(fd)

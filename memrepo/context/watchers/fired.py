@@ -68,7 +68,7 @@ def record(root: Path, event: str, at: dt.datetime | None = None) -> dt.datetime
     with file_lock(root / LOCK, wait=10.0):
         data = _load(path)
         data[event] = at.isoformat(timespec="seconds")
-        atomic_write(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+        atomic_write(path, json.dumps(data, indent=1, sort_keys=True) + "\n", root=root)
     return at
 
 

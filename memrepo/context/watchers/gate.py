@@ -147,7 +147,8 @@ class Gate:
         cache[key] = answer
         while len(cache) > CACHE_MAX:
             cache.pop(next(iter(cache)))
-        atomic_write(self.root / CACHE_FILE, json.dumps(cache, separators=(",", ":")))
+        atomic_write(self.root / CACHE_FILE, json.dumps(cache, separators=(",", ":")),
+                     root=self.root)
         return answer, "llm"
 
 
@@ -182,7 +183,7 @@ def append_log(root: Path, entries: list[dict[str, Any]]) -> None:
     ).encode("utf-8")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        append_lines(path, data)
+        append_lines(path, data, root)
     except OSError:
         pass
 

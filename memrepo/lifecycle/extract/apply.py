@@ -287,7 +287,7 @@ class Workspace:
                     if disk is not None and base is not None and disk not in (base, text):
                         text = merge_written(base, disk, text, path)
                     if disk != text:
-                        atomic_write(full, text)
+                        atomic_write(full, text, root=self.root)
                         out[path] = text
         except LockBusy:
             raise MemrepoError(f"another writer has held {LOCK_FILE} for {LOCK_WAIT:g} s; "

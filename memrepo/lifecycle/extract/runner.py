@@ -96,7 +96,7 @@ def load_state(root: Path) -> dict[str, Any]:
 def save_state(root: Path, transcripts: dict[str, str]) -> None:
     state = load_state(root)
     state.update(transcripts)
-    atomic_write(root / STATE_FILE, json.dumps(state, indent=0, sort_keys=True))
+    atomic_write(root / STATE_FILE, json.dumps(state, indent=0, sort_keys=True), root=root)
 
 
 def context(root: Path) -> X.Context:
