@@ -150,6 +150,8 @@ def _run_case(case: Case, tpl: Path, env: dict[str, str], work: Path, idx: int) 
         where.parent.mkdir(parents=True, exist_ok=True)
         if where.is_symlink() or where.is_file():  # a link in place of a template's file
             where.unlink()
+        elif where.is_dir():  # ... or of a template's folder
+            shutil.rmtree(where)
         where.symlink_to(base / dest)
     for rel in case.fifos:
         where = repo / rel

@@ -906,6 +906,12 @@ def symlink_cases() -> Iterator[Case]:
     ):
         yield Case("symlinks", name, args, {**out, **files}, links=links, expect=expect,
                    where=where, sentinel=True)
+    # a folder of the repo linked to one outside: a new file would be written there
+    for name, args, folder in (("capture-start-raw", ["capture", "start", "--session", "s9"],
+                                "raw"),
+                               ("remember-knowledge", ["remember", "tea"], "knowledge")):
+        yield Case("symlinks", name, args, {f"ext/{folder}/.keep": b""},
+                   links={folder: f"ext/{folder}"}, expect="refuse", where=f"{folder}/")
 
 
 def fifo_cases() -> Iterator[Case]:
