@@ -455,6 +455,7 @@ def cache_key(*parts: str) -> str:
 
 class ResultCache:
     def __init__(self, root: Any) -> None:
+        self.root = root
         self.dir = Path(root) / CACHE_DIR if root is not None else None
 
     def get(self, k: str) -> Any | None:
@@ -467,4 +468,5 @@ class ResultCache:
 
     def put(self, k: str, value: Any) -> None:
         if self.dir is not None:
-            atomic_write(self.dir / k[:2] / f"{k}.json", json.dumps(value, ensure_ascii=False))
+            atomic_write(self.dir / k[:2] / f"{k}.json", json.dumps(value, ensure_ascii=False),
+                         root=self.root)  # the model's answers: never under a linked folder
