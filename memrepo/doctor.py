@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from memrepo import git, scaffold
+from memrepo import git, scaffold, worktree
 from memrepo.agents import install as agent_install
 from memrepo.agents import state as agent_state
 from memrepo.errors import MemrepoError
@@ -26,7 +26,7 @@ from memrepo.health import Check, CheckFn
 from memrepo.hooks import install
 from memrepo.index import health as index_health
 from memrepo.index.indexer import sync
-from memrepo.layout import LAYOUT_DIRS
+from memrepo.layout import CONFIG_FILE, LAYOUT_DIRS, STATE_DIR
 from memrepo.locks import LockBusy
 from memrepo.repo import MemoryRepo
 from memrepo.transcript import recovery
@@ -48,8 +48,6 @@ def _ignored_keys(repo: MemoryRepo) -> dict[str, str]:
     """The keys of the config file memrepo accepts but never reads (config.IGNORED_KEYS)."""
     from memrepo import yamlsafe
     from memrepo.config import IGNORED_KEYS
-    from memrepo.layout import CONFIG_FILE
-
     try:
         data = yamlsafe.load((repo.root / CONFIG_FILE).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, MemrepoError, yamlsafe.YAMLProblem):
@@ -237,6 +235,21 @@ def leftover_tmp_checks(repo: MemoryRepo) -> list[Check]:
                   warning=True)]
 
 
+def link_checks(repo: MemoryRepo) -> list[Check]:
+    """Links and special files in the memory's own folders: commits refuse them, search
+    and the compiler skip them, writers and capture stop at them (memrepo.worktree)."""
+    tops = (*dict.fromkeys(d.split("/")[0] for d in LAYOUT_DIRS if d != "scratch"),
+            STATE_DIR, CONFIG_FILE)
+    found = worktree.irregular(repo.root, tops)
+    if not found:
+        return [Check("links in the work tree", True, "none")]
+    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    return [Check("links in the work tree", False,
+                  f"{len(found)} symlink(s) or special file(s), never read or written "
+                  f"through (search skips them; writers and capture stop at them): {shown}",
+                  "replace each link with the file or folder it points to, or remove it")]
+
+
 def merge_driver_checks(repo: MemoryRepo) -> list[Check]:
     """memrepo's merge driver for knowledge files: defined in this clone's git config
     with an interpreter that exists, and named by .gitattributes. Without it a `git pull`
@@ -318,7 +331,8 @@ def _fix_line_count(repo: MemoryRepo) -> list[str]:
 #: Every check, in report order (foundation first).
 CHECKS: list[CheckFn] = [foundation_checks, recovery.health_checks, index_health.checks,
                          agent_state.health_checks, agent_install.health_checks,
-                         leftover_tmp_checks, merge_driver_checks, memory_line_count_checks]
+                         leftover_tmp_checks, link_checks, merge_driver_checks,
+                         memory_line_count_checks]
 
 
 def run_checks(repo: MemoryRepo) -> list[Check]:

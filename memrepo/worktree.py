@@ -108,6 +108,36 @@ def read_text(root: str | Path, rel: str) -> str | None:
         raise MemrepoError(f"{rel}: not UTF-8 (byte {exc.start})") from None
 
 
+def irregular(root: str | Path, tops: tuple[str, ...]) -> list[str]:
+    """The symlinks (to files or folders) and special files (FIFOs, sockets, devices)
+    among ``tops`` (top-level names of ``root``) and everything under them, links never
+    followed: what memrepo neither reads nor writes through (``memory doctor``)."""
+    out: list[str] = []
+    stack: list[str] = []
+    for top in tops:
+        try:
+            st = os.lstat(os.path.join(os.fspath(root), top))
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            stack.append(top)
+        elif not stat.S_ISREG(st.st_mode):
+            out.append(top)
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            with os.scandir(os.path.join(os.fspath(root), rel_dir)) as entries:
+                for e in entries:  # the kind comes with the entry: no stat a file
+                    rel = f"{rel_dir}/{e.name}"
+                    if e.is_dir(follow_symlinks=False):
+                        stack.append(rel)
+                    elif e.is_symlink() or not e.is_file(follow_symlinks=False):
+                        out.append(rel)
+        except OSError:
+            continue
+    return sorted(out)
+
+
 def read_plain(root: str | Path, rel: str, limit: int | None = None) -> bytes:
     """:func:`read_file`, a compressed archive (``*.md.gz``) inflated, at most ``limit``
     bytes (default: the repo's ``validation.max_file_kb``). OSError and FormatError

@@ -197,3 +197,21 @@ def test_no_new_file_is_written_through_a_linked_folder(irepo: IRepo, tmp_path: 
     with pytest.raises(MemrepoError, match=r"knowledge/journal/x\.md: knowledge/ is a symlink"):
         atomic_write(root / "knowledge/journal/x.md", "x", root=root)
     assert not (away / "knowledge/journal/x.md").exists()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symlinks and FIFOs")
+def test_the_doctor_names_the_links_and_pipes_in_the_memory_folders(irepo: IRepo,
+                                                                    outside: Path) -> None:
+    root = irepo.root
+    out = invoke_memory(root, "doctor")
+    assert "links in the work tree: none" in out.stdout, out.stdout
+    (root / "knowledge/reference/creds.md").symlink_to(outside)
+    os.mkfifo(root / "knowledge/pipe.md")
+    (root / "scratch").mkdir(exist_ok=True)
+    (root / "scratch/mine").symlink_to(outside)  # scratch/ is the user's: not reported
+    out = invoke_memory(root, "doctor")
+    assert out.returncode != 0
+    line = next(x for x in out.stdout.splitlines() if "links in the work tree" in x)
+    assert line.startswith("[FAIL]") and "2 symlink(s) or special file(s)" in line, line
+    assert "knowledge/pipe.md" in line and "knowledge/reference/creds.md" in line
+    assert "scratch" not in line
