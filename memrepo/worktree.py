@@ -18,7 +18,6 @@ import os
 import stat
 from pathlib import Path
 
-from memrepo import compression
 from memrepo.errors import MemrepoError
 
 SYMLINK = "a symlink, never read through"
@@ -142,6 +141,8 @@ def read_plain(root: str | Path, rel: str, limit: int | None = None) -> bytes:
     """:func:`read_file`, a compressed archive (``*.md.gz``) inflated, at most ``limit``
     bytes (default: the repo's ``validation.max_file_kb``). OSError and FormatError
     propagate."""
+    from memrepo import compression  # not on the hook path, which imports this module
+
     data = read_file(root, rel)
     if not compression.is_gzip_name(rel):
         return data
