@@ -281,13 +281,11 @@ def _line_count_problem(repo: MemoryRepo) -> tuple[str, str] | None:
     from memrepo.documents import count_lines, stated_line_count, with_line_count
     from memrepo.layout import MEMORY_FILE
 
-    full = repo.root / MEMORY_FILE
-    if not full.is_file() or full.is_symlink():
-        return None
     try:
-        text = full.read_bytes().decode("utf-8")
+        text = worktree.read_file(repo.root, MEMORY_FILE).decode("utf-8")
     except (OSError, UnicodeDecodeError):
-        return None  # the frontmatter check reports a file it cannot read
+        return None  # missing or a link (the links check says so), or not UTF-8 (the
+        # frontmatter check reports it)
     fixed = with_line_count(text)
     if fixed == text:
         return None

@@ -215,3 +215,18 @@ def test_the_doctor_names_the_links_and_pipes_in_the_memory_folders(irepo: IRepo
     assert line.startswith("[FAIL]") and "2 symlink(s) or special file(s)" in line, line
     assert "knowledge/pipe.md" in line and "knowledge/reference/creds.md" in line
     assert "scratch" not in line
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symlinks")
+def test_a_signal_never_keeps_a_line_read_through_a_linked_folder(irepo_indexed: IRepo,
+                                                                 tmp_path: Path) -> None:
+    """A signal keeps its line's text in ``raw/signals/``, which is committed: read through
+    a folder swapped for a link, that text would be another file's."""
+    root = irepo_indexed.root
+    away = tmp_path / "away"
+    shutil.move(root / "knowledge/reference", away)
+    (away / "kubernetes.md").write_text("".join(f"{SECRET} line\n" for _ in range(20)))
+    (root / "knowledge/reference").symlink_to(away, target_is_directory=True)
+    invoke_memory(root, "reinforce", f"{KUBE}:8")
+    logs = (root / "raw/signals").glob("*.jsonl")
+    assert not any(SECRET in p.read_text() for p in logs)

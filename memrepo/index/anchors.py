@@ -18,7 +18,7 @@ import io
 import os
 from pathlib import Path
 
-from memrepo import compression
+from memrepo import compression, worktree
 from memrepo.errors import FormatError
 
 #: How much of a line an event keeps: enough to tell entries apart, little to duplicate.
@@ -31,25 +31,21 @@ MAX_HOPS = 16
 
 def line_text(root: Path, rel: str, line: int) -> str | None:
     """The anchor of ``rel:line`` in the work tree: its text, stripped and cut."""
-    lines = _read(Path(root) / rel)
+    lines = _read(root, rel)
     if lines is None or not 0 < line <= len(lines):
         return None
     return lines[line - 1] or None
 
 
-def _read(path: Path) -> list[str] | None:
-    """A regular file's lines, stripped and cut to :data:`TEXT_CHARS` (None: not there);
-    a compressed archive's are its text's (``raw/signals/`` is committed and append-only:
-    gzip bytes must never land there)."""
-    with contextlib.suppress(OSError, ValueError, FormatError):
-        if path.is_symlink() or not path.is_file():
-            return None
-        if compression.is_gzip_name(path.name):
-            data = compression.read_plain(path, path.name)
-            text = io.StringIO(data.decode("utf-8", "replace"), newline=None)
-            return [ln.strip()[:TEXT_CHARS] for ln in text]
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return [ln.strip()[:TEXT_CHARS] for ln in fh]
+def _read(root: Path, rel: str) -> list[str] | None:
+    """A repo file's lines, stripped and cut to :data:`TEXT_CHARS` (None: not there, or
+    not a regular file of the repo: :mod:`memrepo.worktree`); a compressed archive's are
+    its text's (``raw/signals/`` is committed and append-only: neither gzip bytes nor a
+    linked file's lines may land there)."""
+    with contextlib.suppress(OSError, FormatError):
+        data = worktree.read_plain(root, rel, compression.DEFAULT_LIMIT)
+        text = io.StringIO(data.decode("utf-8", "replace"), newline=None)
+        return [ln.strip()[:TEXT_CHARS] for ln in text]
     return None
 
 
@@ -64,7 +60,7 @@ class Relocator:
 
     def lines(self, rel: str) -> list[str] | None:
         if rel not in self._files:
-            self._files[rel] = _read(self.root / rel)
+            self._files[rel] = _read(self.root, rel)
         return self._files[rel]
 
     def locate(self, rel: str, line: int, text: str | None) -> tuple[str, int]:

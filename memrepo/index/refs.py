@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from memrepo import compression
+from memrepo import compression, worktree
 from memrepo.errors import FormatError, MemrepoError
 from memrepo.index import anchors, gitsource, signals
 from memrepo.index.db import connect, write
@@ -72,13 +72,9 @@ def _resolve_path(root: Path, given: str, indexed: Callable[[str], bool]) -> str
 def _line_count(root: Path, rel: str, con: sqlite3.Connection | None) -> int | None:
     """Lines of the working-tree file (what the user sees; a compressed archive's text),
     else of the indexed one."""
-    if compression.is_gzip_name(rel):
-        with contextlib.suppress(OSError, FormatError):
-            text = compression.read_plain(root / rel, rel, compression.limit_for(root))
-            return max(1, text.count(b"\n") + (0 if text.endswith(b"\n") else 1))
-    else:
-        with contextlib.suppress(OSError), open(root / rel, "rb") as fh:
-            return max(1, sum(1 for _ in fh))
+    with contextlib.suppress(OSError, FormatError):  # never through a link, nor a FIFO
+        text = worktree.read_plain(root, rel)
+        return max(1, text.count(b"\n") + (0 if text.endswith(b"\n") else 1))
     if con is not None:
         row = con.execute("SELECT lines FROM documents WHERE path = ?", (rel,)).fetchone()
         if row is not None:
@@ -97,7 +93,7 @@ def _chunk_lines(root: Path, rel: str, con: sqlite3.Connection | None) -> list[i
         if rows:
             return [r[0] for r in rows]
     try:
-        data = (root / rel).read_bytes()
+        data = worktree.read_file(root, rel)
     except OSError:
         return []
     gz = compression.is_gzip_name(rel)

@@ -23,6 +23,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from memrepo import worktree
 from memrepo.atomic import append_lines
 from memrepo.index.anchors import TEXT_CHARS, Relocator
 from memrepo.index.paths import is_utf8, printable
@@ -157,8 +158,8 @@ def _files(root: Path, hits: bool = True) -> list[os.DirEntry[str]]:
     any an older memrepo committed under ``raw/signals/``)."""
     found: list[os.DirEntry[str]] = []
     for folder in (SIGNALS_DIR, HITS_DIR) if hits else (SIGNALS_DIR,):
-        if (Path(root) / folder).is_symlink():
-            continue  # a memory repo holds regular files: never read through a link
+        if worktree.link_on_the_way(root, folder + "x") is not None:
+            continue  # the folder or one above it is a link: never read through one
         try:
             with os.scandir(Path(root) / folder) as it:
                 found += [
