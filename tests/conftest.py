@@ -16,8 +16,8 @@ def _isolated_git(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every test: a private git identity and config, pre-commit's cache in a temp dir, its
-    own XDG state folder, and the `memory` this interpreter installed first on PATH (hooks
-    call it by name)."""
+    own XDG state folder, a cache folder for the session, and the `memory` this interpreter
+    installed first on PATH (hooks call it by name)."""
     home = tmp_path_factory.getbasetemp() / "home"
     home.mkdir(exist_ok=True)
     gitconfig = home / ".gitconfig"
@@ -33,6 +33,8 @@ def _isolated_git(
     # the per-user log of hooks that found no repo, which every repo's doctor shows: one
     # per test, never the machine's (a hook run by hand there failed the doctor's tests)
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+    # MiniLM's int8-kernel rewrite (memrepo.index.int8_model), made once for the session
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))
     monkeypatch.delenv("MEMORY_REPO", raising=False)
     for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
         monkeypatch.delenv(var, raising=False)
