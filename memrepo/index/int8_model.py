@@ -48,15 +48,15 @@ def model_bytes(source: Path, digest: str) -> bytes | None:
     """The int8-kernel model of ``source`` (whose sha256 is ``digest``): read from the cache
     (a file whose name ends with its own digest, checked, so a damaged one is never run)
     or rewritten now and cached; None when it cannot be (the caller runs ``source``)."""
-    folder = cache_dir()
     prefix = _prefix(digest)
     try:
+        folder = cache_dir()  # no home at all (RuntimeError): rewritten, not cached
         for path in sorted(folder.glob(prefix + "*.onnx")):
             data = path.read_bytes()
             if path.name == f"{prefix}{hashlib.sha256(data).hexdigest()[:16]}.onnx":
                 return data
-    except OSError:
-        pass
+    except (OSError, RuntimeError):
+        folder = None
     try:
         import onnx
     except ImportError:
@@ -68,6 +68,8 @@ def model_bytes(source: Path, digest: str) -> bytes | None:
         data = model.SerializeToString()
     except Exception:  # a graph of another shape
         return None
+    if folder is None:
+        return data
     try:
         from memrepo.atomic import atomic_write
 
