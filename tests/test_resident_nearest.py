@@ -8,6 +8,7 @@ once more as if it were not (the exact numpy fallback).
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import sqlite3
@@ -123,6 +124,88 @@ def test_bad_nearest_requests_are_refused(server: Server) -> None:
                      ({"text": "x", "model": "minilm-l6-v2-int8"}, "runs hash-v4-256")):
         with pytest.raises(resident.Refused, match=why):
             resident.request(server.sock_path, {"op": "nearest", **msg})
+
+
+def _similarity(srv: Server, text: str, keys: list[int]) -> dict[int, float]:
+    req = resident.SimilarityRequest(srv.sock_path, srv.embedder.id, text, keys, budget=2.0)
+    try:
+        return req.result()
+    finally:
+        req.close()
+
+
+def test_similarity_scores_the_keys_asked_as_nearest_scores_its_own(server: Server) -> None:
+    text = "Rolling updates replace pods gradually; set maxSurge and maxUnavailable."
+    exact = dict(_exact(server.root, text, 999))
+    kube = sorted(_hashes(server.root, KUBE))
+    got = _similarity(server, text, [12345, *kube, -(1 << 63), (1 << 63) - 1])
+    assert set(got) == set(kube)  # a key the index does not hold is left out (NaN)
+    for key in kube:
+        assert got[key] == pytest.approx(exact[key], abs=0.02)  # int8 codes vs float32
+    near = _ask(server, text, 8)
+    assert [s for _, s in near] == sorted((s for _, s in near), reverse=True)
+    again = _similarity(server, text, [h for h, _ in near])
+    assert [again[h] for h, _ in near] == pytest.approx([s for _, s in near], abs=1e-5)
+
+
+def test_bad_similarity_requests_are_refused(server: Server) -> None:
+    def b64(raw: bytes) -> str:
+        return base64.b64encode(raw).decode()
+
+    too_many = b64(bytes(8 * (resident.MAX_KEYS + 1)))
+    for msg, why in (({"text": 3, "keys": b64(bytes(8))}, "text must be a string"),
+                     ({"text": "x", "keys": 5}, "keys must"),
+                     ({"text": "x", "keys": [1, 2]}, "keys must"),
+                     ({"text": "x", "keys": "not base64!"}, "keys must"),
+                     ({"text": "x", "keys": b64(bytes(7))}, "keys must"),
+                     ({"text": "x", "keys": too_many}, "keys must"),
+                     ({"text": "x", "keys": b64(bytes(8)), "model": "minilm-l6-v2-int8"},
+                      "runs hash-v4-256")):
+        with pytest.raises(resident.Refused, match=why):
+            resident.request(server.sock_path, {"op": "similarity", **msg}, budget=2.0)
+
+
+def test_a_keyword_candidate_the_approximate_search_missed_still_gets_its_vector(
+    server: Server, hashed: IRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An HNSW search can miss a vector above its cut (at 100K files it missed most of the
+    LoCoMo evidence an exact one finds): the search asks ``similarity`` for its keyword
+    candidates, so such a chunk is scored as if the search had found it."""
+    from memrepo.index import search as search_mod
+
+    kube = _hashes(hashed.root, KUBE)
+    real = vectors.NearestIndex.search
+
+    def missing_kube(self: vectors.NearestIndex, qvec: bytes, k: int) -> list:
+        return [(h, s) for h, s in real(self, qvec, k + len(kube)) if h not in kube][:k]
+
+    monkeypatch.setattr(vectors.NearestIndex, "search", missing_kube)
+    monkeypatch.setattr(vectors.NearestIndex, "exact", property(lambda self: False))
+    monkeypatch.setattr(search_mod, "VECTOR_CANDIDATES", 3)  # a cut, in a repo this small
+    query = "kubernetes rolling update maxSurge"
+
+    def kube_vector() -> float | None:
+        s = Searcher(hashed.root, embedder_name="hash")
+        try:
+            hits = s.search(query, limit=1)
+        finally:
+            s.close()
+        assert hits[0].path == KUBE and hits[0].explain["vectors"] == "on"
+        return hits[0].explain["vector"]
+
+    want = max(s for h, s in _exact(hashed.root, query, 999) if h in kube)
+    assert kube_vector() == pytest.approx(want, abs=0.02)
+    # a server that does not know the op (an older one), or answers a reply of the wrong
+    # size: the search goes on as it would have without it
+    real_similarity = Server._similarity
+    for broken in ({"ok": False, "error": "unknown op 'similarity'"},
+                   {"ok": True, "sims": base64.b64encode(b"\0\0\0").decode()}):
+        monkeypatch.setattr(Server, "_similarity", lambda self, req, broken=broken: broken)
+        assert kube_vector() is None
+    monkeypatch.setattr(Server, "_similarity", real_similarity)
+    assert kube_vector() == pytest.approx(want, abs=0.02)
+    monkeypatch.setattr(Searcher, "_ask_similarity", lambda self, text, keys: None)
+    assert kube_vector() is None  # without it: no vector for the chunk at all
 
 
 def test_new_vectors_are_found_and_removed_ones_forgotten(

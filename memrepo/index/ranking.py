@@ -113,6 +113,7 @@ class ChunkHit:
     vector: float | None = None  # cosine similarity
     fused: float = 0.0
     stale: float = 0.0  # share of superseded entries in the chunk
+    keys: tuple[int, ...] = ()  # its vectors' keys: its hash, and a turn's reply_hash
 
 
 @dataclass(slots=True)

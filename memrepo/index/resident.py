@@ -23,6 +23,12 @@ Protocol: one JSON object per line each way, on a connection per request.
   numpy), kept current by a keeper thread and saved in the serve dir; a search asks this
   instead of scanning 1.2M vectors itself (~0.7 s at 100K files). While that index is
   being built it refuses, and the searcher embeds and scans locally.
+- ``{"op": "similarity", "model": ID, "text": T, "keys": b64}`` -> ``{"ok": true, "sims":
+  b64}``: the keys little-endian int64, the cosines of T's vector and theirs little-endian
+  float32 in the same order (NaN for a key the nearest index does not hold; base64 where
+  JSON numbers cost ~2 ms for 700 keys each way). A search scores its keyword candidates
+  by the query's vector however far down the (approximate) nearest list they fell; it
+  asks once ``nearest`` has answered, so T's vector is in the cache
 - ``{"op": "catch-up"}`` -> embed the chunks the index left without vectors, in a thread
   of the server, writing under the index lock in short transactions
 - ``{"op": "stop"}``
@@ -47,6 +53,7 @@ import hashlib
 import json
 import os
 import socket
+import struct
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -63,6 +70,9 @@ QUERY_BUDGET_S = 0.1
 MAX_REPLY = 16 << 20
 #: the most neighbours one ``nearest`` may ask for (the server refuses more)
 MAX_K = 2000
+#: the most keys one ``similarity`` may ask about (a search's keyword candidates: 400
+#: chunks, two vectors each at most, and as many again from query expansion)
+MAX_KEYS = 4000
 #: AF_UNIX paths are limited to ~108 bytes; a longer one moves to a short per-user dir
 _SUN_PATH_MAX = 100
 
@@ -226,6 +236,9 @@ class Nearest(NamedTuple):
 
     hits: list[tuple[int, float]]  # (vector key, cosine), best first
     via: str  # which index answered
+    #: whether that index searched exactly: an approximate one (HNSW) can miss vectors
+    #: above its last cosine, which ``similarity`` then scores for the keyword candidates
+    exact: bool = False
 
 
 class NearestRequest(Pending):
@@ -245,7 +258,39 @@ class NearestRequest(Pending):
             out = [(int(h), float(s)) for h, s in hits]  # type: ignore[union-attr]
         except (TypeError, ValueError):
             raise Unavailable("the resident server sent a garbage reply (hits)") from None
-        return Nearest(out, str(reply.get("via") or ""))
+        return Nearest(out, str(reply.get("via") or ""), reply.get("exact") is True)
+
+
+class SimilarityRequest(Pending):
+    """A ``similarity`` request, sent now; :meth:`result` reads what it answers."""
+
+    def __init__(self, sock_path: Path, model: str, text: str, keys: list[int],
+                 budget: float = QUERY_BUDGET_S):
+        self.keys = keys
+        packed = base64.b64encode(pack_keys(keys)).decode()
+        super().__init__(
+            sock_path, {"op": "similarity", "model": model, "text": text, "keys": packed},
+            budget)
+
+    def result(self) -> dict[int, float]:
+        """Vector key -> cosine with the text's vector, for the keys the server holds."""
+        sims = self.reply().get("sims")
+        try:
+            return unpack_similarity(self.keys, base64.b64decode(sims, validate=True))  # type: ignore[arg-type]
+        except (TypeError, ValueError, struct.error):
+            raise Unavailable("the resident server sent a garbage reply (sims)") from None
+
+
+def pack_keys(keys: list[int]) -> bytes:
+    """Vector keys as ``similarity`` carries them: little-endian int64."""
+    return struct.pack(f"<{len(keys)}q", *keys)
+
+
+def unpack_similarity(keys: list[int], sims: bytes) -> dict[int, float]:
+    """Key -> cosine from ``similarity``'s float32 (in ``keys``' order), NaN ones left out;
+    struct.error when the sizes do not match."""
+    values = struct.unpack(f"<{len(keys)}f", sims)
+    return {k: v for k, v in zip(keys, values, strict=True) if v == v}  # NaN != NaN
 
 
 def nearest(sock_path: Path, model: str, text: str, k: int, budget: float = QUERY_BUDGET_S
@@ -298,6 +343,10 @@ class ResidentEmbedder:
     def ask_nearest(self, text: str, k: int) -> NearestRequest:
         """The same request, sent now: ``.result()`` reads its answer later."""
         return NearestRequest(self.socket, self.id, text, k, self.budget)
+
+    def ask_similarity(self, text: str, keys: list[int]) -> SimilarityRequest:
+        """The cosines of ``text``'s vector and the vectors ``keys``, asked now."""
+        return SimilarityRequest(self.socket, self.id, text, keys, self.budget)
 
 
 def query_embedder(recorded: str, root: Path, *, local: bool = False) -> Any:

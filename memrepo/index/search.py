@@ -129,17 +129,29 @@ def _in(n: int) -> str:
 #: them afterwards cost ~2.4 ms a search at 100K files (~1,000 candidate files).
 _CHUNK_COLS = (
     "c.id, d.path, c.ord, c.start_line, c.end_line, c.stale, "
-    "d.category, d.modified, d.status, d.blob"
+    "d.category, d.modified, d.status, d.blob, c.hash, c.reply_hash"
 )
+#: where a row's own columns start after :data:`_CHUNK_COLS`
+_AFTER = 12
 
 
 def _chunk(row: tuple[Any, ...], files: dict[str, FileInfo], **scores: float) -> ChunkHit:
     """The :class:`ChunkHit` of a row that starts with :data:`_CHUNK_COLS`; its file's
     facts noted in ``files`` on first sight."""
-    cid, path, o, a, b, st, cat, modified, status, blob = row[:10]
+    cid, path, o, a, b, st, cat, modified, status, blob, key, reply = row[:_AFTER]
     if path not in files:
         files[path] = FileInfo(path, cat, modified, status, blob)
-    return ChunkHit(cid, path, o, a, b, stale=st, **scores)
+    keys = (key,) if reply is None else (key, reply)
+    return ChunkHit(cid, path, o, a, b, stale=st, keys=keys, **scores)
+
+
+def _similarity_of(keys: tuple[int, ...], sim: dict[int, float], cut: float | None
+                   ) -> float | None:
+    """A chunk's similarity from its vectors' (``sim``: key -> cosine): the mean of its own
+    and a transcript turn's reply vector; one not in ``sim`` is at most ``cut`` and counts
+    as ``cut`` (with no cut, it has no vector yet and is left out)."""
+    got = [v for v in (sim.get(key, cut) for key in keys) if v is not None]
+    return sum(got) / len(got) if got else None
 
 
 class _Answer(Protocol):
@@ -317,7 +329,7 @@ class Searcher:
             f"WHERE chunks_fts MATCH ?{extra} ORDER BY rank LIMIT ?"
         )
         rows = self.con.execute(sql, [match, *args, CANDIDATES]).fetchall()
-        return [_chunk(row, files, bm25=row[10]) for row in rows]
+        return [_chunk(row, files, bm25=row[_AFTER]) for row in rows]
 
     def _cjk(self, words: list[str], f: Filters, hits: dict[int, ChunkHit],
              files: dict[str, FileInfo]) -> None:
@@ -347,9 +359,9 @@ class Searcher:
         for row in self.con.execute(sql, [match, *args, CANDIDATES]):
             hit = hits.get(row[0])
             if hit is None:
-                hits[row[0]] = _chunk(row, files, bm25=row[10])
+                hits[row[0]] = _chunk(row, files, bm25=row[_AFTER])
             else:
-                hit.bm25 += row[10]
+                hit.bm25 += row[_AFTER]
 
     def _expanded(self, words: list[str], f: Filters, hits: dict[int, ChunkHit],
                   files: dict[str, FileInfo]) -> None:
@@ -415,15 +427,15 @@ class Searcher:
         if self.embedder is None or text is None:
             return None
         top = None
+        exact = True  # a local scan is: it scores every vector
         ask = getattr(self.embedder, "nearest", None)  # the resident server searches too
         try:
             if ask is not None:
                 from memrepo.index.resident import Refused, Unavailable
 
                 try:
-                    top, via = (early.result() if early is not None
-                                else ask(text, k))
-                    via = f"resident {via}"
+                    answer = early.result() if early is not None else ask(text, k)
+                    top, via, exact = answer.hits, f"resident {answer.via}", answer.exact
                 except Refused as exc:  # its index is being built: embed there, scan here
                     via = "local scan: " + str(exc).split(" (")[0][-80:]
                     if self._too_many_to_scan():  # ... unless that scan would take seconds
@@ -456,8 +468,50 @@ class Searcher:
         # the floor is where the nearest search cut; one that returned every vector cut
         # nowhere (a small repo), and its least similar vector is not "just below" anything
         cut = min(sim.values()) if len(top) >= k else None
-        self._score_vectors(sim, cut, f, hits, files)
+        # an approximate (HNSW) search can miss vectors above its cut: at 100K files it
+        # found 29 % of the LoCoMo evidence turns an exact one brings into the nearest
+        # 200. The keyword candidates' own vectors are scored exactly by the server while
+        # the nearest keys' chunks are read here (docs/DESIGN-NOTES.md)
+        ours = [] if cut is None or exact else [
+            key for h in hits.values() for key in h.keys if key not in sim]
+        rescore = self._ask_similarity(text, ours) if ours else None
+        try:
+            self._score_vectors(sim, cut, f, hits, files)
+            if rescore is not None:
+                self._rescore(rescore, sim, cut, hits)
+        finally:
+            if rescore is not None:
+                rescore.close()
         return cut or 0.0
+
+    def _ask_similarity(self, text: str, keys: list[int]) -> _Answer | None:
+        """Ask the server the cosines of the query's vector and ``keys``' vectors: through
+        the socket now (read in :meth:`_rescore`), or in a thread for a hosted server."""
+        from memrepo.index.resident import MAX_KEYS
+
+        keys = keys[:MAX_KEYS]  # the best keyword candidates come first
+        send = getattr(self.embedder, "ask_similarity", None)
+        if send is not None:
+            return send(text, keys)  # type: ignore[no-any-return]
+        ask = getattr(self.embedder, "similarity", None)
+        return _Early(ask, text, keys) if ask is not None else None
+
+    def _rescore(self, answer: _Answer, sim: dict[int, float], cut: float | None,
+                 hits: dict[int, ChunkHit]) -> None:
+        """The keyword candidates whose vectors lie above ``cut`` though the approximate
+        search did not return them: scored as if it had. An unanswered request scores
+        nothing (the search is as it would have been without it)."""
+        try:
+            found = answer.result()
+        except Exception:  # a slow or busy server: the nearest keys alone, as before
+            return
+        above = {key: v for key, v in found.items() if cut is None or v > cut}
+        if not above:
+            return
+        sim.update(above)
+        for hit in hits.values():
+            if any(key in above for key in hit.keys):
+                hit.vector = _similarity_of(hit.keys, sim, cut)
 
     def _score_vectors(self, sim: dict[int, float], cut: float | None, f: Filters,
                        hits: dict[int, ChunkHit], files: dict[str, FileInfo]) -> None:
@@ -468,7 +522,9 @@ class Searcher:
         The one of the two the nearest search did not return is at most ``cut``, the
         cosine where that search stopped, and counts as ``cut``: scoring it exactly meant
         fetching ~100 vector blobs from memory.db a query (at 100K files 2-3 ms, 10-13 ms
-        on cold pages) for the same LoCoMo figures (docs/DESIGN-NOTES.md).
+        on cold pages) for the same LoCoMo figures (docs/DESIGN-NOTES.md). (An
+        approximate search can miss one above it: :meth:`_rescore` scores the keyword
+        candidates' own.)
         A search that took every vector (``cut`` None) left out only keys with no vector
         yet (the background catch-up has not embedded them): the mean is of the others."""
         extra, args = _doc_filter_sql(f)
@@ -481,18 +537,16 @@ class Searcher:
             part = keys[i : i + 400]
             marks = _in(len(part))
             sql = (
-                f"SELECT {_CHUNK_COLS}, c.hash, c.reply_hash "
+                f"SELECT {_CHUNK_COLS} "
                 "FROM chunks c JOIN documents d ON d.id = c.doc_id "
                 f"WHERE c.id IN (SELECT id FROM chunks WHERE hash IN ({marks}) "
                 f"UNION SELECT id FROM chunks WHERE reply_hash IN ({marks})){extra}"
             )
             for row in self.con.execute(sql, [*part, *part, *args]):
-                got = [v for v in (sim.get(k, cut) for k in row[10:] if k is not None)
-                       if v is not None]
                 hit = hits.get(row[0])
                 if hit is None:
                     hit = hits[row[0]] = _chunk(row, files)
-                hit.vector = sum(got) / len(got)
+                hit.vector = _similarity_of(hit.keys, sim, cut)
 
     def _signals(self, paths: list[str]) -> dict[str, list[tuple[int, float, str | None]]]:
         out: dict[str, list[tuple[int, float, str | None]]] = {}

@@ -30,11 +30,14 @@ from memrepo.index.catchup import catch_up
 from memrepo.index.paths import db_path
 from memrepo.index.resident import (
     MAX_K,
+    MAX_KEYS,
     Nearest,
     Refused,
+    pack_keys,
     private_dir,
     serve_dir,
     socket_path,
+    unpack_similarity,
 )
 
 if TYPE_CHECKING:
@@ -321,6 +324,8 @@ class Server:
                 return self._embed(req)
             if op == "nearest":
                 return self._nearest(req)
+            if op == "similarity":
+                return self._similarity(req)
             if isinstance(op, str) and op in self.services:
                 self.answered[op] = self.answered.get(op, 0) + 1
                 return self.services[op](self, req, asked)
@@ -331,7 +336,8 @@ class Server:
         except Exception as exc:  # a model error: this request fails, the server goes on
             self.log(f"{op} failed: {type(exc).__name__}: {exc}")
             return {"ok": False, "error": f"{op} failed: {type(exc).__name__}: {exc}"[:300]}
-        known = ", ".join(["ping", "embed", "nearest", *self.services, "catch-up", "stop"])
+        known = ", ".join(["ping", "embed", "nearest", "similarity", *self.services,
+                           "catch-up", "stop"])
         return {"ok": False, "error": f"unknown op {str(op)[:40]!r} ({known})"}
 
     def status(self) -> dict[str, Any]:
@@ -353,9 +359,8 @@ class Server:
             return {"ok": False, "error": "texts must be a list of strings"}
         if len(texts) > MAX_TEXTS:
             return {"ok": False, "error": f"at most {MAX_TEXTS} texts a request"}
-        model = req.get("model")
-        if model is not None and model != self.embedder.id:
-            return {"ok": False, "error": f"this server runs {self.embedder.id}, not {model}"}
+        if wrong := self._wrong_model(req):
+            return wrong
         try:
             out = self.query_vectors(texts)
         except Refused as exc:
@@ -387,15 +392,41 @@ class Server:
             return {"ok": False, "error": "text must be a string"}
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
             return {"ok": False, "error": f"k must be an integer from 1 to {MAX_K}"}
-        model = req.get("model")
-        if model is not None and model != self.embedder.id:
-            return {"ok": False, "error": f"this server runs {self.embedder.id}, not {model}"}
+        if wrong := self._wrong_model(req):
+            return wrong
         try:
             found = self.search_nearest(text, k)
         except Refused as exc:
             return {"ok": False, "error": str(exc)}
-        return {"ok": True, "model": self.embedder.id, "via": found.via,
+        return {"ok": True, "model": self.embedder.id, "via": found.via, "exact": found.exact,
                 "hits": [[h, round(s, 6)] for h, s in found.hits]}
+
+    def _similarity(self, req: dict[str, Any]) -> dict[str, Any]:
+        """The ``similarity`` op: the request checked, then :meth:`similarity`."""
+        text, packed = req.get("text"), req.get("keys")
+        if not isinstance(text, str):
+            return {"ok": False, "error": "text must be a string"}
+        try:
+            raw = base64.b64decode(packed, validate=True)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            raw = None
+        if raw is None or len(raw) % 8 or len(raw) > 8 * MAX_KEYS:
+            return {"ok": False, "error": f"keys must be base64 of at most {MAX_KEYS} "
+                    "little-endian int64"}
+        if wrong := self._wrong_model(req):
+            return wrong
+        try:
+            sims = self.similarity(text, raw)
+        except Refused as exc:
+            return {"ok": False, "error": str(exc)}
+        return {"ok": True, "model": self.embedder.id, "sims": base64.b64encode(sims).decode()}
+
+    def _wrong_model(self, req: dict[str, Any]) -> dict[str, Any] | None:
+        """The error reply for a request that names another model than this server's."""
+        model = req.get("model")
+        if model is not None and model != self.embedder.id:
+            return {"ok": False, "error": f"this server runs {self.embedder.id}, not {model}"}
+        return None
 
     # -- services -------------------------------------------------------------------
     def hosted_search(self) -> Search:
@@ -434,7 +465,22 @@ class Server:
             hits = self.nearest.search(qv, k)
         except NotReady as exc:
             raise Refused(f"nearest: {exc}") from None
-        return Nearest(hits, self.nearest.status()["via"])
+        return Nearest(hits, self.nearest.status()["via"], self.nearest.exact)
+
+    def similarity(self, text: str, keys: bytes) -> bytes:
+        """The cosines of ``text``'s vector and the vectors of ``keys`` (little-endian
+        int64), little-endian float32 in their order, NaN for a key the nearest index does
+        not hold; Refused while the model loads or the index is being built."""
+        import numpy as np
+
+        from memrepo.index.vectors import NotReady
+
+        (qv,) = self.query_vectors([text])
+        try:
+            sims = self.nearest.similarity(qv, np.frombuffer(keys, dtype="<i8"))
+        except NotReady as exc:
+            raise Refused(f"similarity: {exc}") from None
+        return sims.astype("<f4").tobytes()
 
     def _keep_nearest(self) -> None:
         """The keeper thread: build, load or update the nearest index when memory.db
@@ -569,3 +615,6 @@ class HostedEmbedder:
     def nearest(self, text: str, k: int) -> Nearest:
         found = self.server.search_nearest(text, k)
         return found._replace(via=f"hosted {found.via}")
+
+    def similarity(self, text: str, keys: list[int]) -> dict[int, float]:
+        return unpack_similarity(keys, self.server.similarity(text, pack_keys(keys)))

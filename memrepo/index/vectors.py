@@ -7,7 +7,8 @@ imported); with neither, plain Python (fine for a small repo, slow for a big one
 
 :class:`NearestIndex` is the resident server's copy of the same table, held in memory in
 an HNSW index (usearch, int8 codes) so a search asks ``memory serve`` for its nearest
-chunks instead of scanning 1.2M vectors itself (exact numpy when usearch is missing).
+chunks instead of scanning 1.2M vectors itself (exact numpy when usearch is missing), and
+for the similarity of the chunks its keywords found, which an approximate search can miss.
 """
 
 from __future__ import annotations
@@ -110,11 +111,18 @@ class VectorSearch:
 #: the same top 10 (int8 only reorders near-ties at the 400th place). Measured on 100K
 #: MiniLM-shaped vectors, k=400: M=16, ef_add 128, ef_search 1024 -> 5 ms a query,
 #: recall@400 0.86, exact top 10 found 0.99 (ef_search 512: 2.6 ms, 0.76 / 0.97; M=32
-#: gains little for 40% more graph); see bench/bench_resident.py
+#: gains little for 40% more graph); see bench/bench_resident.py. Among the 100K-file
+#: bench's 2.09M vectors it brought 29 % of the LoCoMo evidence turns an exact search
+#: brings into the nearest 200 (bench/eval_locomo_at_scale.py): a search has the server
+#: score its keyword candidates' own vectors too (:meth:`NearestIndex.similarity`)
 ANN_DTYPE = "i8"
 ANN_CONNECTIVITY = 16
 ANN_EXPANSION_ADD = 128
-ANN_EXPANSION_SEARCH = 1024
+#: 512, not 1024, since the keyword candidates are scored by ``similarity``: at 2.09M
+#: vectors with LoCoMo planted (session R@5 / turn R@10 / multi-hop) 1024 89.4 / 78.5 /
+#: 64.9, 512 89.7 / 78.8 / 66.3, 256 89.5 / 78.5 / 65.2, for an HNSW search of ~6.1
+#: against ~4.3 ms. Not lower: a prompt none of whose words match leans on the graph alone
+ANN_EXPANSION_SEARCH = 512
 #: A removed vector stays in usearch's graph as a tombstone every search still walks
 #: (200K vectors, 40 % removed: a search 3.1 -> 5.2 ms). Once removals since the last
 #: compaction pass this share of the index, that removal compacts the graph: 64 ms at
@@ -180,11 +188,13 @@ class _Exact:
         self._kblocks: list[Any] = []
         self._mat = np.zeros((0, dim), dtype="<f4")
         self._keys = np.zeros(0, dtype=np.int64)
+        self._row: dict[int, int] | None = None  # key -> row of _mat, built when asked
 
     def _flat(self) -> None:
         import numpy as np
 
         if self._blocks:
+            self._row = None
             self._mat = np.concatenate([self._mat, *self._blocks])
             self._keys = np.concatenate([self._keys, *self._kblocks])
             self._blocks, self._kblocks = [], []
@@ -210,7 +220,7 @@ class _Exact:
 
         self._flat()
         keep = ~np.isin(self._keys, keys)
-        self._mat, self._keys = self._mat[keep], self._keys[keep]
+        self._mat, self._keys, self._row = self._mat[keep], self._keys[keep], None
 
     def search(self, q: Any, k: int) -> tuple[Any, Any]:
         import numpy as np
@@ -223,6 +233,19 @@ class _Exact:
         idx = np.argpartition(-sims, k - 1)[:k]
         idx = idx[np.argsort(-sims[idx])]
         return self._keys[idx], sims[idx]
+
+    def similarity(self, q: Any, keys: Any) -> Any:
+        import numpy as np
+
+        self._flat()
+        if self._row is None:
+            self._row = {k: i for i, k in enumerate(self._keys.tolist())}
+        rows = [self._row.get(k, -1) for k in keys.tolist()]
+        have = [i for i, r in enumerate(rows) if r >= 0]
+        out = np.full(len(rows), np.nan, dtype="<f4")
+        if have:
+            out[have] = self._mat[[rows[i] for i in have]] @ q
+        return out
 
 
 class _Usearch:
@@ -273,7 +296,27 @@ class _Usearch:
 
         self.ix.expansion_search = max(ANN_EXPANSION_SEARCH, k)
         m = self.ix.search(q, k, threads=1)
-        return np.asarray(m.keys).view(np.int64), 1.0 - np.asarray(m.distances)
+        # scored again as :meth:`similarity` scores any key: the int8 kernel's cosines
+        # read ~0.005 low, and the searcher ranks these beside its keyword candidates'
+        keys = np.asarray(m.keys).view(np.int64)
+        sims = self.similarity(q, keys)
+        order = np.argsort(-sims, kind="stable")
+        return keys[order], sims[order]
+
+    def similarity(self, q: Any, keys: Any) -> Any:
+        """The cosines of ``q`` and the vectors of ``keys`` (their int8 codes, normalised),
+        NaN for a key the index does not hold: ~1.9 ms for 700 keys at 2.09M vectors."""
+        import numpy as np
+
+        got = self.ix.get(keys.view(np.uint64), dtype=np.float32)
+        if not isinstance(got, tuple):  # one key: usearch answers with the vector alone
+            got = (got,)
+        out = np.full(len(got), np.nan, dtype="<f4")
+        have = [i for i, v in enumerate(got) if v is not None]
+        if have:
+            mat = np.stack([got[i] for i in have])
+            out[have] = (mat @ q) / np.maximum(np.linalg.norm(mat, axis=1), 1e-12)
+        return out
 
     def save(self, path: Path) -> None:
         self.ix.save(str(path))
@@ -362,6 +405,29 @@ class NearestIndex:
         with self._lock:
             keys, sims = ann.search(q, k)
         return [(int(h), float(s)) for h, s in zip(keys.tolist(), sims.tolist(), strict=True)]
+
+    def similarity(self, qvec: bytes, keys: Any) -> Any:
+        """The cosine of the query and each of ``keys`` (an int64 array), however far from
+        it, NaN for a key the index does not hold: a search scores its keyword candidates
+        with them, which an approximate nearest search may have missed. NotReady while
+        there is no index."""
+        import numpy as np
+
+        ann = self._ann
+        if ann is None:
+            raise NotReady(f"no vector index ({self.state})")
+        q = np.frombuffer(qvec, dtype="<f4")
+        if q.shape != (self.dim,):
+            raise ValueError(f"query vector of {q.size} dimensions, the index has {self.dim}")
+        if not len(keys):
+            return np.zeros(0, dtype="<f4")
+        with self._lock:
+            return ann.similarity(q, keys)
+
+    @property
+    def exact(self) -> bool:
+        """Whether :meth:`search` is exact (numpy), so its cut misses nothing above it."""
+        return isinstance(self._ann, _Exact)
 
     def status(self) -> dict[str, Any]:
         ann = self._ann
