@@ -112,16 +112,16 @@ class VectorSearch:
 #: MiniLM-shaped vectors, k=400: M=16, ef_add 128, ef_search 1024 -> 5 ms a query,
 #: recall@400 0.86, exact top 10 found 0.99 (ef_search 512: 2.6 ms, 0.76 / 0.97; M=32
 #: gains little for 40% more graph); see bench/bench_resident.py. Among the 100K-file
-#: bench's 2.09M vectors it brought 29 % of the LoCoMo evidence turns an exact search
-#: brings into the nearest 200 (bench/eval_locomo_at_scale.py): a search has the server
-#: score its keyword candidates' own vectors too (:meth:`NearestIndex.similarity`)
+#: bench's 2.09M vectors its 200 nearest held 32 % of LoCoMo's evidence turns, an exact
+#: search's 85 % (bench/eval_locomo_at_scale.py): a search has the server score its
+#: keyword candidates' own vectors too (:meth:`NearestIndex.similarity`)
 ANN_DTYPE = "i8"
 ANN_CONNECTIVITY = 16
 ANN_EXPANSION_ADD = 128
 #: 512, not 1024, since the keyword candidates are scored by ``similarity``: at 2.09M
-#: vectors with LoCoMo planted (session R@5 / turn R@10 / multi-hop) 1024 89.4 / 78.5 /
-#: 64.9, 512 89.7 / 78.8 / 66.3, 256 89.5 / 78.5 / 65.2, for an HNSW search of ~6.1
-#: against ~4.3 ms. Not lower: a prompt none of whose words match leans on the graph alone
+#: vectors with LoCoMo planted (session R@5 / turn R@10 / multi-hop) 1024 89.7 / 78.4 /
+#: 66.3, 512 89.7 / 78.5 / 66.3, no conversation's figure lower, for an HNSW search of
+#: ~6.1 against ~4.3 ms. Not lower: a prompt none of whose words match leans on the graph
 ANN_EXPANSION_SEARCH = 512
 #: A removed vector stays in usearch's graph as a tombstone every search still walks
 #: (200K vectors, 40 % removed: a search 3.1 -> 5.2 ms). Once removals since the last
