@@ -190,8 +190,11 @@ def test_a_keyword_candidate_the_approximate_search_missed_still_gets_its_vector
             hits = s.search(query, limit=1)
         finally:
             s.close()
-        assert hits[0].path == KUBE and hits[0].explain["vectors"] == "on"
-        return hits[0].explain["vector"]
+        explain = hits[0].explain
+        assert hits[0].path == KUBE and explain["vectors"] == "on"
+        # --explain says how many keyword candidates the nearest search had missed
+        assert (explain.get("vectors_rescored", 0) > 0) == (explain["vector"] is not None)
+        return explain["vector"]
 
     want = max(s for h, s in _exact(hashed.root, query, 999) if h in kube)
     assert kube_vector() == pytest.approx(want, abs=0.02)

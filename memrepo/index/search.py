@@ -204,6 +204,9 @@ class Searcher:
         self.vectors_why: str | None = None
         #: which path answered the vector part (``resident usearch …``, ``local numpy``)
         self.vectors_via: str | None = None
+        #: keyword candidates of the last query whose vectors the approximate nearest
+        #: search missed above its cut, scored by ``similarity`` (--explain shows it)
+        self.vectors_rescored = 0
         self.mode = "index"
         path = db_path(self.root)
         if not path.exists():
@@ -424,6 +427,7 @@ class Searcher:
         cosine of the last of the nearest vectors when the search took fewer than all
         (:func:`~memrepo.index.ranking.fuse`'s floor; 0 when it took all), or None when
         vectors are not used for this query."""
+        self.vectors_rescored = 0
         if self.embedder is None or text is None:
             return None
         top = None
@@ -512,6 +516,7 @@ class Searcher:
         for hit in hits.values():
             if any(key in above for key in hit.keys):
                 hit.vector = _similarity_of(hit.keys, sim, cut)
+                self.vectors_rescored += 1
 
     def _score_vectors(self, sim: dict[int, float], cut: float | None, f: Filters,
                        hits: dict[int, ChunkHit], files: dict[str, FileInfo]) -> None:
@@ -604,6 +609,8 @@ class Searcher:
             tag["vectors_why"] = self.vectors_why
         if have_vectors and self.vectors_via:
             tag["vectors_via"] = self.vectors_via
+        if have_vectors and self.vectors_rescored:
+            tag["vectors_rescored"] = self.vectors_rescored
         out = to_hits(ranked, limit, words, self._reader(files) if snippets else None, tag)
         if out and dropped and out[0].explain is not None:
             out[0].explain["common_words_skipped"] = " ".join(dropped)
