@@ -165,13 +165,16 @@ def test_bad_similarity_requests_are_refused(server: Server) -> None:
             resident.request(server.sock_path, {"op": "similarity", **msg}, budget=2.0)
 
 
+@pytest.mark.parametrize("route", ["socket", "hosted"])
 def test_a_keyword_candidate_the_approximate_search_missed_still_gets_its_vector(
-    server: Server, hashed: IRepo, monkeypatch: pytest.MonkeyPatch
+    server: Server, hashed: IRepo, monkeypatch: pytest.MonkeyPatch, route: str
 ) -> None:
     """An HNSW search can miss a vector above its cut (at 100K files it missed most of the
     LoCoMo evidence an exact one finds): the search asks ``similarity`` for its keyword
-    candidates, so such a chunk is scored as if the search had found it."""
+    candidates, so such a chunk is scored as if the search had found it. Through the
+    socket (a search process) or in-process (``memory mcp`` hosting the server)."""
     from memrepo.index import search as search_mod
+    from memrepo.index.server import HostedEmbedder
 
     kube = _hashes(hashed.root, KUBE)
     real = vectors.NearestIndex.search
@@ -186,12 +189,16 @@ def test_a_keyword_candidate_the_approximate_search_missed_still_gets_its_vector
 
     def kube_vector() -> float | None:
         s = Searcher(hashed.root, embedder_name="hash")
+        if route == "hosted":
+            s.embedder = HostedEmbedder(server)
         try:
             hits = s.search(query, limit=1)
         finally:
             s.close()
         explain = hits[0].explain
         assert hits[0].path == KUBE and explain["vectors"] == "on"
+        assert explain["vectors_via"].startswith("resident ")
+        assert ("hosted" in explain["vectors_via"]) == (route == "hosted")
         # --explain says how many keyword candidates the nearest search had missed
         assert (explain.get("vectors_rescored", 0) > 0) == (explain["vector"] is not None)
         return explain["vector"]
@@ -200,12 +207,22 @@ def test_a_keyword_candidate_the_approximate_search_missed_still_gets_its_vector
     assert kube_vector() == pytest.approx(want, abs=0.02)
     # a server that does not know the op (an older one), or answers a reply of the wrong
     # size: the search goes on as it would have without it
-    real_similarity = Server._similarity
-    for broken in ({"ok": False, "error": "unknown op 'similarity'"},
-                   {"ok": True, "sims": base64.b64encode(b"\0\0\0").decode()}):
-        monkeypatch.setattr(Server, "_similarity", lambda self, req, broken=broken: broken)
+    if route == "socket":
+        real_similarity = Server._similarity
+        for broken in ({"ok": False, "error": "unknown op 'similarity'"},
+                       {"ok": True, "sims": base64.b64encode(b"\0\0\0").decode()}):
+            monkeypatch.setattr(Server, "_similarity", lambda self, req, broken=broken: broken)
+            assert kube_vector() is None
+        monkeypatch.setattr(Server, "_similarity", real_similarity)
+    else:  # the hosted server's index being rebuilt meanwhile
+        real_similarity = Server.similarity
+
+        def refused(self: Server, text: str, keys: bytes) -> bytes:
+            raise resident.Refused("similarity: building the vector index")
+
+        monkeypatch.setattr(Server, "similarity", refused)
         assert kube_vector() is None
-    monkeypatch.setattr(Server, "_similarity", real_similarity)
+        monkeypatch.setattr(Server, "similarity", real_similarity)
     assert kube_vector() == pytest.approx(want, abs=0.02)
     monkeypatch.setattr(Searcher, "_ask_similarity", lambda self, text, keys: None)
     assert kube_vector() is None  # without it: no vector for the chunk at all
