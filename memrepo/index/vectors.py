@@ -305,16 +305,19 @@ class _Usearch:
 
     def similarity(self, q: Any, keys: Any) -> Any:
         """The cosines of ``q`` and the vectors of ``keys`` (their int8 codes, normalised),
-        NaN for a key the index does not hold: ~1.9 ms for 700 keys at 2.09M vectors."""
+        NaN for a key the index does not hold: ~1.3 ms for 700 keys at 2.09M vectors.
+
+        The codes are read as stored (a cosine does not see their scale): asking usearch
+        for float32 converted each of them in its own array first (1.6 ms)."""
         import numpy as np
 
-        got = self.ix.get(keys.view(np.uint64), dtype=np.float32)
+        got = self.ix.get(keys.view(np.uint64), dtype=self.ix.dtype)
         if not isinstance(got, tuple):  # one key: usearch answers with the vector alone
             got = (got,)
         out = np.full(len(got), np.nan, dtype="<f4")
         have = [i for i, v in enumerate(got) if v is not None]
         if have:
-            mat = np.stack([got[i] for i in have])
+            mat = np.stack([got[i] for i in have]).astype(np.float32)
             out[have] = (mat @ q) / np.maximum(np.linalg.norm(mat, axis=1), 1e-12)
         return out
 
