@@ -17,17 +17,31 @@ conversation's own ``Searcher`` whose vectors come from that index, in-process, 
 - ``exact``: all 2.09M + the conversation's, exact (numpy; what any ANN could reach);
 - ``hnsw``: the HNSW index, the nearest keys alone (the search before ``similarity``);
 - ``hnsw+similarity``: the same, with the keyword candidates' own vectors scored by
-  ``similarity`` (what a search through the server does now).
+  ``similarity`` (what a search through the server does now);
+- ``fts5``: no vectors, the default install (``search.embedder: none``); with
+  ``--fts-at-scale`` the one mode besides ``alone`` whose figures are a default's at scale.
 
 Each prints session R@5, turn R@10, multi-hop session R@5 and the evidence turns among the
 query's 200 nearest vectors (a question's mean over its evidence), overall and per
 conversation. The conversations' vectors are added on one thread, so runs give one graph.
 
-The keyword side is the conversation's own index: the bench's text is not in its FTS5
-(that would take a copy of the 5 GB index a run). The 2.09M vectors are
-``bench_resident.py``'s MiniLM-shaped ones (a real chunk's vector plus isotropic noise),
-which make a hard case for HNSW: real text at this size may be easier, none is embedded here.
-Needs ``memrepo[minilm]`` and usearch; ~10 min and ~9 GB of memory.
+By default the keyword side is the conversation's own index. With ``--fts-at-scale`` it
+is the bench's too: a copy of the 100K repo's memory.db (5 GB, made once in ``--work``)
+into which the three conversations' files are indexed as a commit would index them (their
+vectors copied from their own index), so FTS5, the common-word rules
+(``search.COMMON_FRAC``, ``MATCH_BUDGET``) and ranking meet 100K files and 1.2M chunks.
+The bench's documents are re-dated into the conversations' months (2022-12 to 2023-10,
+spread evenly), so recency weighs old and new alike and a question naming a month lifts
+the bench's files of that month too; the other two conversations are distractors as well.
+A hit outside the conversation takes its place in the ranking (a result the agent would
+read) where ``eval_locomo.py``, with nothing else in its index, never has one.
+``--common-frac`` and ``--match-budget`` try other values of those rules.
+
+The 2.09M vectors are ``bench_resident.py``'s MiniLM-shaped ones (a real chunk's vector
+plus isotropic noise), which make a hard case for HNSW: real text at this size may be
+easier, none is embedded here; the bench's text is generated (``corpus.py``).
+Needs ``memrepo[minilm]`` and usearch; ~10 min and ~9 GB of memory (``--fts-at-scale``:
+5 GB more disk, and ~2 min more the first time).
 """
 
 from __future__ import annotations
@@ -48,7 +62,7 @@ import numpy as np  # noqa: E402
 from memrepo.index.resident import Nearest, unpack_similarity  # noqa: E402
 
 DATA = HERE.parent.parent / "shared" / "eval" / "data" / "locomo10_dev.json"
-MODES = ("alone", "exact", "hnsw", "hnsw+similarity")
+MODES = ("alone", "exact", "hnsw", "hnsw+similarity", "fts5")
 
 
 class _Hosted:
@@ -107,32 +121,119 @@ def conversation_repo(conv: object, root: Path) -> Path:
     return root
 
 
-def score(root: Path, conv: object, emb: object) -> list[tuple[int, float, float, float]]:
+def _ranked(hits: list, corpus: object) -> tuple[list[str], list[str]]:
+    """Files and turns in rank order as ``locomo_retrieval`` ranks them, except that a hit
+    outside the conversation keeps its place (a file; one slot among the turns), where
+    ``ranked_sessions_and_turns`` drops it: in the conversation's own index there is none."""
+    import locomo_retrieval as lr
+
+    files, turns = [], []
+    for h in hits:
+        files.append(h.path)
+        locs = corpus.file_turns.get(h.path)  # type: ignore[attr-defined]
+        if locs is None:
+            turns.append(f"{h.path}:{h.start_line}")
+        else:
+            turns += [locs[t].dia_id
+                      for t in lr._turns_in_lines(corpus, h.path, h.start_line, h.end_line)]
+    return lr.dedup(files), lr.dedup(turns)
+
+
+#: the bench's documents are re-dated into these months, the span of the dev conversations
+SPAN = ("2022-12-01", 335)  # first day, days
+
+
+def scale_repo(big: Path, convs: list, roots: list[Path], work: Path) -> Path:
+    """A repo whose index is the 100K bench's with the conversations' files added (made
+    once: a 5 GB copy of memory.db). The files are indexed by the indexer's own
+    ``Writer`` from the conversations' corpora, their vectors copied from their index."""
+    import hashlib
+    import shutil
+    import sqlite3
+
+    from memrepo.index import schema
+    from memrepo.index.indexer import Writer
+    from memrepo.index.paths import db_path
+
+    root = work / "at-scale"
+    if not (root / ".git").exists():  # a search finds its resident server by the git dir
+        root.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+    stamp = ",".join(c.sample_id for c in convs)
+    db = db_path(root)
+    if db.exists():
+        con = sqlite3.connect(db)
+        done = con.execute("SELECT value FROM meta WHERE key = 'locomo_at_scale'").fetchone()
+        con.close()
+        if done == (stamp,):
+            return root
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = db.with_name(db.name + ".building")
+    print(f"copying {db_path(big)} ({db_path(big).stat().st_size / 1e9:.1f} GB) ...",
+          file=sys.stderr)
+    shutil.copyfile(db_path(big), tmp)
+    con = sqlite3.connect(tmp, isolation_level=None)
+    con.execute("BEGIN")
+    first, days = SPAN
+    con.execute("UPDATE documents SET modified = date(?, '+' || (id % ?) || ' days')",
+                (first, days))
+    # the conversations' turns get their reply vectors, as in their own index
+    schema.set_meta(con, reply_vectors=1)
+    w = Writer(con, None, embed_now=False)
+    for own in roots:
+        corpus_dir = own.parent / "corpus" / own.name
+        con.execute("ATTACH DATABASE ? AS conv", (str(db_path(own)),))
+        for (path,) in con.execute("SELECT path FROM conv.documents").fetchall():
+            data = (corpus_dir / path).read_bytes()
+            sha = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()  # git's blob id
+            w.add(path, sha, data)
+        con.execute("INSERT OR IGNORE INTO vectors(hash, vec) SELECT hash, vec FROM conv.vectors")
+        con.execute("COMMIT")  # DETACH is refused inside a transaction
+        con.execute("DETACH DATABASE conv")
+        con.execute("BEGIN")
+    (chunks,) = con.execute("SELECT count(*) FROM chunks").fetchone()
+    schema.set_meta(con, chunks=chunks, locomo_at_scale=stamp)
+    con.execute("COMMIT")
+    con.close()
+    tmp.replace(db)
+    shutil.copyfile(roots[0] / "memory-config.yaml", root / "memory-config.yaml")
+    return root
+
+
+def score(root: Path, conv: object, emb: object, corpus_dir: Path,
+          overrides: dict[str, object] | None = None) -> list[tuple[int, float, float, float]]:
     """(category, session R@5, turn R@10, reach) of each answerable question, the first
     three as the eval scores them; reach: the share of its evidence turns one of whose
-    vectors is among the query's 200 nearest (what the vector side can bring in at all)."""
+    vectors is among the query's 200 nearest (what the vector side can bring in at all).
+    ``root``: the repo searched (the conversation's, or the one at scale); no ``emb``:
+    FTS5 alone, as a repo whose ``search.embedder`` is ``none`` searches (reach 0).
+    ``overrides``: ``search.*`` settings to try (``--set``)."""
     import locomo_retrieval as lr
 
     from memrepo.config import load_config
     from memrepo.index.ranking import settings_from_config
     from memrepo.index.search import Searcher
 
-    corpus = lr.build_corpus(conv, root.parent / "corpus" / root.name)  # turn locations
-    cfg = load_config(root)["search"]
+    corpus = lr.build_corpus(conv, corpus_dir)  # turn locations
+    cfg = {**load_config(root)["search"], **(overrides or {})}
+    if emb is None:
+        cfg = {**cfg, "embedder": "none"}  # and so expansion_weight auto = 0
     s = Searcher(root, settings_from_config(cfg), cfg["embedder"])
     s.embedder = emb
-    chunks = s.con.execute("SELECT d.path, c.start_line, c.end_line, c.hash, c.reply_hash "
-                           "FROM chunks c JOIN documents d ON d.id = c.doc_id").fetchall()
+    mine = corpus.files
+    chunks = s.con.execute(
+        "SELECT d.path, c.start_line, c.end_line, c.hash, c.reply_hash "
+        f"FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.path IN "
+        f"({','.join('?' * len(mine))})", mine).fetchall()
     rows = []
     try:
         for q in conv.qas:  # type: ignore[attr-defined]
             if not q.evidence or q.category not in (1, 2, 3, 4):
                 continue
-            hits = [lr.Hit(h.path, lr._turns_in_lines(corpus, h.path, h.start_line, h.end_line))
-                    for h in s.search(q.question, limit=50, snippets=False)]
-            files, turns = lr.ranked_sessions_and_turns(hits, corpus)
+            files, turns = _ranked(s.search(q.question, limit=50, snippets=False), corpus)
             gold = {corpus.session_of(d) for d in q.evidence}
-            near = {k for k, _ in emb.nearest(s._vector_text(q.question), 200).hits}  # type: ignore[attr-defined]
+            near = set() if emb is None else {
+                k for k, _ in emb.nearest(s._vector_text(q.question), 200).hits}  # type: ignore[attr-defined]
             reach = []
             for d in q.evidence:
                 t = corpus.by_dia[d]
@@ -162,9 +263,26 @@ def main() -> int:
     ap.add_argument("--work", default=None, help="where the conversations' repos are kept")
     ap.add_argument("--ef", type=int, default=None,
                     help="the HNSW's ef_search (default: vectors.ANN_EXPANSION_SEARCH)")
+    ap.add_argument("--fts-at-scale", action="store_true",
+                    help="the keyword side searches the 100K bench's index too (above)")
+    ap.add_argument("--common-frac", type=float, default=None,
+                    help="search.COMMON_FRAC to try (default: the shipped value)")
+    ap.add_argument("--match-budget", type=int, default=None,
+                    help="search.MATCH_BUDGET to try (default: the shipped value)")
+    ap.add_argument("--set", action="append", default=[],
+                    help="search.KEY=VALUE for every mode's searches (as eval_locomo.py)")
     ap.add_argument("--json-out", default=None)
     args = ap.parse_args()
+    from eval_locomo import parse_set
+
+    overrides = parse_set(args.set)
     modes = args.modes.split(",")
+    from memrepo.index import search
+
+    if args.common_frac is not None:
+        search.COMMON_FRAC = args.common_frac  # read by each search
+    if args.match_budget is not None:
+        search.MATCH_BUDGET = args.match_budget
     import locomo_retrieval as lr
     import onnxruntime  # noqa: F401  (before usearch: vectors.ann_library says why)
     from bench_resident import MODEL_ID, minilm_copy
@@ -182,6 +300,7 @@ def main() -> int:
     convs = lr.load_locomo(DATA)
     roots = [conversation_repo(c, work / c.sample_id) for c in convs]
     planted = [_vectors(db_path(r)) for r in roots]
+    scaled = scale_repo(big, convs, roots, work) if args.fts_at_scale else None
     model = MiniLMEmbedder()
     t0 = time.perf_counter()
     near = vectors.NearestIndex(db_path(big), MODEL_ID, model.dim, store=serve_dir(big))
@@ -205,16 +324,21 @@ def main() -> int:
     for mode in modes:
         per: dict[str, list] = {}
         for conv, root, (keys, mat) in zip(convs, roots, planted, strict=True):
-            if mode == "alone":
+            emb: _Hosted | None
+            if mode == "fts5":
+                emb = None
+            elif mode == "alone":
                 own = vectors._Exact(model.dim)
                 own.add(keys, mat)
-                emb: _Hosted = _Hosted(model, own, True)
+                emb = _Hosted(model, own, True)
             elif mode == "exact":
                 emb = _Hosted(model, exact, True)
             else:
                 cls = _HostedSimilarity if mode == "hnsw+similarity" else _Hosted
                 emb = cls(model, ann, False)
-            per[conv.sample_id] = score(root, conv, emb)
+            where = root if mode == "alone" or scaled is None else scaled
+            per[conv.sample_id] = score(where, conv, emb, root.parent / "corpus" / root.name,
+                                        overrides)
         out[mode] = {"all": figures([r for rows in per.values() for r in rows]),
                      **{sid: figures(rows) for sid, rows in per.items()}}
         print(mode, json.dumps(out[mode]), flush=True)

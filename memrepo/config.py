@@ -97,6 +97,10 @@ SCHEMA: dict[str, dict[str, Setting]] = {
         "date_boost": _num(
             1.0, "files dated on a day (or month) the query names: score x (1 + this)"
         ),
+        "people_boost": _num(
+            1.0, "files naming a person the query names (participants, people files), "
+            "unless one in 2% of all files: score x (1 + this)"
+        ),
         "superseded_factor": _num(0.5, "score multiplier for superseded (and archived) files"),
         "reinforce_weight": _num(3.0, "signal score of each `memory reinforce` (seed 001: 3)"),
         "demote_weight": _num(1.0, "signal score taken off by each `memory demote` (seed 001: 1)"),

@@ -116,3 +116,48 @@ def test_a_removed_person_is_no_longer_masked(irepo: IRepo) -> None:
     irepo.commit("gone")
     sync(irepo.root, embedder_name="hash")
     assert _embedded(irepo.root, "Where is Bruno?") == ["Where is Bruno?"]
+
+
+def test_named_finds_the_people_mask_replaces() -> None:
+    known = set(names.words(["Caroline", "Melanie", "Jane Doe", "Will"])).__contains__
+    assert names.named("What did Caroline paint for Melanie's mum, Caroline?", known) == [
+        "caroline", "melanie"]
+    assert names.named("What will Jane Doe do?", known) == ["jane", "doe"]
+    assert names.named("what did caroline do", known) == ["caroline"]
+    assert names.named("Nothing here", known) == []
+
+
+def _camping(who: str, day: str, text: str) -> str:
+    a, b = who.split()
+    return (f"---\ntype: conversation\nsession_id: {day}\nstarted: 2023-06-{day}T10:00:00+00:00\n"
+            f"participants: {{user: {a}, agent: {b}}}\n---\n# Trip\n\n## 10:00 — user\n\n{text}\n")
+
+
+def test_a_file_naming_the_person_the_query_names_ranks_first(irepo: IRepo) -> None:
+    """Among many people's conversations, "Melanie" picks Melanie's (issue #15: at 100K
+    files the other conversations took the places); a person in more than
+    PEOPLE_FRAC of the files (here Caroline, in 2 of 5) lifts nothing."""
+    irepo.write("raw/conversations/2023/06/01/1000-s01-caroline-melanie.md",
+                _camping("Caroline Melanie", "01", "We camped at the lake last summer."))
+    irepo.write("raw/conversations/2023/06/02/1000-s02-caroline-john.md",
+                _camping("Caroline John", "02", "We camped in the woods, then camped again "
+                         "by the river: camped three times."))
+    irepo.commit("two trips")
+    sync(irepo.root)
+    s = Searcher(irepo.root)
+    try:
+        plain = s.search("Where has Ana camped?")  # nobody known: BM25 alone
+        melanie = s.search("Where has Melanie camped?")
+        caroline = s.search("Where has Caroline camped?")
+        s.settings.people_boost = 0.0
+        off = s.search("Where has Melanie camped?")
+    finally:
+        s.close()
+    assert plain[0].path.endswith("caroline-john.md")
+    assert melanie[0].path.endswith("caroline-melanie.md")
+    assert melanie[0].explain is not None and melanie[0].explain["people_factor"] == 2.0
+    assert melanie[0].explain["people"] == "melanie"
+    assert caroline[0].path.endswith("caroline-john.md")
+    assert caroline[0].explain is not None and caroline[0].explain["people_factor"] == 1.0
+    assert "people" not in caroline[0].explain
+    assert off[0].path.endswith("caroline-john.md")

@@ -69,7 +69,8 @@ def ref_days_since(date: str | None, today: dt.date) -> int | None:
 
 def ref_rank(hits: list[ChunkHit], files: dict[str, FileInfo],
              signals: dict[str, list[tuple[int, float, str | None]]], s: Settings,
-             limit: int, today: dt.date, dates: list[DateRange] | None) -> list[Ranked]:
+             limit: int, today: dt.date, dates: list[DateRange] | None,
+             people: set[str] | None = None) -> list[Ranked]:
     by_file: dict[str, list[ChunkHit]] = {}
     for h in sorted(hits, key=lambda h: -h.fused):
         if h.fused > 0:
@@ -94,9 +95,10 @@ def ref_rank(hits: list[ChunkHit], files: dict[str, FileInfo],
             info.status, 1.0
         )
         date_f = 1.0 + s.date_boost if dates and in_ranges(info.modified, dates) else 1.0
-        final = rel * signal_f * recency_f * status_f * date_f
+        people_f = 1.0 + s.people_boost if people and path in people else 1.0
+        final = rel * signal_f * recency_f * status_f * date_f * people_f
         pending[path] = (best, rel, len(chunks), score, signal_f, days, recency_f, info.status,
-                         status_f, date_f, final)
+                         status_f, date_f, people_f, final)
         out.append(Ranked(path, info.category, final, chunks[: max(s.per_file, 1)]))
     out.sort(key=lambda r: (-r.score, r.path))
     out = out[:limit]
@@ -126,6 +128,7 @@ def _settings(rng: random.Random) -> Settings:
         archived_factor=rng.choice([sf, 0.5, 2.0]),
         per_file=rng.choice([1, 3, 10, 0]),
         date_boost=rng.choice([1.0, 0.0, 0.5, -0.5, -1.0]),
+        people_boost=rng.choice([1.0, 0.0, 0.5]),
         reinforce_factor=rng.choice([0.2, 0.0, 1.0]),
     )
 
@@ -155,7 +158,8 @@ def _case(rng: random.Random) -> tuple[Any, ...]:
     dates = rng.choice([None, [], [(TODAY - dt.timedelta(days=40), TODAY - dt.timedelta(days=10))],
                         [(dt.date(2023, 1, 1), dt.date(2024, 6, 30)), (TODAY, TODAY)]])
     limit = rng.choice([1, 3, 10, 10, 25, 1000, 0, -1])
-    return hits, files, signals, _settings(rng), limit, dates, rng.random() < 0.7
+    people = rng.choice([None, set(), set(rng.sample(paths, rng.randrange(0, npaths + 1)))])
+    return hits, files, signals, _settings(rng), limit, dates, rng.random() < 0.7, people
 
 
 def _ranked(rs: list[Ranked]) -> list[tuple[Any, ...]]:
@@ -167,13 +171,13 @@ def test_fuse_and_rank_equal_the_reference_on_random_inputs() -> None:
     rng = random.Random(15)
     shown = 0
     for _ in range(250):
-        hits, files, signals, s, limit, dates, have_vectors = _case(rng)
+        hits, files, signals, s, limit, dates, have_vectors, people = _case(rng)
         mine, ref = [dataclasses.replace(h) for h in hits], hits
         fuse(mine, s, have_vectors)
         ref_fuse(ref, s, have_vectors)
         assert [h.fused for h in mine] == [h.fused for h in ref]
-        got = rank(mine, files, signals, s, limit, today=TODAY, dates=dates)
-        want = ref_rank(ref, files, signals, s, limit, TODAY, dates)
+        got = rank(mine, files, signals, s, limit, today=TODAY, dates=dates, people=people)
+        want = ref_rank(ref, files, signals, s, limit, TODAY, dates, people)
         assert _ranked(got) == _ranked(want)
         tag = {"vectors": "on"}
         assert ([h.as_json(explain=True) for h in to_hits(got, limit, ["x"], None, tag)]

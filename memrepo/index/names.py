@@ -47,23 +47,35 @@ def lookup(con: sqlite3.Connection) -> Callable[[str], bool]:
     return known
 
 
-def mask(query: str, known: Callable[[str], bool]) -> str:
-    """``query`` with each name word replaced by "they" / "their".
+def _name_word(word: str, lower_typed: bool, known: Callable[[str], bool]) -> str | None:
+    """The known name word (lowercased) that ``word`` of a query is, None if it is none.
 
     A word counts when it is written capitalised, or when the query has no capitals at
-    all (typed in lower case): "will" in "what will we do" is not Will's name."""
+    all (``lower_typed``): "will" in "what will we do" is not Will's name."""
+    base = _POSSESSIVE.sub("", word)
+    if len(base) < MIN_CHARS or not (lower_typed or base[0].isupper()):
+        return None
+    return base.lower() if known(base.lower()) else None
+
+
+def mask(query: str, known: Callable[[str], bool]) -> str:
+    """``query`` with each name word replaced by "they" / "their"."""
     lower_typed = not any(c.isupper() for c in query)
 
     def sub(m: re.Match[str]) -> str:
         word = m.group(0)
-        base = _POSSESSIVE.sub("", word)
-        if len(base) < MIN_CHARS or not (lower_typed or base[0].isupper()):
+        if _name_word(word, lower_typed, known) is None:
             return word
-        if not known(base.lower()):
-            return word
-        return "their" if base != word else "they"
+        return "their" if _POSSESSIVE.search(word) else "they"
 
     return _RUN.sub(lambda m: m.group(1), _WORD.sub(sub, query))
+
+
+def named(query: str, known: Callable[[str], bool]) -> list[str]:
+    """The distinct name words ``query`` names (lowercased), by :func:`mask`'s rule."""
+    lower_typed = not any(c.isupper() for c in query)
+    found = (_name_word(m.group(0), lower_typed, known) for m in _WORD.finditer(query))
+    return list(dict.fromkeys(w for w in found if w is not None))
 
 
 #: "Jane Doe" -> "they they" -> "they"; "Jane Doe's" -> "they their" -> "their"

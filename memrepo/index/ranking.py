@@ -9,7 +9,8 @@
 3. Seed 001: ``× exp(signal score × 0.2) / (1 + days × recency_per_day)``, days since
    the file's date or its last reinforce; superseded and (when included) archived files
    are down-ranked; a file dated on a day (or in a month) the query names explicitly is
-   up-ranked (``× (1 + date_boost)``, :mod:`~memrepo.index.dates`).
+   up-ranked (``× (1 + date_boost)``, :mod:`~memrepo.index.dates`), and so is a file
+   that names a person the query names (``× (1 + people_boost)``, the search finds them).
 4. One entry per file (or ``per_file``), with its best chunk's span: no file floods the list.
 5. :func:`to_hits`: the ranked files as result lines (:class:`Hit`), each with a snippet.
 
@@ -93,6 +94,10 @@ class Settings:
     #: turn R@10 69.0 -> 75.0, in each of the three conversations; session R@5 unchanged)
     per_file: int = 10
     date_boost: float = 1.0
+    #: a file naming a person the query names (participants, people, a person file's
+    #: own name) x (1 + this): a person's own files among everyone's (docs/DESIGN-NOTES.md
+    #: "People named in the query")
+    people_boost: float = 1.0
     #: BM25 of the query words' neighbours (memrepo.index.expand) counts this much. The
     #: config's ``auto`` (:func:`settings_from_config`) is :data:`AUTO_EXPANSION` with an
     #: embedder and 0 with FTS5 alone (docs/DESIGN-NOTES.md "Query expansion")
@@ -216,10 +221,12 @@ def rank(
     limit: int,
     today: dt.date | None = None,
     dates: list[DateRange] | None = None,
+    people: set[str] | None = None,
 ) -> list[Ranked]:
     """Roll chunks up to files, apply signals/recency/status/dates, keep the best ``limit``.
 
     ``dates``: the calendar ranges the query names (:func:`~memrepo.index.dates.date_ranges`).
+    ``people``: the files that name a person the query names.
     A query weighs ~1,000 files: each gets its score (:func:`_score`); only the ``limit``
     shown become :class:`Ranked`, explained.
     """
@@ -236,7 +243,7 @@ def rank(
     scored: list[tuple[float, str, tuple[Any, ...]]] = []
     for path, chunks in by_file.items():
         final, why = _score(chunks, files.get(path), signals.get(path), s, today, dates,
-                            statuses)
+                            statuses, people)
         scored.append((-final, path, why))
     scored.sort(key=_score_then_path)  # ties broken by path
     out: list[Ranked] = []
@@ -277,10 +284,10 @@ def _signal(sig: list[tuple[int, float, str | None]] | None, best: ChunkHit,
 
 def _score(chunks: list[ChunkHit], info: FileInfo | None,
            sig: list[tuple[int, float, str | None]] | None, s: Settings, today: dt.date,
-           dates: list[DateRange] | None, statuses: dict[str, float]
-           ) -> tuple[float, tuple[Any, ...]]:
-    """One file's score (the rolled-up chunks x signals x recency x status x dates) and
-    what :func:`_explain` says of it."""
+           dates: list[DateRange] | None, statuses: dict[str, float],
+           people: set[str] | None = None) -> tuple[float, tuple[Any, ...]]:
+    """One file's score (the rolled-up chunks x signals x recency x status x dates x
+    people) and what :func:`_explain` says of it."""
     modified, status = (info.modified, info.status) if info is not None else (None, "")
     rel = _rollup(s, chunks)
     best = chunks[0]
@@ -293,14 +300,15 @@ def _score(chunks: list[ChunkHit], info: FileInfo | None,
     recency_f = 1.0 / (1.0 + days * s.recency_per_day) if days is not None else 1.0
     status_f = statuses.get(status, 1.0)
     date_f = 1.0 + s.date_boost if dates and in_ranges(modified, dates) else 1.0
-    final = rel * signal_f * recency_f * status_f * date_f
+    people_f = 1.0 + s.people_boost if people and best.path in people else 1.0
+    final = rel * signal_f * recency_f * status_f * date_f * people_f
     return final, (best, rel, len(chunks), score, signal_f, days, recency_f, status,
-                   status_f, date_f, final)
+                   status_f, date_f, people_f, final)
 
 
 def _explain(best: ChunkHit, rel: float, matching: int, score: float, signal_f: float,
              days: int | None, recency_f: float, status: str, status_f: float,
-             date_f: float, final: float) -> dict[str, float | str | None]:
+             date_f: float, people_f: float, final: float) -> dict[str, float | str | None]:
     return {
         "bm25": round(best.bm25, 4),
         "vector": None if best.vector is None else round(best.vector, 4),
@@ -315,6 +323,7 @@ def _explain(best: ChunkHit, rel: float, matching: int, score: float, signal_f: 
         "status": status or None,
         "status_factor": status_f,
         "date_factor": date_f,
+        "people_factor": people_f,
         "score": round(final, 6),
     }
 
@@ -354,6 +363,7 @@ def settings_from_config(search_cfg: dict) -> Settings:
         archived_factor=sf,
         per_file=int(search_cfg.get("per_file", d.per_file)),
         date_boost=float(search_cfg.get("date_boost", d.date_boost)),
+        people_boost=float(search_cfg.get("people_boost", d.people_boost)),
         expansion_weight=expansion_weight(search_cfg),
         reinforce_weight=float(search_cfg.get("reinforce_weight", d.reinforce_weight)),
         demote_weight=float(search_cfg.get("demote_weight", d.demote_weight)),

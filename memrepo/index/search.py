@@ -66,6 +66,11 @@ RARITY_ROUNDS = (256, 4096)
 #: the rarest kept. Only an index past COMMON_MIN chunks is counted: a LoCoMo
 #: conversation's never is; at 100K files the bench's prompts match 22K at most.
 MATCH_BUDGET = 50_000
+#: A person the query names lifts the files naming them (``Settings.people_boost``)
+#: unless more than this share of all files name them: the user, in every transcript,
+#: says nothing of which file is meant (and reading their files would cost a query ~2 ms
+#: per 1,000)
+PEOPLE_FRAC = 0.02
 
 
 class Engine(Protocol):
@@ -227,6 +232,9 @@ class Searcher:
         #: word once)
         self._counts: dict[str, tuple[int, int]] = {}
         self._counts_version: int | None = None
+        #: name word -> the files naming that person (None: too many), as of the same
+        self._people_files: dict[str, frozenset[str] | None] = {}
+        self._documents: int | None = None
         self._known_name: Callable[[str], bool] | None = None
         recorded = self.meta.get("embedder", "none")
         if recorded != "none":
@@ -266,6 +274,7 @@ class Searcher:
         (version,) = self.con.execute("PRAGMA data_version").fetchone()
         if version != self._counts_version:
             self._counts, self._counts_version = {}, version
+            self._people_files, self._documents = {}, None
 
     def _rarest(self, words: list[str]) -> tuple[list[str], list[str]]:
         """(a long prompt's QUERY_TERMS rarest words the index holds, in the prompt's
@@ -390,15 +399,44 @@ class Searcher:
                                (q.fts_match([word]),)).fetchone()
         return row is not None
 
+    def _names(self) -> Callable[[str], bool]:
+        if self._known_name is None:
+            self._known_name = names.lookup(self.con)
+        return self._known_name
+
+    def _people(self, query: str) -> tuple[list[str], set[str]]:
+        """(the people ``query`` names whose files it lifts, those files): each name word
+        named by at most PEOPLE_FRAC of the files (:mod:`~memrepo.index.names`)."""
+        if self.settings.people_boost <= 0:
+            return [], set()
+        words = names.named(query, self._names())
+        if not words:
+            return [], set()
+        self._counts_fresh()
+        if self._documents is None:
+            (self._documents,) = self.con.execute("SELECT count(*) FROM documents").fetchone()
+        cap = max(1, int((self._documents or 0) * PEOPLE_FRAC))
+        used, files = [], set()
+        for w in words:
+            if w not in self._people_files:
+                rows = self.con.execute(
+                    "SELECT d.path FROM names n JOIN documents d ON d.id = n.doc_id "
+                    "WHERE n.word = ? LIMIT ?", (w, cap + 1)).fetchall()
+                self._people_files[w] = (frozenset(p for (p,) in rows) if len(rows) <= cap
+                                         else None)
+            theirs = self._people_files[w]
+            if theirs:
+                used.append(w)
+                files |= theirs
+        return used, files
+
     def _vector_text(self, query: str) -> str | None:
         """What the query's vector is made from (people's names masked), None: no vectors."""
         if self.embedder is None or not query.strip():
             return None
         if not self.settings.mask_names:
             return query
-        if self._known_name is None:
-            self._known_name = names.lookup(self.con)
-        return names.mask(query, self._known_name)
+        return names.mask(query, self._names())
 
     def _ask_early(self, text: str | None, k: int) -> _Answer | None:
         """Send the resident server's ``nearest`` before the keyword search, read it after:
@@ -600,9 +638,13 @@ class Searcher:
         if len(files) > len(keyword_files):
             sigs.update(self._signals(list(files)[len(keyword_files):]))
         dates = date_ranges(query, f.now, holding(i.modified for i in files.values()))
+        people, their_files = self._people(query)
         settings = with_per_file(self.settings, per_file)
-        ranked = rank(chunk_hits, files, sigs, settings, limit, dates=dates)
+        ranked = rank(chunk_hits, files, sigs, settings, limit, dates=dates,
+                      people=their_files)
         tag = {"vectors": "on" if have_vectors else "off", **window(dates)}
+        if people:
+            tag["people"] = " ".join(people)
         if unsearched:
             tag["long_prompt"] = q.searched_by(chosen, words, "the rarest")
         if self.vectors_why and not have_vectors:
