@@ -161,3 +161,23 @@ def test_a_file_naming_the_person_the_query_names_ranks_first(irepo: IRepo) -> N
     assert caroline[0].explain is not None and caroline[0].explain["people_factor"] == 1.0
     assert "people" not in caroline[0].explain
     assert off[0].path.endswith("caroline-john.md")
+
+
+def test_a_long_lived_searcher_learns_a_person_added_since(irepo: IRepo) -> None:
+    """The MCP server keeps one searcher: a person file committed after it opened is
+    masked and lifted from the next query on (the index's data version moved)."""
+    irepo.write("memory-config.yaml", "search:\n  embedder: hash\n")
+    irepo.commit("hash")
+    sync(irepo.root, embedder_name="hash")
+    s, rec = _searcher(irepo.root, Settings())
+    try:
+        s.search("Where is Bruno?")
+        irepo.write("knowledge/people/bruno.md", "---\ntype: person\n---\n# Bruno\n\nIn Lisbon.\n")
+        irepo.commit("bruno")
+        sync(irepo.root, embedder_name="hash")
+        hits = s.search("Where is Bruno?")
+    finally:
+        s.close()
+    assert rec.seen == ["Where is Bruno?", "Where is they?"]
+    assert hits[0].path == "knowledge/people/bruno.md"
+    assert hits[0].explain is not None and hits[0].explain["people"] == "bruno"

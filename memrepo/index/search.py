@@ -270,11 +270,12 @@ class Searcher:
         return n
 
     def _counts_fresh(self) -> None:
-        """Forget the counts when another connection has committed since they were made."""
+        """Forget the counts, and who is named where, when another connection has
+        committed since they were read."""
         (version,) = self.con.execute("PRAGMA data_version").fetchone()
         if version != self._counts_version:
             self._counts, self._counts_version = {}, version
-            self._people_files, self._documents = {}, None
+            self._people_files, self._documents, self._known_name = {}, None, None
 
     def _rarest(self, words: list[str]) -> tuple[list[str], list[str]]:
         """(a long prompt's QUERY_TERMS rarest words the index holds, in the prompt's
@@ -400,6 +401,8 @@ class Searcher:
         return row is not None
 
     def _names(self) -> Callable[[str], bool]:
+        """Whether a word is a person's name in this index (as of its last commit)."""
+        self._counts_fresh()
         if self._known_name is None:
             self._known_name = names.lookup(self.con)
         return self._known_name
@@ -412,7 +415,6 @@ class Searcher:
         words = names.named(query, self._names())
         if not words:
             return [], set()
-        self._counts_fresh()
         if self._documents is None:
             (self._documents,) = self.con.execute("SELECT count(*) FROM documents").fetchone()
         cap = max(1, int((self._documents or 0) * PEOPLE_FRAC))
