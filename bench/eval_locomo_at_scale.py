@@ -4,6 +4,8 @@ size of the 100K-file bench, not of one conversation.
 
     python bench/eval_locomo_at_scale.py            # needs bench_resident.py's 100K repo
     python bench/eval_locomo_at_scale.py --modes hnsw,hnsw+similarity
+    python bench/eval_locomo_at_scale.py --fts-at-scale --modes hnsw+similarity,fts5
+    python bench/eval_locomo_at_scale.py --fts-at-scale --set people_boost=0
 
 ``eval_locomo.py`` searches one conversation's own index (~800-1,300 vectors, scanned
 exactly). At 100K files a search asks the resident server, whose HNSW index holds 2.09M
@@ -35,7 +37,8 @@ spread evenly), so recency weighs old and new alike and a question naming a mont
 the bench's files of that month too; the other two conversations are distractors as well.
 A hit outside the conversation takes its place in the ranking (a result the agent would
 read) where ``eval_locomo.py``, with nothing else in its index, never has one.
-``--common-frac`` and ``--match-budget`` try other values of those rules.
+``--constant NAME=VALUE`` tries another value of one of ``memrepo.index.search``'s
+constants (``COMMON_FRAC=1``), ``--set`` of a ``search.*`` setting (as ``eval_locomo.py``).
 
 The 2.09M vectors are ``bench_resident.py``'s MiniLM-shaped ones (a real chunk's vector
 plus isotropic noise), which make a hard case for HNSW: real text at this size may be
@@ -265,10 +268,9 @@ def main() -> int:
                     help="the HNSW's ef_search (default: vectors.ANN_EXPANSION_SEARCH)")
     ap.add_argument("--fts-at-scale", action="store_true",
                     help="the keyword side searches the 100K bench's index too (above)")
-    ap.add_argument("--common-frac", type=float, default=None,
-                    help="search.COMMON_FRAC to try (default: the shipped value)")
-    ap.add_argument("--match-budget", type=int, default=None,
-                    help="search.MATCH_BUDGET to try (default: the shipped value)")
+    ap.add_argument("--constant", action="append", default=[],
+                    help="NAME=VALUE: a constant of memrepo.index.search to try "
+                         "(COMMON_FRAC, MATCH_BUDGET, CANDIDATES, VECTOR_CANDIDATES, ...)")
     ap.add_argument("--set", action="append", default=[],
                     help="search.KEY=VALUE for every mode's searches (as eval_locomo.py)")
     ap.add_argument("--json-out", default=None)
@@ -279,10 +281,10 @@ def main() -> int:
     modes = args.modes.split(",")
     from memrepo.index import search
 
-    if args.common_frac is not None:
-        search.COMMON_FRAC = args.common_frac  # read by each search
-    if args.match_budget is not None:
-        search.MATCH_BUDGET = args.match_budget
+    for name, value in parse_set(args.constant).items():
+        if not name.isupper() or not hasattr(search, name):
+            ap.error(f"--constant {name}: memrepo.index.search has no such constant")
+        setattr(search, name, value)  # read by each search
     import locomo_retrieval as lr
     import onnxruntime  # noqa: F401  (before usearch: vectors.ann_library says why)
     from bench_resident import MODEL_ID, minilm_copy
