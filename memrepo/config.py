@@ -98,8 +98,8 @@ SCHEMA: dict[str, dict[str, Setting]] = {
             1.0, "files dated on a day (or month) the query names: score x (1 + this)"
         ),
         "people_boost": _num(
-            1.0, "files naming a person the query names (participants, people files), "
-            "unless one in 2% of all files: score x (1 + this)"
+            1.0, "files naming a person the query names (participants, people files): "
+            "score x (1 + this); a person more than 2% of all files name lifts nothing"
         ),
         "superseded_factor": _num(0.5, "score multiplier for superseded (and archived) files"),
         "reinforce_weight": _num(3.0, "signal score of each `memory reinforce` (seed 001: 3)"),

@@ -96,7 +96,7 @@ class Settings:
     date_boost: float = 1.0
     #: a file naming a person the query names (participants, people, a person file's
     #: own name) x (1 + this): a person's own files among everyone's (docs/DESIGN-NOTES.md
-    #: "People named in the query")
+    #: "The keyword side at scale, and the people a query names")
     people_boost: float = 1.0
     #: BM25 of the query words' neighbours (memrepo.index.expand) counts this much. The
     #: config's ``auto`` (:func:`settings_from_config`) is :data:`AUTO_EXPANSION` with an
