@@ -162,7 +162,8 @@ def scale_repo(big: Path, convs: list, roots: list[Path], work: Path) -> Path:
     if not (root / ".git").exists():  # a search finds its resident server by the git dir
         root.mkdir(parents=True, exist_ok=True)
         subprocess.run(["git", "init", "-q", str(root)], check=True)
-    stamp = ",".join(c.sample_id for c in convs)
+    st = db_path(big).stat()  # a rebuilt bench index makes the copy again
+    stamp = f"{','.join(c.sample_id for c in convs)} {st.st_size} {st.st_mtime_ns}"
     db = db_path(root)
     if db.exists():
         con = sqlite3.connect(db)
