@@ -23,9 +23,11 @@ conversation's own ``Searcher`` whose vectors come from that index, in-process, 
 - ``fts5``: no vectors, the default install (``search.embedder: none``); with
   ``--fts-at-scale`` the one mode besides ``alone`` whose figures are a default's at scale.
 
-Each prints session R@5, turn R@10, multi-hop session R@5 and the evidence turns among the
-query's 200 nearest vectors (a question's mean over its evidence), overall and per
-conversation. The conversations' vectors are added on one thread, so runs give one graph.
+Each prints session R@5, turn R@10, multi-hop session R@5, the evidence turns among the
+query's 200 nearest vectors (a question's mean over its evidence), and the share of the
+top-5 places taken by the other conversations' files and by the bench's (none without
+``--fts-at-scale``), overall and per conversation. The conversations' vectors are added
+on one thread, so runs give one graph.
 
 By default the keyword side is the conversation's own index. With ``--fts-at-scale`` it
 is the bench's too: a copy of the 100K repo's memory.db (5 GB, made once in ``--work``)
@@ -111,6 +113,16 @@ def _vectors(db: Path) -> tuple[np.ndarray, np.ndarray]:
     con.close()
     return (np.array(keys, dtype=np.int64),
             np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(keys), -1))
+
+
+def _documents(db: Path) -> frozenset[str]:
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    try:
+        return frozenset(p for (p,) in con.execute("SELECT path FROM documents"))
+    finally:
+        con.close()
 
 
 def conversation_repo(conv: object, root: Path) -> Path:
@@ -204,11 +216,17 @@ def scale_repo(big: Path, convs: list, roots: list[Path], work: Path) -> Path:
     return root
 
 
+Row = tuple[int, float, float, float, int, int]
+
+
 def score(root: Path, conv: object, emb: object, corpus_dir: Path,
-          overrides: dict[str, object] | None = None) -> list[tuple[int, float, float, float]]:
-    """(category, session R@5, turn R@10, reach) of each answerable question, the first
-    three as the eval scores them; reach: the share of its evidence turns one of whose
-    vectors is among the query's 200 nearest (what the vector side can bring in at all).
+          overrides: dict[str, object] | None = None, others: frozenset[str] = frozenset(),
+          ) -> list[Row]:
+    """(category, session R@5, turn R@10, reach, other, bench) of each answerable
+    question, the first three as the eval scores them; reach: the share of its evidence
+    turns one of whose vectors is among the query's 200 nearest (what the vector side can
+    bring in at all); other / bench: how many of its top-5 files are the other
+    conversations' (``others``) / neither theirs nor this one's (the bench's).
     ``root``: the repo searched (the conversation's, or the one at scale); no ``emb``:
     FTS5 alone, as a repo whose ``search.embedder`` is ``none`` searches (reach 0).
     ``overrides``: ``search.*`` settings to try (``--set``)."""
@@ -244,19 +262,26 @@ def score(root: Path, conv: object, emb: object, corpus_dir: Path,
                 keys = {k for p, a, b, h, r in chunks if p == t.file and a <= t.end_line
                         and b >= t.start_line for k in (h, r) if k is not None}
                 reach.append(bool(keys & near))
+            top = [f for f in files[:5] if f not in corpus.file_turns]
+            other = sum(f in others for f in top)
             rows.append((q.category, lr.score(files, gold, [5])["R@5"],
                          lr.score(turns or [], set(q.evidence), [10])["R@10"],
-                         sum(reach) / len(reach)))
+                         sum(reach) / len(reach), other, len(top) - other))
     finally:
         s.close()
     return rows
 
 
-def figures(rows: list[tuple[int, float, float, float]]) -> dict[str, float]:
+def figures(rows: list[Row]) -> dict[str, float]:
+    """The figures, and which files took the top-5 places not the conversation's (% of all
+    places): the other conversations', the bench's."""
+    places = 5 * len(rows)
     return {"session_R@5": round(100 * float(np.mean([r[1] for r in rows])), 1),
             "turn_R@10": round(100 * float(np.mean([r[2] for r in rows])), 1),
             "multi-hop_R@5": round(100 * float(np.mean([r[1] for r in rows if r[0] == 1])), 1),
-            "evidence_in_200_nearest": round(100 * float(np.mean([r[3] for r in rows])), 1)}
+            "evidence_in_200_nearest": round(100 * float(np.mean([r[3] for r in rows])), 1),
+            "top5_other_conversations_%": round(100 * sum(r[4] for r in rows) / places, 1),
+            "top5_bench_%": round(100 * sum(r[5] for r in rows) / places, 1)}
 
 
 def main() -> int:
@@ -303,6 +328,7 @@ def main() -> int:
     convs = lr.load_locomo(DATA)
     roots = [conversation_repo(c, work / c.sample_id) for c in convs]
     planted = [_vectors(db_path(r)) for r in roots]
+    own_files = [_documents(db_path(r)) for r in roots]
     scaled = scale_repo(big, convs, roots, work) if args.fts_at_scale else None
     model = MiniLMEmbedder()
     t0 = time.perf_counter()
@@ -340,8 +366,10 @@ def main() -> int:
                 cls = _HostedSimilarity if mode == "hnsw+similarity" else _Hosted
                 emb = cls(model, ann, False)
             where = root if mode == "alone" or scaled is None else scaled
+            others = frozenset().union(*(f for f, r in zip(own_files, roots, strict=True)
+                                         if r != root))
             per[conv.sample_id] = score(where, conv, emb, root.parent / "corpus" / root.name,
-                                        overrides)
+                                        overrides, others)
         out[mode] = {"all": figures([r for rows in per.values() for r in rows]),
                      **{sid: figures(rows) for sid, rows in per.items()}}
         print(mode, json.dumps(out[mode]), flush=True)
