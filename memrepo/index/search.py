@@ -521,7 +521,7 @@ class Searcher:
         rescore = self._ask_similarity(text, ours) if ours else None
         try:
             self._score_vectors(sim, cut, f, hits, files)
-            if rescore is not None:
+            if rescore is not None and cut is not None:  # asked only with a cut
                 self._rescore(rescore, sim, cut, hits)
         finally:
             if rescore is not None:
@@ -540,7 +540,7 @@ class Searcher:
         ask = getattr(self.embedder, "similarity", None)
         return _Early(ask, text, keys) if ask is not None else None
 
-    def _rescore(self, answer: _Answer, sim: dict[int, float], cut: float | None,
+    def _rescore(self, answer: _Answer, sim: dict[int, float], cut: float,
                  hits: dict[int, ChunkHit]) -> None:
         """The keyword candidates whose vectors lie above ``cut`` though the approximate
         search did not return them: scored as if it had. An unanswered request scores
@@ -549,7 +549,7 @@ class Searcher:
             found = answer.result()
         except Exception:  # a slow or busy server: the nearest keys alone, as before
             return
-        above = {key: v for key, v in found.items() if cut is None or v > cut}
+        above = {key: v for key, v in found.items() if v > cut}
         if not above:
             return
         sim.update(above)

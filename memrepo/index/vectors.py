@@ -392,8 +392,9 @@ class NearestIndex:
     def changed(self) -> bool:
         return self.signature() != self._seen
 
-    def search(self, qvec: bytes, k: int) -> list[tuple[int, float]]:
-        """(chunk hash, cosine similarity), best first; NotReady while there is no index."""
+    def _asked(self, qvec: bytes) -> tuple[Any, Any]:
+        """(the index, the query vector) a request is answered with; NotReady while there
+        is no index (saying how far its build is), ValueError for a vector of another size."""
         import numpy as np
 
         ann = self._ann
@@ -405,6 +406,11 @@ class NearestIndex:
         q = np.frombuffer(qvec, dtype="<f4")
         if q.shape != (self.dim,):
             raise ValueError(f"query vector of {q.size} dimensions, the index has {self.dim}")
+        return ann, q
+
+    def search(self, qvec: bytes, k: int) -> list[tuple[int, float]]:
+        """(chunk hash, cosine similarity), best first; NotReady while there is no index."""
+        ann, q = self._asked(qvec)
         with self._lock:
             keys, sims = ann.search(q, k)
         return [(int(h), float(s)) for h, s in zip(keys.tolist(), sims.tolist(), strict=True)]
@@ -416,12 +422,7 @@ class NearestIndex:
         there is no index."""
         import numpy as np
 
-        ann = self._ann
-        if ann is None:
-            raise NotReady(f"no vector index ({self.state})")
-        q = np.frombuffer(qvec, dtype="<f4")
-        if q.shape != (self.dim,):
-            raise ValueError(f"query vector of {q.size} dimensions, the index has {self.dim}")
+        ann, q = self._asked(qvec)
         if not len(keys):
             return np.zeros(0, dtype="<f4")
         with self._lock:
