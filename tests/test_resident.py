@@ -23,6 +23,7 @@ import pytest
 from conftest import IRepo, invoke_memory
 
 from memrepo.index import catchup, resident, serve
+from memrepo.index import db as dbmod
 from memrepo.index.embedders import HashEmbedder
 from memrepo.index.indexer import rebuild, sync
 from memrepo.index.paths import db_path
@@ -298,7 +299,7 @@ def test_a_reply_not_read_is_hung_up_when_the_keyword_search_fails(
                         lambda text, k: sent.append(ask(text, k)) or sent[-1])
 
     def broken(*a: object) -> object:
-        raise sqlite3.DatabaseError("database disk image is malformed")
+        raise dbmod.DatabaseError("database disk image is malformed")
 
     monkeypatch.setattr(engine, "_fts", broken)
     try:

@@ -1,23 +1,35 @@
-"""The one way to open ``memory.db``, and the one way to find sqlite-vec.
+"""The one way to open ``memory.db``: one SQLite library (``apsw``'s) for every connection.
 
-The index itself (documents, chunks, FTS5) needs only the standard ``sqlite3``. Vector
-scoring needs the sqlite-vec extension, which needs a SQLite module that can load
-extensions; many Pythons (this machine's, macOS's system Python, many pyenv builds)
-cannot. :func:`vector_backend` finds one — stdlib ``sqlite3`` if it can, else ``apsw``,
-else ``pysqlite3`` — and otherwise says so, so vectors are scored with numpy over the
-same float32 BLOBs instead of silently disappearing. Vectors are stored as plain BLOBs
-in an ordinary table, so every mode reads the same file.
+Every connection goes through :func:`connect` and :class:`Connection`, a thin adapter
+that gives apsw the few DB-API calls the index uses (``execute``, ``executemany``,
+``executescript``, ``lastrowid``, ``rowcount``, ``in_transaction``) and raises this
+module's :class:`Error` family for SQLite's failures. Why apsw and not the standard
+``sqlite3``:
+
+- **one library per process.** Two SQLite libraries in one process drop each other's
+  POSIX locks when either closes the file (sqlite.org/howtocorrupt.html, 2.2.1). Vector
+  scoring needs the sqlite-vec extension, which this machine's ``sqlite3`` (like macOS's
+  and many pyenv builds) cannot load, so apsw was already opening memory.db beside
+  ``sqlite3`` in the processes that write it (``memory serve``, ``memory mcp``).
+- **a newer SQLite, the same everywhere.** apsw's wheels carry their own (3.54 here,
+  where Python's is 3.40): the search's ranked FTS5 query takes 0.71 of the time on the
+  100K-file bench (docs/DESIGN-NOTES.md, "One SQLite library: apsw's").
+
+Without sqlite-vec, vectors are scored with numpy over the same float32 BLOBs instead of
+silently disappearing. Vectors are stored as plain BLOBs in an ordinary table, so every
+mode reads the same file.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
-import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import apsw
 
 BUSY_TIMEOUT_S = 5.0
 MMAP_BYTES = 256 * 1024 * 1024
@@ -25,35 +37,164 @@ MMAP_BYTES = 256 * 1024 * 1024
 READ_TIMEOUT_S = 1.0
 
 
+class Error(Exception):
+    """A failure of SQLite or of a statement (the DB-API's names, so callers read as
+    they would with ``sqlite3``)."""
+
+
+class DatabaseError(Error):
+    """The file cannot be used: corrupt, not a database, locked past the wait, unreadable."""
+
+
+class OperationalError(DatabaseError):
+    """Busy or locked past the wait, I/O, cannot open, no such table, read-only."""
+
+
+class IntegrityError(DatabaseError):
+    """A constraint failed."""
+
+
+class ProgrammingError(Error):
+    """The statement or its bindings are wrong (a bug, not the file)."""
+
+
+#: SQLite's primary result codes that are not OperationalError (as Python's sqlite3 maps them)
+_KINDS: dict[int, type[Error]] = {
+    apsw.SQLITE_CORRUPT: DatabaseError,
+    apsw.SQLITE_NOTADB: DatabaseError,
+    apsw.SQLITE_CONSTRAINT: IntegrityError,
+    apsw.SQLITE_MISMATCH: IntegrityError,
+    apsw.SQLITE_MISUSE: ProgrammingError,
+    apsw.SQLITE_RANGE: ProgrammingError,
+}
+
+
+def _error(exc: apsw.Error) -> Error:
+    """This module's error for one of apsw's (its message, without apsw's class name)."""
+    if isinstance(exc, (apsw.BindingsError, apsw.ExecutionCompleteError,
+                        apsw.ConnectionClosedError, apsw.CursorClosedError)):
+        return ProgrammingError(str(exc))
+    code = getattr(exc, "result", -1)
+    return _KINDS.get(code & 0xFF if code >= 0 else code, OperationalError)(str(exc))
+
+
+class Cursor:
+    """The rows of one statement; ``lastrowid`` and ``rowcount`` as of its execution."""
+
+    __slots__ = ("_cur", "lastrowid", "rowcount")
+
+    def __init__(self, cur: Any, lastrowid: int, rowcount: int):
+        self._cur = cur
+        self.lastrowid = lastrowid
+        #: rows the statement(s) inserted, updated or deleted
+        self.rowcount = rowcount
+
+    def fetchone(self) -> Any:
+        try:
+            return self._cur.fetchone()
+        except apsw.Error as exc:
+            raise _error(exc) from exc
+
+    def fetchall(self) -> list[Any]:
+        try:
+            return self._cur.fetchall()  # type: ignore[no-any-return]
+        except apsw.Error as exc:
+            raise _error(exc) from exc
+
+    def __iter__(self) -> Iterator[Any]:
+        try:
+            yield from self._cur
+        except apsw.Error as exc:
+            raise _error(exc) from exc
+
+
+class Connection:
+    """A connection to memory.db (see the module's docstring): statements run in
+    autocommit unless a ``BEGIN`` is explicit, as with ``isolation_level=None``."""
+
+    __slots__ = ("_con",)
+
+    def __init__(self, con: apsw.Connection):
+        self._con = con
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Cursor:
+        con = self._con
+        try:
+            before = con.total_changes()
+            cur = con.execute(sql, params)
+            return Cursor(cur, con.last_insert_rowid(), con.total_changes() - before)
+        except apsw.Error as exc:
+            raise _error(exc) from exc
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Cursor:
+        con = self._con
+        try:
+            before = con.total_changes()
+            cur = con.executemany(sql, rows)
+            return Cursor(cur, con.last_insert_rowid(), con.total_changes() - before)
+        except apsw.Error as exc:
+            raise _error(exc) from exc
+
+    def executescript(self, sql: str) -> None:
+        """Run every statement of ``sql`` (DDL)."""
+        for _ in self.execute(sql):
+            pass
+
+    @property
+    def in_transaction(self) -> bool:
+        return bool(self._con.in_transaction)
+
+    def load_extension(self, path: str) -> None:
+        try:
+            self._con.enable_load_extension(True)
+            self._con.load_extension(path)
+        except apsw.Error as exc:
+            raise _error(exc) from exc
+
+    def close(self) -> None:
+        self._con.close()
+
+
 def connect(
     path: str | Path, *, readonly: bool = False, fast_build: bool = False
-) -> sqlite3.Connection:
+) -> Connection:
     """Open the index: WAL (readers never blocked by the writer) and a busy timeout.
 
-    ``isolation_level=None`` means transactions are explicit (``BEGIN`` / ``COMMIT``),
-    so one index update is one transaction. ``fast_build`` is for a fresh temp file
-    that nobody reads until it is swapped in: no journal, no fsync until the end.
+    Transactions are explicit (``BEGIN`` / ``COMMIT``), so one index update is one
+    transaction. ``fast_build`` is for a fresh temp file that nobody reads until it is
+    swapped in: no journal, no fsync until the end.
     """
-    if readonly:
-        uri = Path(path).resolve().as_uri() + "?mode=ro"
-        con = sqlite3.connect(uri, uri=True, timeout=READ_TIMEOUT_S, isolation_level=None)
-        # a fresh search process reads pages through mmap: no syscall and copy per page
-        # (2-3x faster first query at 100K files); capped so RSS stays bounded
-        con.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
-    else:
-        con = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
-        if fast_build:
+    try:
+        if readonly:
+            uri = Path(path).resolve().as_uri() + "?mode=ro"
+            raw = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+            raw.set_busy_timeout(int(READ_TIMEOUT_S * 1000))
+        else:
+            raw = apsw.Connection(str(path))
+            raw.set_busy_timeout(int(BUSY_TIMEOUT_S * 1000))
+    except apsw.Error as exc:
+        raise _error(exc) from exc
+    con = Connection(raw)
+    try:
+        if readonly:
+            # a fresh search process reads pages through mmap: no syscall and copy per
+            # page (2-3x faster first query at 100K files); capped so RSS stays bounded
+            con.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+        elif fast_build:
             con.execute("PRAGMA journal_mode=OFF")
             con.execute("PRAGMA synchronous=OFF")
         else:
             con.execute("PRAGMA journal_mode=WAL")
             con.execute("PRAGMA synchronous=NORMAL")
-    con.execute("PRAGMA cache_size=-32000")
+        con.execute("PRAGMA cache_size=-32000")
+    except Error:  # not a database, or locked past the wait: no file left open
+        con.close()
+        raise
     return con
 
 
 @contextlib.contextmanager
-def write(con: sqlite3.Connection) -> Iterator[None]:
+def write(con: Connection) -> Iterator[None]:
     """One write transaction (``BEGIN IMMEDIATE``): committed when the block ends, rolled
     back when it raises. SQLite may have rolled it back itself (an I/O error, a full
     disk): the block's own error is the one raised, not "cannot rollback"."""
@@ -67,7 +208,7 @@ def write(con: sqlite3.Connection) -> Iterator[None]:
         raise
 
 
-def finish_build(con: sqlite3.Connection) -> None:
+def finish_build(con: Connection) -> None:
     """Turn a fast-built temp database into a normal WAL one before it is swapped in."""
     con.execute("PRAGMA journal_mode=WAL")
     con.execute("PRAGMA synchronous=NORMAL")
@@ -91,45 +232,16 @@ def vec_loadable_path() -> str | None:
 class VectorBackend:
     """How vectors are scored here: ``mode`` is shown by ``memory doctor``."""
 
-    #: "sqlite-vec/sqlite3" | "sqlite-vec/apsw" | "sqlite-vec/pysqlite3" | "numpy" | "python"
+    #: "sqlite-vec" | "numpy" | "python"
     mode: str
     detail: str
 
     @property
     def uses_sqlite_vec(self) -> bool:
-        return self.mode.startswith("sqlite-vec")
+        return self.mode == "sqlite-vec"
 
 
 _BACKEND: VectorBackend | None = None
-
-
-def _try_load(module_name: str, loadable: str) -> str | None:
-    """Return None if ``module_name`` can load sqlite-vec, else why not."""
-    try:
-        if module_name == "apsw":
-            import apsw
-
-            con = apsw.Connection(":memory:")
-            con.enable_load_extension(True)
-            con.load_extension(loadable)
-            con.execute("SELECT vec_version()").fetchall()
-            return None
-        mod: Any
-        if module_name == "pysqlite3":
-            from pysqlite3 import dbapi2 as mod
-        else:
-            mod = sqlite3
-        c = mod.connect(":memory:")
-        if not hasattr(c, "enable_load_extension"):
-            return f"{module_name} cannot load extensions"
-        c.enable_load_extension(True)
-        c.load_extension(loadable)
-        c.execute("SELECT vec_version()").fetchall()
-        return None
-    except ImportError:
-        return f"{module_name} not installed"
-    except Exception as exc:  # any failure to load means "not this module"
-        return f"{module_name}: {exc}"
 
 
 def vector_backend() -> VectorBackend:
@@ -138,47 +250,30 @@ def vector_backend() -> VectorBackend:
     if _BACKEND is not None:
         return _BACKEND
     loadable = vec_loadable_path()
-    reasons: list[str] = []
+    why = "sqlite-vec not installed"
     if loadable:
-        for name in ("sqlite3", "apsw", "pysqlite3"):
-            why = _try_load(name, loadable)
-            if why is None:
-                _BACKEND = VectorBackend(f"sqlite-vec/{name}", f"sqlite-vec loaded through {name}")
-                return _BACKEND
-            reasons.append(why)
-    else:
-        reasons.append("sqlite-vec not installed")
+        try:
+            con = connect(":memory:")
+            con.load_extension(loadable)
+            con.execute("SELECT vec_version()").fetchall()
+            con.close()
+            _BACKEND = VectorBackend("sqlite-vec", "sqlite-vec loaded")
+            return _BACKEND
+        except Error as exc:  # any failure to load means "score the BLOBs here"
+            why = f"sqlite-vec: {exc}"
     if importlib.util.find_spec("numpy") is not None:
-        _BACKEND = VectorBackend(
-            "numpy", "float32 BLOBs scored with numpy (" + "; ".join(reasons) + ")"
-        )
+        _BACKEND = VectorBackend("numpy", f"float32 BLOBs scored with numpy ({why})")
     else:
-        _BACKEND = VectorBackend(
-            "python", "float32 BLOBs scored in Python (" + "; ".join(reasons) + ")"
-        )
+        _BACKEND = VectorBackend("python", f"float32 BLOBs scored in Python ({why})")
     return _BACKEND
 
 
-def open_vec(path: str | Path) -> Any:
-    """A read-only connection with sqlite-vec loaded, through the module the probe found."""
+def open_vec(path: str | Path) -> Connection:
+    """A read-only connection with sqlite-vec loaded."""
     backend = vector_backend()
     loadable = vec_loadable_path()
-    uri = Path(path).resolve().as_uri() + "?mode=ro"
-    if backend.mode == "sqlite-vec/apsw":
-        import apsw
-
-        con = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
-        con.set_busy_timeout(int(BUSY_TIMEOUT_S * 1000))
-        con.enable_load_extension(True)
-        con.load_extension(loadable)
-        return con
-    if backend.mode in ("sqlite-vec/sqlite3", "sqlite-vec/pysqlite3"):
-        if backend.mode.endswith("pysqlite3"):
-            from pysqlite3 import dbapi2 as mod
-        else:
-            mod = sqlite3
-        con = mod.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
-        con.enable_load_extension(True)
-        con.load_extension(loadable)
-        return con
-    raise RuntimeError(f"no SQLite module here can load sqlite-vec ({backend.detail})")
+    if not backend.uses_sqlite_vec or loadable is None:
+        raise RuntimeError(f"sqlite-vec cannot be loaded here ({backend.detail})")
+    con = connect(path, readonly=True)
+    con.load_extension(loadable)
+    return con

@@ -3,7 +3,6 @@ which vector mode this machine has, and hook errors still unresolved."""
 
 from __future__ import annotations
 
-import sqlite3
 from typing import TYPE_CHECKING
 
 from memrepo.health import Check
@@ -40,7 +39,7 @@ def checks(repo: MemoryRepo) -> list[Check]:
                 pending = pending_vectors(con, every_chunk=True)
             finally:
                 con.close()
-        except sqlite3.DatabaseError as exc:
+        except dbmod.DatabaseError as exc:
             meta, docs = None, 0
             out.append(
                 Check("index", False, f"{path.name} cannot be read: {exc}", f"{FIX} --rebuild")

@@ -17,7 +17,6 @@ import contextlib
 import itertools
 import json
 import os
-import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -151,7 +150,7 @@ def parse(path: str, data: bytes, gz_limit: int = compression.DEFAULT_LIMIT) -> 
 class Writer:
     """Adds and removes documents inside the caller's transaction."""
 
-    def __init__(self, con: sqlite3.Connection, embedder: Embedder | None, embed_now: bool,
+    def __init__(self, con: dbmod.Connection, embedder: Embedder | None, embed_now: bool,
                  gz_limit: int = compression.DEFAULT_LIMIT):
         self.con = con
         #: whether transcript turns get their reply vector (recorded by the rebuild)
@@ -314,19 +313,19 @@ def _check_meta(meta: dict[str, str], embedder_id: str | None,
         raise NeedsRebuild(f"search.reply_vectors is now {str(replies).lower()}")
 
 
-def open_index(root: Path) -> sqlite3.Connection:
+def open_index(root: Path) -> dbmod.Connection:
     path = db_path(root)
     if not path.exists():
         raise NoIndex(f"no index at {path}")
     try:
         con = dbmod.connect(path)
         schema.get_meta(con)
-    except sqlite3.DatabaseError as exc:
+    except dbmod.DatabaseError as exc:
         raise NeedsRebuild(f"cannot read {path.name}: {exc}") from None
     return con
 
 
-def pending_vectors(con: sqlite3.Connection, *, every_chunk: bool = False) -> int:
+def pending_vectors(con: dbmod.Connection, *, every_chunk: bool = False) -> int:
     """Vectors chunks still wait for (the embedder is too heavy for the hook): of the
     chunks past :data:`~memrepo.index.schema.VECTORS_THROUGH`, or of ``every_chunk``
     (``memory doctor``, which checks that mark too; 3 s at 100K files)."""
@@ -337,7 +336,7 @@ def pending_vectors(con: sqlite3.Connection, *, every_chunk: bool = False) -> in
     return int(con.execute(schema.MISSING_VECTORS, {"after": after}).fetchone()[0])
 
 
-def advance_vectors_through(con: sqlite3.Connection) -> int:
+def advance_vectors_through(con: dbmod.Connection) -> int:
     """Move :data:`~memrepo.index.schema.VECTORS_THROUGH` up to the chunk before the
     first one still waiting for a vector (or the last chunk), reading only the chunks
     past it; in the caller's write transaction, so no writer adds a chunk meanwhile.
@@ -389,7 +388,7 @@ def update(
 
 def _apply_diff(
     root: Path,
-    con: sqlite3.Connection,
+    con: dbmod.Connection,
     indexed: str | None,
     head: str,
     embedder: Embedder | None,
@@ -455,7 +454,7 @@ def _apply_diff(
     res.chunks = writer.chunks
 
 
-def _has_signals(con: sqlite3.Connection, paths: list[str]) -> bool:
+def _has_signals(con: dbmod.Connection, paths: list[str]) -> bool:
     """Whether any of ``paths`` has a reinforce or demote (a lookup per 500 changed files)."""
     for i in range(0, len(paths), 500):
         part = paths[i : i + 500]
@@ -465,7 +464,7 @@ def _has_signals(con: sqlite3.Connection, paths: list[str]) -> bool:
     return False
 
 
-def _refold_signals(root: Path, con: sqlite3.Connection, *, force: bool = False) -> bool:
+def _refold_signals(root: Path, con: dbmod.Connection, *, force: bool = False) -> bool:
     """Re-aggregate ``raw/signals`` when its files changed since the last fold (inside the
     caller's transaction). Events are appended to the working tree by search and
     reinforce without a commit, so the diff alone would miss them until a rebuild."""
@@ -478,7 +477,7 @@ def _refold_signals(root: Path, con: sqlite3.Connection, *, force: bool = False)
 
 
 def _catch_up_vectors(
-    root: Path, con: sqlite3.Connection, embedder: Embedder, progress: Progress | None = None
+    root: Path, con: dbmod.Connection, embedder: Embedder, progress: Progress | None = None
 ) -> int:
     """Embed chunks the hook left without a vector (re-chunking their blobs)."""
     total = pending_vectors(con) if progress else 0
@@ -626,7 +625,7 @@ def _prepared_parts(
 
 def _bulk_add(
     root: Path,
-    con: sqlite3.Connection,
+    con: dbmod.Connection,
     writer: Writer,
     files: list[tuple[str, str]],
     progress: Progress | None,
@@ -654,8 +653,8 @@ def _bulk_add(
 def _swap(tmp: Path, target: Path) -> None:
     """Replace memory.db by the new file; the old WAL is checkpointed away first."""
     if target.exists():
-        with contextlib.suppress(sqlite3.DatabaseError):
-            old = sqlite3.connect(str(target), timeout=dbmod.BUSY_TIMEOUT_S)
+        with contextlib.suppress(dbmod.DatabaseError):
+            old = dbmod.connect(target)
             old.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             old.close()
     os.replace(tmp, target)
@@ -718,7 +717,7 @@ def sync(
 
 @contextlib.contextmanager
 def short_write(root: Path, git_dir: Path | None = None, wait: float = 30.0
-                ) -> Iterator[sqlite3.Connection | None]:
+                ) -> Iterator[dbmod.Connection | None]:
     """memory.db opened for a short write outside :func:`sync` (the catch-up's vectors, a
     reinforce folded at once), under the index lock: a rebuild swaps in a new memory.db
     under that lock, and a write through a connection opened before or during the swap

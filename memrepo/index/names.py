@@ -13,8 +13,9 @@ docs/DESIGN-NOTES.md "Names out of the query vector".
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Callable, Iterable
+
+from memrepo.index import db as dbmod
 
 #: a word as written, with an optional possessive
 _WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
@@ -33,7 +34,7 @@ def words(names: Iterable[str]) -> list[str]:
     return list(out)
 
 
-def lookup(con: sqlite3.Connection) -> Callable[[str], bool]:
+def lookup(con: dbmod.Connection) -> Callable[[str], bool]:
     """Whether a lowercased word is a known name word (one indexed lookup per new word)."""
     seen: dict[str, bool] = {}
 

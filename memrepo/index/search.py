@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sqlite3
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
@@ -219,7 +218,7 @@ class Searcher:
         try:
             self.con = dbmod.connect(path, readonly=True)
             self.meta = schema.get_meta(self.con)
-        except sqlite3.DatabaseError as exc:
+        except dbmod.DatabaseError as exc:
             raise IndexUnavailable(f"{path.name} cannot be read ({exc})") from None
         if self.meta.get("schema_version") != str(schema.SCHEMA_VERSION):
             self.con.close()
@@ -696,7 +695,7 @@ def _read_blob(root: Path, sha: str) -> bytes | None:
 
 #: What one query may raise, beyond the index failing (which :class:`Search` survives):
 #: a batch answers that query with an error and goes on.
-QUERY_ERRORS = (ValueError, OverflowError, sqlite3.Error)
+QUERY_ERRORS = (ValueError, OverflowError, dbmod.Error)
 
 
 class Search:
@@ -743,7 +742,7 @@ class Search:
     ) -> list[Hit]:
         try:
             return self.engine.search(query, limit, filters, snippets, per_file)
-        except sqlite3.DatabaseError as exc:
+        except dbmod.DatabaseError as exc:
             self.engine.close()
             self.engine = self._scanner()
             self.why = f"index failed ({exc})"

@@ -19,12 +19,12 @@ import datetime as dt
 import json
 import os
 import re
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
 from memrepo import worktree
 from memrepo.atomic import append_lines
+from memrepo.index import db as dbmod
 from memrepo.index.anchors import TEXT_CHARS, Relocator
 from memrepo.index.paths import is_utf8, printable
 from memrepo.jsonsafe import json_object
@@ -214,7 +214,7 @@ def stamp(root: Path) -> str:
     return "|".join(parts)
 
 
-def store(con: sqlite3.Connection, agg: dict[Key, Aggregate]) -> None:
+def store(con: dbmod.Connection, agg: dict[Key, Aggregate]) -> None:
     """Replace the index's signals table (inside the caller's transaction)."""
     con.execute("DELETE FROM signals")
     con.executemany(
@@ -224,7 +224,7 @@ def store(con: sqlite3.Connection, agg: dict[Key, Aggregate]) -> None:
     )
 
 
-def apply(con: sqlite3.Connection, events: list[dict]) -> None:
+def apply(con: dbmod.Connection, events: list[dict]) -> None:
     """Fold new events into the table now, so they count before the next index update."""
     today = dt.date.today().isoformat()
     for ev in events:

@@ -1,9 +1,8 @@
 """Nearest chunks by cosine similarity, by whichever backend :mod:`db` found.
 
-Vectors are unit-length float32 BLOBs keyed by chunk hash. With sqlite-vec loaded
-(through sqlite3, apsw or pysqlite3) SQLite scores them; otherwise numpy does, from the
-same table (9.9 ms for 100K vectors here, faster than sqlite-vec's 81 ms once numpy is
-imported); with neither, plain Python (fine for a small repo, slow for a big one).
+Vectors are unit-length float32 BLOBs keyed by chunk hash. With sqlite-vec loaded SQLite
+scores them; otherwise numpy does, from the same table (9.9 ms for 100K vectors here,
+faster than sqlite-vec's 81 ms once numpy is imported); with neither, plain Python (fine for a small repo, slow for a big one).
 
 :class:`NearestIndex` is the resident server's copy of the same table, held in memory in
 an HNSW index (usearch, int8 codes) so a search asks ``memory serve`` for its nearest
@@ -15,7 +14,6 @@ from __future__ import annotations
 
 import array
 import os
-import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -35,7 +33,7 @@ def _floats(blob: bytes) -> array.array:
 class VectorSearch:
     """Top-k chunk hashes for a query vector; loads what it needs once (for --batch)."""
 
-    def __init__(self, con: sqlite3.Connection, path: Path):
+    def __init__(self, con: dbmod.Connection, path: Path):
         self.con = con
         self.path = path
         self.backend = dbmod.vector_backend()
@@ -511,7 +509,7 @@ class NearestIndex:
     def _new(self) -> Any:
         return _Usearch(self.dim) if self.use_ann else _Exact(self.dim)
 
-    def _rows(self, con: sqlite3.Connection, after: int, should_stop: Any) -> Any:
+    def _rows(self, con: dbmod.Connection, after: int, should_stop: Any) -> Any:
         """(ids, keys, matrix) batches of the rows past id ``after``, in id order."""
         import numpy as np
 
@@ -527,7 +525,7 @@ class NearestIndex:
                 len(good), self.dim)
             yield after, keys, mat
 
-    def _build(self, con: sqlite3.Connection, ident: tuple[int, int], should_stop: Any
+    def _build(self, con: dbmod.Connection, ident: tuple[int, int], should_stop: Any
                ) -> int | None:
         """A new index of the whole table (built aside: the old one answers meanwhile)."""
         (total,) = con.execute("SELECT count(*) FROM vectors").fetchone()
@@ -565,14 +563,14 @@ class NearestIndex:
                 self._ann.add(keys[i : i + ADD_BATCH], mat[i : i + ADD_BATCH])
         return len(keys)
 
-    def _add_since(self, con: sqlite3.Connection, should_stop: Any) -> int:
+    def _add_since(self, con: dbmod.Connection, should_stop: Any) -> int:
         n = 0
         for last, keys, mat in self._rows(con, self._last_id, should_stop):
             n += self._add(keys, mat)
             self._last_id = last
         return n
 
-    def _reconcile(self, con: sqlite3.Connection, ident: tuple[int, int], should_stop: Any
+    def _reconcile(self, con: dbmod.Connection, ident: tuple[int, int], should_stop: Any
                    ) -> int:
         """Match the table by hash: remove keys it lost, add the ones it gained."""
         import numpy as np
