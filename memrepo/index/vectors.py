@@ -2,7 +2,8 @@
 
 Vectors are unit-length float32 BLOBs keyed by chunk hash. With sqlite-vec loaded SQLite
 scores them; otherwise numpy does, from the same table (9.9 ms for 100K vectors here,
-faster than sqlite-vec's 81 ms once numpy is imported); with neither, plain Python (fine for a small repo, slow for a big one).
+faster than sqlite-vec's 81 ms once numpy is imported); with neither, plain Python (fine
+for a small repo, slow for a big one).
 
 :class:`NearestIndex` is the resident server's copy of the same table, held in memory in
 an HNSW index (usearch, int8 codes) so a search asks ``memory serve`` for its nearest
