@@ -103,9 +103,9 @@ class _HostedSimilarity(_Hosted):
 
 
 def _vectors(db: Path) -> tuple[np.ndarray, np.ndarray]:
-    import sqlite3
+    from memrepo.index import db as dbmod
 
-    con = sqlite3.connect(db)
+    con = dbmod.connect(db, readonly=True)
     keys, blobs = [], []
     for h, v in con.execute("SELECT hash, vec FROM vectors"):
         keys.append(h)
@@ -116,9 +116,9 @@ def _vectors(db: Path) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _documents(db: Path) -> frozenset[str]:
-    import sqlite3
+    from memrepo.index import db as dbmod
 
-    con = sqlite3.connect(db)
+    con = dbmod.connect(db, readonly=True)
     try:
         return frozenset(p for (p,) in con.execute("SELECT path FROM documents"))
     finally:
@@ -164,8 +164,8 @@ def scale_repo(big: Path, convs: list, roots: list[Path], work: Path) -> Path:
     ``Writer`` from the conversations' corpora, their vectors copied from their index."""
     import hashlib
     import shutil
-    import sqlite3
 
+    from memrepo.index import db as dbmod
     from memrepo.index import schema
     from memrepo.index.indexer import Writer
     from memrepo.index.paths import db_path
@@ -178,7 +178,7 @@ def scale_repo(big: Path, convs: list, roots: list[Path], work: Path) -> Path:
     stamp = f"{','.join(c.sample_id for c in convs)} {st.st_size} {st.st_mtime_ns}"
     db = db_path(root)
     if db.exists():
-        con = sqlite3.connect(db)
+        con = dbmod.connect(db, readonly=True)
         done = con.execute("SELECT value FROM meta WHERE key = 'locomo_at_scale'").fetchone()
         con.close()
         if done == (stamp,):
@@ -188,7 +188,7 @@ def scale_repo(big: Path, convs: list, roots: list[Path], work: Path) -> Path:
     print(f"copying {db_path(big)} ({db_path(big).stat().st_size / 1e9:.1f} GB) ...",
           file=sys.stderr)
     shutil.copyfile(db_path(big), tmp)
-    con = sqlite3.connect(tmp, isolation_level=None)
+    con = dbmod.connect(tmp)
     con.execute("BEGIN")
     first, days = SPAN
     con.execute("UPDATE documents SET modified = date(?, '+' || (id % ?) || ' days')",
