@@ -118,19 +118,17 @@ class Connection:
         self._con = con
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Cursor:
-        con = self._con
-        try:
-            before = con.total_changes()
-            cur = con.execute(sql, params)
-            return Cursor(cur, con.last_insert_rowid(), con.total_changes() - before)
-        except apsw.Error as exc:
-            raise _error(exc) from exc
+        return self._run(self._con.execute, sql, params)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Cursor:
+        return self._run(self._con.executemany, sql, rows)
+
+    def _run(self, call: Any, sql: str, args: Any) -> Cursor:
+        """``call(sql, args)`` with the rows it wrote counted and SQLite's errors ours."""
         con = self._con
         try:
             before = con.total_changes()
-            cur = con.executemany(sql, rows)
+            cur = call(sql, args)
             return Cursor(cur, con.last_insert_rowid(), con.total_changes() - before)
         except apsw.Error as exc:
             raise _error(exc) from exc
