@@ -255,7 +255,8 @@ def vector_backend() -> VectorBackend:
             con.load_extension(loadable)
             con.execute("SELECT vec_version()").fetchall()
             con.close()
-            _BACKEND = VectorBackend("sqlite-vec", "sqlite-vec loaded")
+            _BACKEND = VectorBackend(
+                "sqlite-vec", f"loaded through apsw (SQLite {apsw.sqlite_lib_version()})")
             return _BACKEND
         except Error as exc:  # any failure to load means "score the BLOBs here"
             why = f"sqlite-vec: {exc}"
