@@ -20,7 +20,9 @@ pages are warm), with the time of each searcher step
 that exists in its tree, summed over the step's calls in the query; a step called inside
 another is named ``outer>inner`` (``_expanded>_fts``: the neighbours' FTS5 query).
 Printed: medians per tree and position, and B / A. The *first* of a pair is the new
-prompt proper: the second meets the server's cached vectors of the same texts.
+prompt proper: the second meets the server's cached vectors of the same texts. A step's
+``… ends at`` row is when its last call in the query ended, in ms from the query's start:
+the timeline (``_vectors>wait nearest ends at`` is when the server's reply was read).
 ``--warm N``: each child first searches N other new messages, untimed: a searcher that
 has lived a while (``memory mcp``'s) has its pages mapped, its SQLite cache and word
 counts filled, where a fresh one pays for them in its first queries (with the server
@@ -59,6 +61,8 @@ def child(repo: Path, seed: int) -> dict[str, dict[str, float]]:
 
     spent: dict[str, list[float]] = defaultdict(list)  # step -> its time in each query
     now: dict[str, float] = defaultdict(float)  # step -> its time in this query so far
+    ends: dict[str, float] = {}  # step -> when its last call in this query ended
+    started = [0.0]  # when this query started
     active: list[str] = []  # the steps running: a step inside another is "outer>inner"
 
     def timed(owner: object, name: str, label: str | None = None) -> None:
@@ -74,7 +78,9 @@ def child(repo: Path, seed: int) -> dict[str, dict[str, float]]:
             try:
                 return fn(*a, **k)
             finally:
-                now[key] += (time.perf_counter() - t0) * 1000
+                t1 = time.perf_counter()
+                now[key] += (t1 - t0) * 1000
+                ends[key] = (t1 - started[0]) * 1000
                 active.pop()
 
         setattr(owner, name, wrapper)
@@ -100,12 +106,15 @@ def child(repo: Path, seed: int) -> dict[str, dict[str, float]]:
         now.clear()
         total = []
         for q in qs:
-            t0 = time.perf_counter()
+            t0 = started[0] = time.perf_counter()
             hits = s.search(q)
             total.append((time.perf_counter() - t0) * 1000)
             for step, ms in now.items():
                 spent[step].append(ms)
+            for step, ms in ends.items():  # the timeline: what the search waits on
+                spent[f"{step} ends at"].append(ms)
             now.clear()
+            ends.clear()
             assert hits and hits[0].explain["vectors"] == "on", s.notes
         out[phase] = {"total": statistics.median(total),
                       **{k: statistics.median(v) for k, v in spent.items()}}

@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import TYPE_CHECKING
 
-from memrepo.index import db as dbmod
+if TYPE_CHECKING:
+    from memrepo.index.db import Connection
+
 
 #: Code point ranges of scripts that do not separate words with spaces (and Hangul, whose
 #: particles attach to the word before them): Thai, Lao, Myanmar, Khmer, Hangul Jamo,
@@ -88,14 +91,14 @@ def pieces(word: str) -> list[str]:
     return [x for x in _rx()[0].split(word) if x]
 
 
-def add(con: dbmod.Connection, rowid: int, text: str) -> None:
+def add(con: Connection, rowid: int, text: str) -> None:
     """Index one chunk's runs (nothing when it has none)."""
     t = index_text(text)
     if t:
         con.execute("INSERT INTO chunks_cjk(rowid, text) VALUES (?, ?)", (rowid, t))
 
 
-def remove(con: dbmod.Connection, rows: list[tuple[int, str]]) -> None:
+def remove(con: Connection, rows: list[tuple[int, str]]) -> None:
     """Forget chunks ``(rowid, the text they were indexed with)``."""
     todo = [(rowid, t) for rowid, t in ((r, index_text(x)) for r, x in rows) if t]
     if todo:

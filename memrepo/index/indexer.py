@@ -655,8 +655,10 @@ def _swap(tmp: Path, target: Path) -> None:
     if target.exists():
         with contextlib.suppress(dbmod.DatabaseError):
             old = dbmod.connect(target)
-            old.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            old.close()
+            try:
+                old.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            finally:
+                old.close()
     os.replace(tmp, target)
     for suffix in ("-wal", "-shm"):
         with contextlib.suppress(FileNotFoundError):

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
-from memrepo.index import db as dbmod
+if TYPE_CHECKING:
+    from memrepo.index.db import Connection
+
 
 #: a word as written, with an optional possessive
 _WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
@@ -34,7 +37,7 @@ def words(names: Iterable[str]) -> list[str]:
     return list(out)
 
 
-def lookup(con: dbmod.Connection) -> Callable[[str], bool]:
+def lookup(con: Connection) -> Callable[[str], bool]:
     """Whether a lowercased word is a known name word (one indexed lookup per new word)."""
     seen: dict[str, bool] = {}
 

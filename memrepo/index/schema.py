@@ -17,7 +17,10 @@ same rowids as ``chunks_fts``: it is empty in a repo without such text.
 
 from __future__ import annotations
 
-from memrepo.index import db as dbmod
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memrepo.index.db import Connection
 
 #: Bump when the tables or the chunker change: an index of another version is rebuilt.
 SCHEMA_VERSION = 9
@@ -87,7 +90,7 @@ CREATE TABLE signals (
 """
 
 
-def create(con: dbmod.Connection) -> None:
+def create(con: Connection) -> None:
     con.executescript(DDL)
 
 
@@ -125,7 +128,7 @@ def vectors_through(meta: dict[str, str]) -> int:
         return 0
 
 
-def lower_vectors_through(con: dbmod.Connection, chunk_id: int) -> None:
+def lower_vectors_through(con: Connection, chunk_id: int) -> None:
     """Chunk ``chunk_id`` waits for a vector: the mark goes below it (in the caller's
     transaction). An id is reused once the largest is deleted, so a new chunk may land
     under the mark."""
@@ -142,7 +145,7 @@ VECTOR_IN_USE = (
 )
 
 
-def get_meta(con: dbmod.Connection) -> dict[str, str]:
+def get_meta(con: Connection) -> dict[str, str]:
     return dict(con.execute("SELECT key, value FROM meta").fetchall())
 
 
@@ -151,7 +154,7 @@ def replies_recorded(meta: dict[str, str]) -> bool:
     return meta.get("reply_vectors", "1") == "1"
 
 
-def set_meta(con: dbmod.Connection, **values: str | int) -> None:
+def set_meta(con: Connection, **values: str | int) -> None:
     con.executemany(
         "INSERT INTO meta(key, value) VALUES (?, ?) "
         "ON CONFLICT(key) DO UPDATE SET value = excluded.value",

@@ -21,14 +21,17 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memrepo import worktree
 from memrepo.atomic import append_lines
-from memrepo.index import db as dbmod
 from memrepo.index.anchors import TEXT_CHARS, Relocator
 from memrepo.index.paths import is_utf8, printable
 from memrepo.jsonsafe import json_object
 from memrepo.layout import HITS_DIR, HITS_PREFIX, SIGNALS_DIR
+
+if TYPE_CHECKING:
+    from memrepo.index.db import Connection
 
 #: Seed 001's weights, the defaults of ``search.reinforce_weight`` / ``demote_weight``.
 WEIGHTS = {"reinforce": 3.0, "demote": -1.0, "hit": 0.0}
@@ -214,7 +217,7 @@ def stamp(root: Path) -> str:
     return "|".join(parts)
 
 
-def store(con: dbmod.Connection, agg: dict[Key, Aggregate]) -> None:
+def store(con: Connection, agg: dict[Key, Aggregate]) -> None:
     """Replace the index's signals table (inside the caller's transaction)."""
     con.execute("DELETE FROM signals")
     con.executemany(
@@ -224,7 +227,7 @@ def store(con: dbmod.Connection, agg: dict[Key, Aggregate]) -> None:
     )
 
 
-def apply(con: dbmod.Connection, events: list[dict]) -> None:
+def apply(con: Connection, events: list[dict]) -> None:
     """Fold new events into the table now, so they count before the next index update."""
     today = dt.date.today().isoformat()
     for ev in events:
