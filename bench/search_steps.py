@@ -172,10 +172,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = sorted({(ph, st) for _, ph, st in results}, key=lambda t: (t[0], t[1] != "total", t[1]))
     print(f"{args.size} files, {args.rounds} rounds of {QUERIES} messages"
           f"{f' after {args.warm} others' if args.warm else ''}; medians, ms")
-    print(f"{'phase':<16} {'step':<26}" + "".join(f"{n:>8}" for n in trees)
+    print(f"{'phase':<16} {'step':<34}" + "".join(f"{n:>8}" for n in trees)
           + ("   B / A" if len(trees) == 2 else ""))
     for phase, step in rows:
-        print(trees_mod.row(f"{phase:<16} {step:<26}",
+        print(trees_mod.row(f"{phase:<16} {step:<34}",
                             {n: results.get((n, phase, step), []) for n in trees}))
     return 0
 

@@ -10,10 +10,11 @@ module's :class:`Error` family for SQLite's failures. Why apsw and not the stand
   POSIX locks when either closes the file (sqlite.org/howtocorrupt.html, 2.2.1). Vector
   scoring needs the sqlite-vec extension, which this machine's ``sqlite3`` (like macOS's
   and many pyenv builds) cannot load, so apsw was already opening memory.db beside
-  ``sqlite3`` in the processes that write it (``memory serve``, ``memory mcp``).
+  ``sqlite3`` in a process that also writes it (``memory mcp`` hosts the server's
+  catch-up and searches with a local scan while the nearest index is built).
 - **a newer SQLite, the same everywhere.** apsw's wheels carry their own (3.54 here,
-  where Python's is 3.40): the search's ranked FTS5 query takes 0.71 of the time on the
-  100K-file bench (docs/DESIGN-NOTES.md, "One SQLite library: apsw's").
+  where Python's is 3.40): the search's ranked FTS5 query takes 0.70-0.75 of the time on
+  the 100K-file bench (docs/DESIGN-NOTES.md, "One SQLite library: apsw's").
 
 Without sqlite-vec, vectors are scored with numpy over the same float32 BLOBs instead of
 silently disappearing. Vectors are stored as plain BLOBs in an ordinary table, so every
