@@ -196,11 +196,10 @@ def scale_repo(big: Path, convs: list, roots: list[Path], work: Path) -> Path:
     # the conversations' turns get their reply vectors, as in their own index
     schema.set_meta(con, reply_vectors=1)
     w = Writer(con, None, embed_now=False)
-    for own in roots:
-        corpus_dir = own.parent / "corpus" / own.name
+    for own in roots:  # each conversation's repo: its files as its own index read them
         con.execute("ATTACH DATABASE ? AS conv", (str(db_path(own)),))
         for (path,) in con.execute("SELECT path FROM conv.documents").fetchall():
-            data = (corpus_dir / path).read_bytes()
+            data = (own / path).read_bytes()
             sha = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()  # git's blob id
             w.add(path, sha, data)
         con.execute("INSERT OR IGNORE INTO vectors(hash, vec) SELECT hash, vec FROM conv.vectors")
