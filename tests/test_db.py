@@ -58,6 +58,10 @@ def test_sqlite_failures_raise_the_modules_errors_with_sqlites_message(tmp_path:
     with pytest.raises(dbmod.OperationalError, match="overflow"):
         list(rows)
     con.close()
+    # a closed connection, as with sqlite3: a ProgrammingError, which is a DatabaseError
+    with pytest.raises(dbmod.ProgrammingError, match="closed"):
+        con.execute("SELECT 1")
+    assert issubclass(dbmod.ProgrammingError, dbmod.DatabaseError)
 
 
 def test_a_busy_writer_waits_then_says_locked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch

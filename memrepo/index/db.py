@@ -44,7 +44,7 @@ class Error(Exception):
 
 
 class DatabaseError(Error):
-    """The file cannot be used: corrupt, not a database, locked past the wait, unreadable."""
+    """The index cannot answer: corrupt, not a database, locked past the wait, unreadable."""
 
 
 class OperationalError(DatabaseError):
@@ -55,8 +55,9 @@ class IntegrityError(DatabaseError):
     """A constraint failed."""
 
 
-class ProgrammingError(Error):
-    """The statement or its bindings are wrong (a bug, not the file)."""
+class ProgrammingError(DatabaseError):
+    """The statement or its bindings are wrong, or the connection is closed (a
+    DatabaseError as PEP 249 and ``sqlite3`` have it: a search falls back to the scan)."""
 
 
 #: SQLite's primary result codes that are not OperationalError (as Python's sqlite3 maps them)
@@ -73,7 +74,8 @@ _KINDS: dict[int, type[Error]] = {
 def _error(exc: apsw.Error) -> Error:
     """This module's error for one of apsw's (its message, without apsw's class name)."""
     if isinstance(exc, (apsw.BindingsError, apsw.ExecutionCompleteError,
-                        apsw.ConnectionClosedError, apsw.CursorClosedError)):
+                        apsw.ConnectionClosedError, apsw.CursorClosedError,
+                        apsw.ThreadingViolationError)):
         return ProgrammingError(str(exc))
     code = getattr(exc, "result", -1)
     return _KINDS.get(code & 0xFF if code >= 0 else code, OperationalError)(str(exc))
