@@ -16,10 +16,13 @@ the commit moves; without an index those two parts are skipped.
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from .engine import Context, run_main
+
+if TYPE_CHECKING:
+    from memrepo.index.db import Connection
 
 CHECK_ID = "check-links"
 
@@ -84,21 +87,23 @@ def _tracked(ctx: Context, targets: set[str]) -> set[str]:
     return {p for p in out.split("\0") if p}
 
 
-def _index(ctx: Context, db_path) -> sqlite3.Connection | None:
+def _index(ctx: Context, db_path) -> Connection | None:
+    """memory.db, read-only, opened as the index opens it (only a commit with links pays)."""
     path = db_path(ctx.root)
     if not path.is_file():
         return None
-    from memrepo.index import schema
+    from memrepo.index import db, schema
 
-    with contextlib.suppress(sqlite3.Error):
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    with contextlib.suppress(db.Error):
+        con = db.connect(path, readonly=True)
         if schema.get_meta(con).get("schema_version") == str(schema.SCHEMA_VERSION):
             return con  # an older index has no links (the next `memory index` rebuilds it)
         con.close()
     return None
 
 
-def _wiki_ok(con: sqlite3.Connection, link, staged: set[str]) -> bool:
+def _wiki_ok(con: Connection, link, staged: set[str]) -> bool:
+    from memrepo.index import db
     from memrepo.index import links as L
 
     if any(L.is_memory_name(p) and (L.stem(p) == link.key
@@ -107,7 +112,7 @@ def _wiki_ok(con: sqlite3.Connection, link, staged: set[str]) -> bool:
         return True
     try:
         return L.resolve(con, link) is not None
-    except sqlite3.Error:
+    except db.Error:
         return True
 
 

@@ -5,8 +5,8 @@ post-commit indexer.
 own commits in-process). ``on_git_event`` brings the index to HEAD from the tree diff and
 must never hurt the commit: it never raises, never prints, never waits for another indexer
 (that one picks the change up), and logs every outcome to ``<git-dir>/memrepo/index.log``
-for ``memory doctor``. It imports only sqlite3 and the index's own light modules: no
-numpy, no YAML, no click.
+for ``memory doctor``. It imports only apsw (:mod:`memrepo.index.db`) and the index's own
+light modules: no numpy, no YAML, no click.
 
 When there is no ``memory.db`` yet it does nothing but log a hint: a first build of a
 large repo takes minutes, which no commit should wait for (``memory index`` builds it).

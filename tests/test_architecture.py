@@ -203,3 +203,23 @@ def test_the_checker_sees_lazy_and_relative_imports() -> None:
     assert "memrepo.index.indexer" in GRAPH["memrepo.hooks.post_commit"]  # function-level
     importers = [m for m in MODULES if m.startswith("memrepo.transcript.importers.")]
     assert any("memrepo.transcript.importers._common" in GRAPH[m] for m in importers)
+
+
+def test_memory_db_is_opened_through_one_sqlite_library() -> None:
+    """Two SQLite libraries in one process drop each other's POSIX locks when either closes
+    the file: ``sqlite3`` and ``apsw`` are imported by :mod:`memrepo.index.db` alone, and
+    every other module opens memory.db through it."""
+    found = []
+    for name, path in MODULES.items():
+        if name == "memrepo.index.db":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                continue
+            if {n.split(".")[0] for n in names} & {"sqlite3", "apsw", "pysqlite3"}:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert found == []

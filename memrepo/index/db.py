@@ -77,8 +77,8 @@ def _error(exc: apsw.Error) -> Error:
                         apsw.ConnectionClosedError, apsw.CursorClosedError,
                         apsw.ThreadingViolationError)):
         return ProgrammingError(str(exc))
-    code = getattr(exc, "result", -1)
-    return _KINDS.get(code & 0xFF if code >= 0 else code, OperationalError)(str(exc))
+    code = getattr(exc, "result", -1) & 0xFF  # the primary code
+    return _KINDS.get(code, OperationalError)(str(exc))
 
 
 class Cursor:
@@ -253,16 +253,17 @@ def vector_backend() -> VectorBackend:
     loadable = vec_loadable_path()
     why = "sqlite-vec not installed"
     if loadable:
+        con = connect(":memory:")
         try:
-            con = connect(":memory:")
             con.load_extension(loadable)
             con.execute("SELECT vec_version()").fetchall()
-            con.close()
             _BACKEND = VectorBackend(
                 "sqlite-vec", f"loaded through apsw (SQLite {apsw.sqlite_lib_version()})")
             return _BACKEND
         except Error as exc:  # any failure to load means "score the BLOBs here"
             why = f"sqlite-vec: {exc}"
+        finally:
+            con.close()
     if importlib.util.find_spec("numpy") is not None:
         _BACKEND = VectorBackend("numpy", f"float32 BLOBs scored with numpy ({why})")
     else:

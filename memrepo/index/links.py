@@ -25,12 +25,14 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrepo import compression, worktree
-from memrepo.index import db as dbmod
 from memrepo.jsonsafe import json_object
 from memrepo.layout import HITS_DIR, HITS_PREFIX
+
+if TYPE_CHECKING:
+    from memrepo.index.db import Connection
 
 
 @functools.cache
@@ -96,7 +98,7 @@ def _packed(path: str) -> list[str]:
     return [path, packed] if packed else [path]
 
 
-def _first(con: dbmod.Connection, paths: list[str]) -> str | None:
+def _first(con: Connection, paths: list[str]) -> str | None:
     """The first of ``paths`` the index holds."""
     for path in paths:
         row = con.execute("SELECT path FROM documents WHERE path = ?", (path,)).fetchone()
@@ -134,16 +136,16 @@ def extract(path: str, text: str) -> list[Link]:
     return out
 
 
-def store(con: dbmod.Connection, links: list[Link]) -> None:
+def store(con: Connection, links: list[Link]) -> None:
     con.executemany("INSERT INTO links(src, line, kind, target, key) VALUES (?,?,?,?,?)",
                     [(k.src, k.line, k.kind, k.target, k.key) for k in links])
 
 
-def drop(con: dbmod.Connection, path: str) -> None:
+def drop(con: Connection, path: str) -> None:
     con.execute("DELETE FROM links WHERE src = ?", (path,))
 
 
-def resolve(con: dbmod.Connection, link: Link) -> str | None:
+def resolve(con: Connection, link: Link) -> str | None:
     """The indexed file a link points at, or None (a broken or not yet written link)."""
     if link.kind == "md":  # archive/x.md, else archive/x.md.gz (prune compressed it)
         return _first(con, _packed(link.target))
@@ -160,14 +162,14 @@ def resolve(con: dbmod.Connection, link: Link) -> str | None:
     return None
 
 
-def outgoing(con: dbmod.Connection, path: str) -> list[tuple[Link, str | None]]:
+def outgoing(con: Connection, path: str) -> list[tuple[Link, str | None]]:
     """The links written in ``path``, each with the file it resolves to (None: broken)."""
     rows = con.execute("SELECT src, line, kind, target FROM links WHERE src = ? ORDER BY line",
                        (path,)).fetchall()
     return [(lk, resolve(con, lk)) for lk in (Link(*r) for r in rows)]
 
 
-def incoming(con: dbmod.Connection, path: str) -> list[Link]:
+def incoming(con: Connection, path: str) -> list[Link]:
     """The links of other files that resolve to ``path`` (backlinks)."""
     parts = name_key(bare(path)).split("/")
     # the path (and, for a compressed archive, the .md it was), alice, people/alice…
@@ -181,7 +183,7 @@ def incoming(con: dbmod.Connection, path: str) -> list[Link]:
     return [lk for lk in (Link(*r) for r in candidates) if resolve(con, lk) == path]
 
 
-def linked_files(con: dbmod.Connection, paths: list[str]) -> dict[str, list[str]]:
+def linked_files(con: Connection, paths: list[str]) -> dict[str, list[str]]:
     """For each of ``paths``, the files its links resolve to (in order, no repeats)."""
     out: dict[str, list[str]] = {}
     for path in paths:
@@ -236,7 +238,7 @@ def report(root: Path, path: str) -> dict[str, Any]:
 
 def linked(root: Path, paths: list[str]) -> dict[str, list[str]]:
     """:func:`linked_files` from the index of ``root`` ({} without one, or an old one)."""
-    from memrepo.index.db import connect
+    from memrepo.index.db import OperationalError, connect
     from memrepo.index.paths import db_path
 
     if not db_path(root).exists():
@@ -244,7 +246,7 @@ def linked(root: Path, paths: list[str]) -> dict[str, list[str]]:
     con = connect(db_path(root), readonly=True)
     try:
         return linked_files(con, paths)
-    except dbmod.OperationalError:
+    except OperationalError:
         return {}  # an index of an older schema: rebuilt by the next `memory index`
     finally:
         con.close()

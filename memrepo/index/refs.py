@@ -18,8 +18,7 @@ from pathlib import Path
 from memrepo import compression, worktree
 from memrepo.errors import FormatError, MemrepoError
 from memrepo.index import anchors, gitsource, signals
-from memrepo.index import db as dbmod
-from memrepo.index.db import connect, write
+from memrepo.index.db import Connection, DatabaseError, connect, write
 from memrepo.index.indexer import parse, short_write
 from memrepo.index.lock import Busy, IndexLock
 from memrepo.index.paths import db_path, is_indexed, state_dir
@@ -69,7 +68,7 @@ def _resolve_path(root: Path, given: str, indexed: Callable[[str], bool]) -> str
     return from_root
 
 
-def _line_count(root: Path, rel: str, con: dbmod.Connection | None) -> int | None:
+def _line_count(root: Path, rel: str, con: Connection | None) -> int | None:
     """Lines of the working-tree file (what the user sees; a compressed archive's text),
     else of the indexed one."""
     with contextlib.suppress(OSError, FormatError):  # never through a link, nor a FIFO
@@ -82,7 +81,7 @@ def _line_count(root: Path, rel: str, con: dbmod.Connection | None) -> int | Non
     return None
 
 
-def _chunk_lines(root: Path, rel: str, con: dbmod.Connection | None) -> list[int]:
+def _chunk_lines(root: Path, rel: str, con: Connection | None) -> list[int]:
     """Start line of each chunk (``#N`` anchors): the index's, else the file's own chunking."""
     if con is not None:
         rows = con.execute(
@@ -101,7 +100,7 @@ def _chunk_lines(root: Path, rel: str, con: dbmod.Connection | None) -> list[int
     return [c.start_line for c in parse(rel, data, limit).chunks]
 
 
-def _open_index(root: Path) -> dbmod.Connection | None:
+def _open_index(root: Path) -> Connection | None:
     """The index, or None when there is none or it cannot be read (REFs then check the
     working tree only)."""
     if not db_path(root).exists():
@@ -109,12 +108,12 @@ def _open_index(root: Path) -> dbmod.Connection | None:
     try:
         con = connect(db_path(root), readonly=True)  # writes go through _fold, under the lock
         con.execute("SELECT 1 FROM documents LIMIT 1")
-    except dbmod.DatabaseError:
+    except DatabaseError:
         return None
     return con
 
 
-def _resolve(root: Path, ref: str, con: dbmod.Connection | None) -> signals.Ref:
+def _resolve(root: Path, ref: str, con: Connection | None) -> signals.Ref:
     """``ref`` parsed and checked: a file search indexes, a chunk or line inside it."""
     try:
         r = signals.parse_ref(ref)
@@ -220,6 +219,6 @@ def _fold(root: Path, ev: dict[str, object]) -> float | None:
     except Busy:
         IndexLock(state_dir(gd)).mark_pending()
         return None
-    except (dbmod.DatabaseError, MemrepoError):
+    except (DatabaseError, MemrepoError):
         return None
     return signals.weighted(*row, *_weights(root)) if row else None
