@@ -19,6 +19,9 @@ its pages may be cold) and *again* (the same texts: the server's cache answers a
 pages are warm), with the time of each searcher step
 that exists in its tree, summed over the step's calls in the query; a step called inside
 another is named ``outer>inner`` (``_expanded>_fts``: the neighbours' FTS5 query).
+The ``cpu:`` rows are what a query cost in CPU (ms): the searching process, the server
+(its process, and the thread that answered each op; onnxruntime's own threads count in
+the process only), and both: on 2 cores no mean wall time can be under half their sum.
 Printed: medians per tree and position, and B / A. The *first* of a pair is the new
 prompt proper: the second meets the server's cached vectors of the same texts. A step's
 ``… ends at`` row is when its last call in the query ended, in ms from the query's start:
@@ -105,6 +108,7 @@ def child(repo: Path, seed: int) -> dict[str, dict[str, float]]:
         spent.clear()
         now.clear()
         total = []
+        before = _cpu(repo)
         for q in qs:
             t0 = started[0] = time.perf_counter()
             hits = s.search(q)
@@ -117,8 +121,33 @@ def child(repo: Path, seed: int) -> dict[str, dict[str, float]]:
             ends.clear()
             assert hits and hits[0].explain["vectors"] == "on", s.notes
         out[phase] = {"total": statistics.median(total),
-                      **{k: statistics.median(v) for k, v in spent.items()}}
+                      **{k: statistics.median(v) for k, v in spent.items()},
+                      **_cpu_per_query(before, _cpu(repo), len(qs))}
     s.close()
+    return out
+
+
+def _cpu(repo: Path) -> dict[str, float]:
+    """CPU seconds so far: this process's, the server's, and the server's threads' per op
+    (``memory serve --status``'s ``ops``; a server older than it has none)."""
+    from memrepo.index import resident
+
+    got = {"searcher": time.process_time()}
+    st = resident.ping(repo, budget=2.0) or {}
+    if "cpu_s" in st:
+        got["server"] = st["cpu_s"]
+        for op, o in st.get("ops", {}).items():
+            if op != "ping":  # this bench's own
+                got[f"server: {op}"] = o["cpu_s"]  # the thread that answered it
+    return got
+
+
+def _cpu_per_query(before: dict[str, float], after: dict[str, float], n: int
+                   ) -> dict[str, float]:
+    """The CPU a query cost each process (ms), and both together: what 2 cores share."""
+    out = {f"cpu: {k}": (after[k] - before.get(k, 0.0)) * 1000 / n for k in after}
+    if "server" in after:
+        out["cpu: searcher + server"] = out["cpu: searcher"] + out["cpu: server"]
     return out
 
 
@@ -172,10 +201,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = sorted({(ph, st) for _, ph, st in results}, key=lambda t: (t[0], t[1] != "total", t[1]))
     print(f"{args.size} files, {args.rounds} rounds of {QUERIES} messages"
           f"{f' after {args.warm} others' if args.warm else ''}; medians, ms")
-    print(f"{'phase':<16} {'step':<34}" + "".join(f"{n:>8}" for n in trees)
+    print(f"{'phase':<16} {'step':<36}" + "".join(f"{n:>8}" for n in trees)
           + ("   B / A" if len(trees) == 2 else ""))
     for phase, step in rows:
-        print(trees_mod.row(f"{phase:<16} {step:<34}",
+        print(trees_mod.row(f"{phase:<16} {step:<36}",
                             {n: results.get((n, phase, step), []) for n in trees}))
     return 0
 

@@ -47,6 +47,7 @@ def serve(ctx: click.Context, mode: str, idle: float | None, model: str | None,
                     f"({'loaded' if st['loaded'] else 'loading'}), {st['rss_mb']} MB, "
                     f"cache {st['cache']} queries, socket {st['socket']}")
             text += "\n" + _nearest_line(st.get("nearest") or {})
+            text += "\n" + _ops_line(st.get("ops") or {}, st.get("cpu_s"))
         else:
             text = "not running" + (f" ({st['note']})" if st.get("note") else "")
         out(st, text)
@@ -79,3 +80,13 @@ def _nearest_line(nr: dict) -> str:
     if nr.get("why_exact"):
         text += f"; {nr['why_exact']}"
     return text
+
+
+def _ops_line(ops: dict, cpu_s: float | None) -> str:
+    """What the requests answered so far cost, per kind: how many, and the mean time and
+    CPU of one (the model's own threads count in the process's CPU only)."""
+    parts = [f"{op} {o['requests']} x {1000 * o['seconds'] / o['requests']:.1f} ms "
+             f"(CPU {1000 * o['cpu_s'] / o['requests']:.1f})"
+             for op, o in ops.items() if o.get("requests")]
+    text = "requests: " + (", ".join(parts) if parts else "none yet")
+    return text + (f"; process CPU {cpu_s:.1f} s" if cpu_s is not None else "")

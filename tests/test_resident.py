@@ -124,6 +124,36 @@ def test_bad_requests_are_answered_and_the_server_goes_on(server: Server) -> Non
     assert resident.request(server.sock_path, {"op": "ping"})["ok"]
 
 
+def test_status_says_what_each_kind_of_request_cost(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ops``: requests answered per op, with the time and the answering thread's CPU
+    spent on them; a failed request counts, an unknown op does not (a client cannot grow
+    the table), and ``cpu_s`` is the whole process's."""
+    texts = ["rotate the hmac key", "kubernetes rolling update"]
+    for i in range(3):
+        resident.embed(server.sock_path, server.embedder.id, [f"{texts[0]} {i}"], budget=2.0)
+    for _ in range(5):
+        _raw(server.root, b'{"op": "no-such-op"}\n')
+    _raw(server.root, b'{"op": "embed", "texts": "x"}\n')  # answered with an error
+
+    def slow(texts: list[str]) -> list[bytes]:
+        deadline = time.thread_time() + 0.03  # CPU, not a sleep: it is the thread's
+        while time.thread_time() < deadline:
+            pass
+        return HashEmbedder().embed(texts)
+
+    monkeypatch.setattr(server.embedder, "embed", slow)
+    resident.embed(server.sock_path, server.embedder.id, texts, budget=2.0)
+    st = resident.request(server.sock_path, {"op": "ping"})
+    ops = st["ops"]
+    assert set(ops) == {"embed"}  # this ping is counted once answered
+    assert ops["embed"]["requests"] == 5
+    assert ops["embed"]["cpu_s"] >= 0.03 and ops["embed"]["seconds"] >= ops["embed"]["cpu_s"] * 0.9
+    assert st["cpu_s"] >= ops["embed"]["cpu_s"]
+    assert server.status()["ops"]["ping"]["requests"] == 1
+
+
 def test_a_silent_client_does_not_block_others(
     server: Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:

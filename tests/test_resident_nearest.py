@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -320,9 +321,13 @@ def test_a_restart_loads_the_saved_index(hashed: IRepo, mode: str) -> None:
 
 
 def test_status_says_how_nearest_answers(server: Server, mode: str) -> None:
+    _ask(server, "maxSurge maxUnavailable")
     out = invoke_memory(server.root, "serve", "--status")
     assert out.returncode == 0, out.stderr
     assert "nearest:" in out.stdout
+    # what the requests so far cost: the nearest just asked, one line
+    assert re.search(r"requests: .*nearest 1 x [0-9.]+ ms \(CPU [0-9.]+\).*; process CPU",
+                     out.stdout), out.stdout
     if mode == "exact":
         assert "exact numpy" in out.stdout and "usearch not installed" in out.stdout
     else:

@@ -124,6 +124,10 @@ class Server:
         #: hook's recall), each called as ``service(server, request, asked)``
         self.services: Mapping[str, Service] = services or {}
         self.answered: dict[str, int] = {}  # requests each service answered
+        #: op -> [requests, seconds answering them, CPU seconds of the threads that did]
+        #: (``status()["ops"]``: what each kind of request costs the server)
+        self.spent: dict[str, list[float]] = {}
+        self._spent_lock = threading.Lock()
         self._loaded = threading.Event()
         self._stop = threading.Event()
         self._stopped = threading.Event()
@@ -317,28 +321,50 @@ class Server:
         if not isinstance(req, dict):
             return {"ok": False, "error": "not a JSON object"}
         op = req.get("op")
+        known = ["ping", "embed", "nearest", "similarity", *self.services, "catch-up", "stop"]
+        if not isinstance(op, str) or op not in known:
+            return {"ok": False, "error": f"unknown op {str(op)[:40]!r} ({', '.join(known)})"}
+        t0, c0 = time.perf_counter(), time.thread_time()
         try:
-            if op == "ping":
-                return self.status()
-            if op == "embed":
-                return self._embed(req)
-            if op == "nearest":
-                return self._nearest(req)
-            if op == "similarity":
-                return self._similarity(req)
-            if isinstance(op, str) and op in self.services:
-                self.answered[op] = self.answered.get(op, 0) + 1
-                return self.services[op](self, req, asked)
-            if op == "catch-up":
-                return {"ok": True, "started": self.start_catch_up()}
-            if op == "stop":
-                return {"ok": True, "stopping": True}
+            return self._answer(op, req, asked)
         except Exception as exc:  # a model error: this request fails, the server goes on
             self.log(f"{op} failed: {type(exc).__name__}: {exc}")
             return {"ok": False, "error": f"{op} failed: {type(exc).__name__}: {exc}"[:300]}
-        known = ", ".join(["ping", "embed", "nearest", "similarity", *self.services,
-                           "catch-up", "stop"])
-        return {"ok": False, "error": f"unknown op {str(op)[:40]!r} ({known})"}
+        finally:
+            self._count(op, time.perf_counter() - t0, time.thread_time() - c0)
+
+    def _answer(self, op: str, req: dict[str, Any], asked: Callable[[], bool]
+                ) -> dict[str, Any]:
+        """The reply to a known ``op`` (may raise)."""
+        if op == "ping":
+            return self.status()
+        if op == "embed":
+            return self._embed(req)
+        if op == "nearest":
+            return self._nearest(req)
+        if op == "similarity":
+            return self._similarity(req)
+        if op in self.services:
+            self.answered[op] = self.answered.get(op, 0) + 1
+            return self.services[op](self, req, asked)
+        if op == "catch-up":
+            return {"ok": True, "started": self.start_catch_up()}
+        return {"ok": True, "stopping": True}  # "stop"
+
+    def _count(self, op: str, seconds: float, cpu: float) -> None:
+        with self._spent_lock:
+            row = self.spent.setdefault(op, [0, 0.0, 0.0])
+            row[0] += 1
+            row[1] += seconds
+            row[2] += cpu
+
+    def ops(self) -> dict[str, dict[str, float]]:
+        """Per op answered: requests, and the seconds and the answering threads' CPU
+        seconds spent on them in all (a model's own threads, onnxruntime's second one,
+        are the process's ``cpu_s``, not an op's)."""
+        with self._spent_lock:
+            return {op: {"requests": int(n), "seconds": round(wall, 6), "cpu_s": round(cpu, 6)}
+                    for op, (n, wall, cpu) in sorted(self.spent.items())}
 
     def status(self) -> dict[str, Any]:
         return {
@@ -350,6 +376,7 @@ class Server:
             "catching_up": self._catchup is not None and self._catchup.is_alive(),
             "embedded": self.embedded, "rss_mb": _rss_mb(),
             "services": {op: self.answered.get(op, 0) for op in self.services},
+            "ops": self.ops(), "cpu_s": round(sum(os.times()[:2]), 3),
             "nearest": self.nearest.status(),
         }
 
