@@ -359,9 +359,10 @@ class Server:
             row[2] += cpu
 
     def ops(self) -> dict[str, dict[str, float]]:
-        """Per op answered: requests, and the seconds and the answering threads' CPU
-        seconds spent on them in all (a model's own threads, onnxruntime's second one,
-        are the process's ``cpu_s``, not an op's)."""
+        """Per op answered through the socket: requests, and the seconds and the answering
+        threads' CPU seconds spent on them in all. A model's own threads (onnxruntime's
+        second one) count in the process's ``cpu_s``, not an op's, and so do the searches
+        of a process hosting the server (``memory mcp`` asks it in-process)."""
         with self._spent_lock:
             return {op: {"requests": int(n), "seconds": round(wall, 6), "cpu_s": round(cpu, 6)}
                     for op, (n, wall, cpu) in sorted(self.spent.items())}
