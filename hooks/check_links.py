@@ -19,6 +19,12 @@ import contextlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from memrepo import git
+from memrepo.errors import GitError
+from memrepo.index import links as L
+from memrepo.index.paths import db_path, is_indexed
+from memrepo.layout import TRANSCRIPT_ROOT
+
 from .engine import Context, run_main
 
 if TYPE_CHECKING:
@@ -28,10 +34,6 @@ CHECK_ID = "check-links"
 
 
 def check(paths: Sequence[str], ctx: Context) -> None:
-    from memrepo.index import links as L
-    from memrepo.index.paths import db_path, is_indexed
-    from memrepo.layout import TRANSCRIPT_ROOT
-
     found: list[L.Link] = []
     for path in paths:
         if not is_indexed(path) or path.startswith(TRANSCRIPT_ROOT):
@@ -77,9 +79,6 @@ def _tracked(ctx: Context, targets: set[str]) -> set[str]:
     """Which of ``targets`` git's index holds (one ls-files for all of them)."""
     if not targets or _is_bare(ctx):
         return set(targets)  # nothing to ask, or no index to ask: no warning
-    from memrepo import git
-    from memrepo.errors import GitError
-
     try:
         out = git.git(["ls-files", "-z", "--", *sorted(targets)], ctx.root)
     except (GitError, OSError):
@@ -104,7 +103,6 @@ def _index(ctx: Context, db_path) -> Connection | None:
 
 def _wiki_ok(con: Connection, link, staged: set[str]) -> bool:
     from memrepo.index import db
-    from memrepo.index import links as L
 
     if any(L.is_memory_name(p) and (L.stem(p) == link.key
                                     or L.name_key(L.bare(p)).endswith("/" + link.key))

@@ -16,7 +16,7 @@ CHECK_ID = "check-topics"
 
 
 def check_file(path: str, ctx: Context) -> None:
-    from memrepo import topics  # imports `regex` (~40 ms): only when a topic is staged
+    from memrepo import topics  # imports `regex`, slow to load: only when a topic is staged
 
     doc = ctx.document(path, CHECK_ID)
     text = ctx.text(path, CHECK_ID)

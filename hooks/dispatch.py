@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import memrepo
 from memrepo.hooks.post_commit import GIT_EVENTS, run_git_event
 
 #: validator name -> module in memrepo.hooks (each has main(argv) -> int).
@@ -42,8 +43,6 @@ CHAINED_ENV = "MEMREPO_CHAINED"
 
 def probe(args: Sequence[str]) -> int:
     """Import what hook ``args[0]`` needs and say which memrepo and Python answered."""
-    import memrepo
-
     kind = args[0] if args else "pre-commit"
     module = VALIDATORS.get(kind) or SERVER_HOOKS.get(kind)
     if module:

@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from memrepo import compression, documents
+from memrepo import compression, documents, yamlsafe
 from memrepo.config import Config, defaults, load_config, validate
-from memrepo.errors import ConfigError, FormatError, MemrepoError
+from memrepo.errors import ConfigError, FormatError, GitError, MemrepoError
 from memrepo.layout import CONFIG_FILE
 
-from .modes import REGULAR
+from .modes import REGULAR, worktree_mode
 
 #: How much of a file is sniffed for a NUL byte to call it binary (git uses the same idea).
 SNIFF_BYTES = 8192
@@ -121,7 +121,6 @@ class Context:
         """
         if self.modes is None:
             from memrepo import git
-            from memrepo.errors import GitError
 
             try:
                 self.modes = {new or path: mode for st, path, new, _sha, mode
@@ -132,8 +131,6 @@ class Context:
 
     def worktree_modes(self, paths: Sequence[str]) -> dict[str, str]:
         """git's modes for ``paths`` as they are in the work tree (not followed)."""
-        from .modes import worktree_mode
-
         modes = {}
         for path in paths:
             try:
@@ -320,8 +317,6 @@ class BlobContext(Context):
     def _load_config(self) -> Config:
         if self._config_blob is None:
             return Config(defaults())
-        from memrepo import yamlsafe
-
         try:
             text = self._config_blob.decode("utf-8")
             return validate(yamlsafe.load(text), text)

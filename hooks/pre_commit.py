@@ -61,7 +61,7 @@ def staged_context(
     """The staged paths and a Context serving their staged content (and the staged config).
 
     One ``git diff --cached`` for everything (each command that reads the index costs as
-    much as the repo is big: 25 ms at 100K files): it names the staged blobs, which are
+    much as the repo is big; bench/perf/bench_commit.py): it names the staged blobs, which are
     then read by sha, and the transcripts check takes its deletions and renames from it.
     """
     entry_modes = None

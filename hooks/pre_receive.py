@@ -27,6 +27,9 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from memrepo.errors import MemrepoError
+from memrepo.hooks.verify import check_push, format_findings
+
 CHECK_ID = "pre-receive"
 
 
@@ -41,9 +44,6 @@ def parse_updates(lines: Iterable[str]) -> list[tuple[str, str, str]]:
 
 def main(lines: Iterable[str] | None = None, root: Path | None = None) -> int:
     """Check the pushed ref updates; print why and return 1 to refuse the push."""
-    from memrepo.errors import MemrepoError
-    from memrepo.hooks.verify import check_push, format_findings
-
     updates = parse_updates(sys.stdin if lines is None else lines)
     try:
         findings = check_push(root or Path.cwd(), updates)

@@ -45,7 +45,7 @@ def atomic_write(path: str | Path, data: str | bytes, *, mode: int | None = None
             mode = os.stat(path).st_mode & 0o7777
         except FileNotFoundError:
             mode = 0o644
-    import tempfile  # ~4 ms of imports: only a process that writes pays them
+    import tempfile  # its imports cost start-up: only a process that writes pays them
 
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.",
                                suffix=".tmp")

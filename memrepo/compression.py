@@ -20,7 +20,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from memrepo.errors import FormatError
+from memrepo.errors import ConfigError, FormatError
+from memrepo.layout import CONFIG_FILE
 
 SUFFIX = ".md.gz"
 ROOT = "archive/"
@@ -68,8 +69,6 @@ def limit_for(root: str | Path) -> int:
     """The decompression cap of the repo at ``root`` (:data:`DEFAULT_LIMIT` when its config
     cannot be read), read once per version of the config file: a search, an export or
     ``memory serve`` may inflate many archives."""
-    from memrepo.layout import CONFIG_FILE
-
     try:
         stamp = (Path(root) / CONFIG_FILE).stat().st_mtime_ns
     except OSError:
@@ -80,7 +79,6 @@ def limit_for(root: str | Path) -> int:
 @functools.lru_cache(maxsize=8)
 def _limit_at(root: str, _stamp: int) -> int:
     from memrepo.config import load_config
-    from memrepo.errors import ConfigError
 
     try:
         return limit_of(load_config(root))

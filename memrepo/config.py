@@ -158,7 +158,7 @@ SCHEMA: dict[str, dict[str, Setting]] = {
             "direct",
             str,
             "how git runs memrepo's hooks: direct shims whose cost does not grow with the "
-            "repo, or the pre-commit framework (see docs/DESIGN-NOTES.md)",
+            "repo, or the pre-commit framework (docs/design.md \"Hooks and their cost\")",
             ("direct", "pre-commit"),
         ),
         "remote": Setting("origin", str, "remote that memory sync fetches from and pushes to"),
@@ -229,7 +229,7 @@ def validate(data: Any, text: str = "", source: str = CONFIG_FILE) -> Config:
         raise ConfigError("the config must be a mapping of sections", source, 1)
 
     def fail(message: str, *keypath: str) -> ConfigError:
-        # the line is looked up only on failure: composing the YAML again costs ~15 ms
+        # the line is looked up only on failure: it means composing the YAML again
         return ConfigError(message, source, yamlsafe.key_line(text, keypath))
 
     for section, values in data.items():

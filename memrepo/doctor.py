@@ -18,16 +18,21 @@ import subprocess
 import sys
 from pathlib import Path
 
-from memrepo import git, scaffold, worktree
+from memrepo import git, scaffold, worktree, yamlsafe
 from memrepo.agents import install as agent_install
 from memrepo.agents import state as agent_state
+from memrepo.atomic import TMP_GRACE, atomic_write, leftover_tmp_files
+from memrepo.config import IGNORED_KEYS
+from memrepo.context.watchers.feedback import judge_ended
+from memrepo.documents import count_lines, stated_line_count, with_line_count
 from memrepo.errors import MemrepoError
 from memrepo.health import Check, CheckFn
 from memrepo.hooks import install
 from memrepo.index import health as index_health
 from memrepo.index.indexer import sync
-from memrepo.layout import CONFIG_FILE, LAYOUT_DIRS, STATE_DIR
-from memrepo.locks import LockBusy
+from memrepo.layout import CONFIG_FILE, LAYOUT_DIRS, MEMORY_FILE, STATE_DIR
+from memrepo.lifecycle.journal import LOCK_FILE, LOCK_WAIT
+from memrepo.locks import LockBusy, file_lock
 from memrepo.repo import MemoryRepo
 from memrepo.transcript import recovery
 
@@ -46,8 +51,6 @@ def _config_check(repo: MemoryRepo) -> Check:
 
 def _ignored_keys(repo: MemoryRepo) -> dict[str, str]:
     """The keys of the config file memrepo accepts but never reads (config.IGNORED_KEYS)."""
-    from memrepo import yamlsafe
-    from memrepo.config import IGNORED_KEYS
     try:
         data = yamlsafe.load((repo.root / CONFIG_FILE).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, MemrepoError, yamlsafe.YAMLProblem):
@@ -92,7 +95,7 @@ def _hooks_check(repo: MemoryRepo) -> Check:
 
 
 #: From this many tracked files on, the pre-commit framework's own work-tree scans cost
-#: more than the validators (bench/bench_commit.py: 0.4 s per commit at 10K, 1 s at 100K).
+#: more than the validators (bench/perf/bench_commit.py times each hook runner).
 BIG_REPO_FILES = 20_000
 
 
@@ -223,8 +226,6 @@ def foundation_checks(repo: MemoryRepo) -> list[Check]:
 def leftover_tmp_checks(repo: MemoryRepo) -> list[Check]:
     """Temp files of atomic writes a killed process left (transcripts, knowledge files,
     ``memory.db``): older than a grace period and not owned by a live process."""
-    from memrepo.atomic import TMP_GRACE, leftover_tmp_files
-
     left = [p.relative_to(repo.root).as_posix() for p in leftover_tmp_files(repo.root)]
     if not left:
         return [Check("leftover temp files", True, "none")]
@@ -278,9 +279,6 @@ def _line_count_problem(repo: MemoryRepo) -> tuple[str, str] | None:
     """(what is wrong, the corrected text) when MEMORY.md's ``line_count`` is missing or
     differs from its lines; None when it is right (or there is no MEMORY.md with
     frontmatter to keep it in)."""
-    from memrepo.documents import count_lines, stated_line_count, with_line_count
-    from memrepo.layout import MEMORY_FILE
-
     try:
         text = worktree.read_file(repo.root, MEMORY_FILE).decode("utf-8")
     except (OSError, UnicodeDecodeError):
@@ -313,11 +311,6 @@ def memory_line_count_checks(repo: MemoryRepo) -> list[Check]:
 def _fix_line_count(repo: MemoryRepo) -> list[str]:
     """Doctor --fix: MEMORY.md's ``line_count`` set right (written under the lock every
     writer of knowledge files takes, not committed)."""
-    from memrepo.atomic import atomic_write
-    from memrepo.layout import MEMORY_FILE
-    from memrepo.lifecycle.journal import LOCK_FILE, LOCK_WAIT
-    from memrepo.locks import file_lock
-
     with file_lock(repo.root / LOCK_FILE, wait=LOCK_WAIT, poll=0.005):
         problem = _line_count_problem(repo)
         if problem is None:
@@ -347,8 +340,6 @@ def run_checks(repo: MemoryRepo) -> list[Check]:
 
 def _remove_leftover_tmp(repo: MemoryRepo) -> list[str]:
     """Doctor --fix: remove the temp files :func:`leftover_tmp_checks` reports."""
-    from memrepo.atomic import leftover_tmp_files
-
     out = []
     for path in leftover_tmp_files(repo.root):
         path.unlink(missing_ok=True)
@@ -368,9 +359,10 @@ def fix(repo: MemoryRepo) -> tuple[list[str], list[str]]:
     if rewritten:
         done.append(f"rewrote git hooks for {sys.executable}: {', '.join(rewritten)}")
     failed = []
-    for ok, line in recovery.repair_sessions(repo):  # before closing stale ones
+    # torn sessions repaired before stale ones are closed; each closed one's topics judged
+    for ok, line in recovery.repair_sessions(repo, after_end=judge_ended):
         (done if ok else failed).append(line)
-    for ok, line in recovery.close_stale_sessions(repo):
+    for ok, line in recovery.close_stale_sessions(repo, after_end=judge_ended):
         (done if ok else failed).append(line)
     done += _remove_leftover_tmp(repo)
     try:

@@ -47,7 +47,8 @@ def _handler() -> Any:
     """python-frontmatter's YAML handler on the strict loader, keeping key order.
 
     Built on first use: parsing never needs python-frontmatter (the split is done here to
-    keep real line numbers), and importing it costs ~30 ms on the commit path.
+    keep real line numbers), and its import would slow the commit path
+    (bench/perf/bench_commit.py).
     """
     import frontmatter
 

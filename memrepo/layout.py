@@ -83,6 +83,8 @@ CONFIG_FILE = "memory-config.yaml"
 DB_NAME = "memory.db"
 #: Per-clone working state (gitignored): sessions, caches, locks, logs.
 STATE_DIR = ".memrepo"
+#: Per-session state and locks of the transcripts being captured (``<id>.json``).
+SESSIONS_DIR = f"{STATE_DIR}/sessions"
 #: Trees that are never indexed: scratch space and binary attachments.
 EXCLUDED_ROOTS = ("scratch/", "attachments/", ".")
 #: Append-only usage events (seed 001 signals), one JSON object a line.

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from memrepo.atomic import atomic_write
+from memrepo.config import load_config
 from memrepo.layout import STATE_DIR
 from memrepo.resources import templates_dir
 
@@ -433,7 +434,6 @@ def _create_params(client: Any) -> frozenset[str]:
 def for_repo(root: Any, *, offline: bool = False, model: str | None = None,
              client: Any = None) -> LLM:
     """The client for the repo at ``root`` (the commands' one-liner)."""
-    from memrepo.config import load_config
     llm = LLM.from_config(load_config(root), offline=offline, model=model, client=client)
     llm.cache = ResultCache(root)
     return llm

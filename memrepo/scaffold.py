@@ -21,6 +21,7 @@ from memrepo.documents import with_line_count
 from memrepo.errors import MemrepoError
 from memrepo.hooks.install import HOOK_TYPES, PRE_COMMIT_CONFIG, env_with_memory_on_path
 from memrepo.layout import CONFIG_FILE, LAYOUT_DIRS, MEMORY_FILE, PEOPLE_INDEX, PROJECTS_INDEX
+from memrepo.repo import require_full_checkout
 from memrepo.resources import skeleton_dir, templates_dir
 
 #: template (under templates/knowledge/) -> where init writes it.
@@ -154,7 +155,6 @@ def lay_down(root: Path, today: dt.date | None = None, runner: str | None = None
     replaces the setting in an existing one.
     """
     from memrepo.commit.merge import install_driver
-    from memrepo.repo import require_full_checkout
 
     require_full_checkout(root, thorough=True)  # never a template over a file left out
     today = today or dt.date.today()

@@ -16,6 +16,13 @@ from pathlib import Path
 
 import click
 
+from memrepo.agents.state import LOG
+from memrepo.context.watchers.feedback import judge_ended
+from memrepo.documents import parse_datetime
+from memrepo.repo import discover
+from memrepo.transcript import capture as cap
+from memrepo.transcript.capture import text_from_bytes
+
 _session_opt = click.option(
     "--session", "session_id", envvar="MEMORY_SESSION", required=True, metavar="ID",
     help="The session id (default: $MEMORY_SESSION).",
@@ -23,8 +30,6 @@ _session_opt = click.option(
 
 
 def _root(ctx: click.Context) -> Path:
-    from memrepo.repo import discover
-
     return discover((ctx.obj or {}).get("repo")).root
 
 
@@ -35,7 +40,6 @@ def _text(text: str | None) -> tuple[str, str]:
         return text, "TEXT"
     if sys.stdin is None or sys.stdin.isatty():
         raise click.UsageError("give the text as an argument or on stdin")
-    from memrepo.transcript.capture import text_from_bytes
 
     stream = getattr(sys.stdin, "buffer", None)
     data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
@@ -45,7 +49,6 @@ def _text(text: str | None) -> tuple[str, str]:
 def _when(value: str | None) -> dt.datetime | None:
     if not value:
         return None
-    from memrepo.documents import parse_datetime
 
     try:
         parsed = parse_datetime(value)
@@ -84,8 +87,6 @@ def start(ctx: click.Context, session_id: str | None, model: str | None, channel
     the first messages): the file is opened as HHMM-ID-session.md and `end` renames it,
     printing the final path; use `end`'s output, not this one, to find the closed transcript.
     """
-    from memrepo.transcript import capture as cap
-
     tag_list = [t.strip() for raw in tags for t in raw.split(",") if t.strip()]
     session = cap.start(_root(ctx), session_id=session_id, model=model, channel=channel,
                         topic=topic, tags=tag_list, timezone=timezone, started=_when(started))
@@ -108,8 +109,6 @@ def start(ctx: click.Context, session_id: str | None, model: str | None, channel
 def append(ctx: click.Context, session_id: str, role: str, memory: bool, at: str | None,
            text: str | None) -> int:
     """Append one turn: TEXT, or stdin when TEXT is not given."""
-    from memrepo.transcript import capture as cap
-
     said, source = _text(text)
     count = cap.append(_root(ctx), session_id, role, said, memory=memory, when=_when(at),
                        source=source)
@@ -126,8 +125,6 @@ def append(ctx: click.Context, session_id: str, role: str, memory: bool, at: str
 @click.pass_context
 def tool(ctx: click.Context, session_id: str, name: str, args: str, result: str) -> int:
     """Record a tool call as one line: `> [tool:NAME] ARGS → RESULT`."""
-    from memrepo.transcript import capture as cap
-
     cap.tool(_root(ctx), session_id, name, args, result)
     return 0
 
@@ -142,8 +139,6 @@ def tool(ctx: click.Context, session_id: str, name: str, args: str, result: str)
 def attach(ctx: click.Context, session_id: str, file: Path, role: str | None,
            name: str | None) -> int:
     """Store FILE under attachments/ and reference it: `> [attachment:PATH]`."""
-    from memrepo.transcript import capture as cap
-
     click.echo(cap.attach(_root(ctx), session_id, file, role=role, name=name))
     return 0
 
@@ -163,12 +158,12 @@ def end(ctx: click.Context, session_id: str, tokens_in: int | None, tokens_out: 
     after its first messages. If the commit is refused (a hook), the transcript is reopened
     exactly as it was and nothing stays staged; fix the cause and run `end` again.
     """
-    from memrepo.transcript import capture as cap
-
-    done = cap.end(_root(ctx), session_id, tokens_in=tokens_in, tokens_out=tokens_out,
+    root = _root(ctx)
+    done = cap.end(root, session_id, tokens_in=tokens_in, tokens_out=tokens_out,
                    commit=not no_commit)
+    judge_ended(root, done)
     if as_json:
-        click.echo(json.dumps(done.__dict__))
+        click.echo(json.dumps(done.as_json()))
     else:
         click.echo(done.path)
         if done.commit:
@@ -231,10 +226,7 @@ def sweep(ctx: click.Context, base: Path | None, idle_hours: float | None,
     transcript, and a session idle for --idle-hours is closed and committed. Sessions
     captured from Codex or Gemini hooks that have been idle as long are closed too.
     """
-    import datetime as dt
-
-    from memrepo.agents.events import close_idle
-    from memrepo.agents.state import LOG
+    from memrepo.agents.worker import close_idle
     from memrepo.transcript.follow import IDLE_CLOSE
     from memrepo.transcript.follow import sweep as run_sweep
 
@@ -244,7 +236,7 @@ def sweep(ctx: click.Context, base: Path | None, idle_hours: float | None,
         return 0
     idle = dt.timedelta(hours=idle_hours) if idle_hours is not None else IDLE_CLOSE
     failed = 0
-    for done, error in run_sweep(root, base, idle_close=idle):
+    for done, error in run_sweep(root, base, idle_close=idle, after_end=judge_ended):
         if done is None:
             failed += 1
             click.echo(f"memory: {error}", err=True)

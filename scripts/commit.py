@@ -6,6 +6,8 @@ import json
 
 import click
 
+from memrepo.repo import discover
+
 
 @click.command()
 @click.option("--dry-run", is_flag=True, help="Print the message and the files; change nothing.")
@@ -23,7 +25,6 @@ def commit(ctx: click.Context, dry_run: bool, as_json: bool, use_llm: bool | Non
     empty commit), so this is safe to run from cron.
     """
     from memrepo.commit import batch
-    from memrepo.repo import discover
 
     root = discover((ctx.obj or {}).get("repo")).root
     result = batch.run(root, dry_run=dry_run, use_llm=use_llm, push=push)

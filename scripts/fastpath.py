@@ -1,8 +1,8 @@
 """The two hot paths, served without Click: ``memory hook NAME`` and ``capture append``.
 
 Git runs ``memory hook …`` on every commit and a harness runs ``capture append`` on every
-turn; importing Click and the command tree costs ~20 ms of each. Only plain forms are
-taken here:
+turn; importing Click and the command tree would slow each (bench/perf/bench_commit.py and
+bench/perf/bench_capture.py time them). Only plain forms are taken here:
 
     memory hook NAME [ARGS…]            (NAME a validator, a post-* event or pre-receive)
     memory [--repo PATH] hook HARNESS EVENT   (an agent's hook: claude-code, codex, gemini)
@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+
+from memrepo.errors import MemrepoError
 
 ROLES = ("user", "agent", "system")
 
@@ -79,7 +81,7 @@ def parse_agent_hook(argv: Sequence[str]) -> tuple[str, str, str | None] | None:
     """(harness, event, repo) of ``[--repo R] hook HARNESS EVENT [--repo R]``, else None.
 
     Agents run it on every prompt with the payload on stdin (memrepo.agents.events): it
-    never reaches Click, whose import alone would cost the prompt ~20 ms.
+    never reaches Click, whose import would slow every prompt (bench/perf/bench_agent_hooks.py).
     """
     repo, rest = split_repo(argv)
     if len(rest) != 3 or rest[0] != "hook" or rest[2].startswith("-"):
@@ -111,7 +113,6 @@ def run(argv: Sequence[str]) -> int | None:
     call = None if hook else parse_append(argv)
     if not hook and call is None:
         return None
-    from memrepo.errors import MemrepoError
 
     try:
         if hook or call is None:
@@ -154,7 +155,7 @@ def main() -> None:
         click_run()
     if code is not None and parse_agent_hook(sys.argv[1:]) is not None:
         # an agent waits for this process on every prompt: its answer is written and
-        # flushed, its files closed; the interpreter's teardown would add ~6 ms
+        # flushed, its files closed; the interpreter's teardown would only make it wait
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

@@ -8,6 +8,9 @@ import sys
 import click
 
 from memrepo.errors import MemrepoError
+from memrepo.index import embedders
+from memrepo.index.indexer import sync
+from memrepo.index.lock import Busy
 from memrepo.repo import discover
 
 
@@ -40,10 +43,6 @@ class _Bar:
 @click.pass_context
 def index(ctx: click.Context, rebuild: bool, as_json: bool) -> None:
     """Bring the search index (memory.db) up to HEAD: only changed files are read."""
-    from memrepo.index import embedders
-    from memrepo.index.indexer import sync
-    from memrepo.index.lock import Busy
-
     repo = discover((ctx.obj or {}).get("repo"))
     name = repo.config["search"]["embedder"]
     missing = embedders.available(name)

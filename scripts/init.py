@@ -11,6 +11,8 @@ import click
 from memrepo import git, scaffold
 from memrepo.config import load_config
 from memrepo.hooks import install
+from memrepo.index.indexer import sync
+from memrepo.index.paths import db_path
 
 
 @click.command()
@@ -112,17 +114,12 @@ INIT_INDEX_MAX_FILES = 5000
 def _first_index(root: Path) -> str | None:
     """Build memory.db when there is none, so that the hooks keep it current from now on
     (they never build a first index: a commit must not wait minutes)."""
-    from memrepo import git
-    from memrepo.index.paths import db_path
-
     if db_path(root).exists() or git.head(root) is None:
         return None
     files = git.tracked_count(root)
     if files > INIT_INDEX_MAX_FILES:
         return f"{files:,} files: run 'memory index' to build the search index"
     try:
-        from memrepo.index.indexer import sync
-
         search = load_config(root)["search"]
         res = sync(root, embedder_name=search["embedder"], replies=search["reply_vectors"])
     except Exception as exc:  # init has done its job; the doctor reports the index

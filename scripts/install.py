@@ -7,7 +7,10 @@ from pathlib import Path
 
 import click
 
+from memrepo.agents import install as agents
 from memrepo.agents.harness import HARNESSES
+from memrepo.agents.settings import AGENTS, check_scope
+from memrepo.repo import discover
 from memrepo.scripts.cli import accepts_repo
 
 _agent = click.argument("agent", type=click.Choice(list(HARNESSES)))
@@ -61,10 +64,7 @@ def install(ctx: click.Context, agent: str, scope: str, memory_exe: str | None, 
     agent's settings, so nothing depends on the agent's PATH or cwd. Only memrepo's own
     entries change (recognised by what they run); running it again changes nothing.
     """
-    from memrepo.agents import install as agents
-    from memrepo.repo import discover
-
-    agents.check_scope(agent, scope)
+    check_scope(agent, scope)
     repo = discover((ctx.obj or {}).get("repo")).root
     exe = str(Path(memory_exe).absolute()) if memory_exe else agents.running_memory()
     agents.memory_version(exe)
@@ -73,7 +73,7 @@ def install(ctx: click.Context, agent: str, scope: str, memory_exe: str | None, 
     if _report(changes, dry_run, "install") and not dry_run:
         agents.apply(changes, home)
         click.echo(f"installed: {exe} --repo {repo}")
-        click.echo(agents.AGENTS[agent].next_step)
+        click.echo(AGENTS[agent].next_step)
         click.echo(f"Undo: memory uninstall {agent} --scope {scope}")
     return 0
 
@@ -91,8 +91,6 @@ def uninstall(agent: str, scope: str, dry_run: bool, home: Path | None,
     Nothing else changes: a file that held only memrepo's entries is removed, any other
     file gets back the bytes it had before `memory install`.
     """
-    from memrepo.agents import install as agents
-
     changes = agents.plan(agent, scope, home=home, project=project)
     if _report(changes, dry_run, "uninstall") and not dry_run:
         agents.apply(changes, home)

@@ -6,6 +6,11 @@ import json
 
 import click
 
+from memrepo.index import links as L
+from memrepo.index.indexer import sync
+from memrepo.index.refs import resolve_file
+from memrepo.repo import discover
+
 
 @click.command("links")
 @click.argument("file")
@@ -14,11 +19,6 @@ import click
 def links(ctx: click.Context, file: str, as_json: bool) -> None:
     """[[wikilinks]] and relative markdown links in FILE (each resolved, or broken), the
     files that link to it, and the files recalled together with it (this clone's hits)."""
-    from memrepo.index import links as L
-    from memrepo.index.indexer import sync
-    from memrepo.index.refs import resolve_file
-    from memrepo.repo import discover
-
     repo = discover((ctx.obj or {}).get("repo"))
     rel = resolve_file(repo.root, file)
     sync(repo.root)

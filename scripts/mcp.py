@@ -3,7 +3,8 @@
 An agent (Claude Code, Codex, Gemini CLI) starts it and talks JSON-RPC on its stdin and
 stdout; nothing else may print there. The repo is found before the protocol starts, so
 a wrong ``--repo`` is one line on stderr and exit status 1, not a server that fails
-every call. The MCP SDK is imported here only: no other command pays its ~2 s import.
+every call. The MCP SDK is imported here only: no other command pays its slow import
+(bench/perf/bench_mcp.py times the server's start).
 """
 
 from __future__ import annotations

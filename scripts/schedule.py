@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from memrepo.repo import discover
+
 
 @click.group()
 def schedule() -> None:
@@ -13,8 +15,6 @@ def schedule() -> None:
 
 
 def _root(ctx: click.Context) -> Path:
-    from memrepo.repo import discover
-
     return discover((ctx.obj or {}).get("repo")).root
 
 

@@ -15,7 +15,8 @@ import click
 
 from memrepo.index.dates import BadBound, parse_bound
 from memrepo.index.ranking import Filters, Hit, settings_from_config
-from memrepo.index.search import QUERY_ERRORS, Search, record_hits
+from memrepo.index.search import QUERY_ERRORS, Search
+from memrepo.index.signals import record_hits
 from memrepo.layout import category_names
 from memrepo.repo import discover
 from memrepo.scripts._params import DATE

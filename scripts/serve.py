@@ -1,9 +1,10 @@
 """``memory serve``: keep the sentence model loaded for this clone's hooks and searches.
 
-A heavy embedder (minilm) costs ~0.5 s to load; hooks and a single ``memory search`` never
-pay it: they ask this process over a local socket (100 ms budget) and fall back to FTS5
-alone when it is not there. It also embeds, in the background, the chunks commits left
-without vectors. ``memory mcp`` hosts the same server while it runs when none is up.
+A heavy embedder (minilm) is slow to load (bench/perf/bench_resident.py); hooks and a single
+``memory search`` never pay it: they ask this process over a local socket (within
+memrepo.index.remote.QUERY_BUDGET_S) and fall back to FTS5 alone when it is not there. It
+also embeds, in the background, the chunks commits left without vectors. ``memory mcp``
+hosts the same server while it runs when none is up.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ def serve(ctx: click.Context, mode: str, idle: float | None, model: str | None,
           as_json: bool) -> None:
     """Serve the sentence model to hooks and searches over a local socket."""
     from memrepo.agents.resident import SERVICES
-    from memrepo.index.serve import run_foreground, start_detached, status, stop
-    from memrepo.index.server import AlreadyRunning
+    from memrepo.resident.serve import run_foreground, start_detached, status, stop
+    from memrepo.resident.server import AlreadyRunning
 
     repo = discover((ctx.obj or {}).get("repo"))
 

@@ -6,6 +6,8 @@ import json
 
 import click
 
+from memrepo.repo import discover
+
 
 @click.command()
 @click.option("--remote", help="Remote to sync with (default: git.remote, origin).")
@@ -15,7 +17,6 @@ import click
 def sync(ctx: click.Context, remote: str | None, branch: str | None, as_json: bool) -> int:
     """Share this memory with the remote; a real conflict is left for you, never dropped."""
     from memrepo.commit import sync as engine
-    from memrepo.repo import discover
 
     root = discover((ctx.obj or {}).get("repo")).root
     result = engine.sync(root, remote, branch)

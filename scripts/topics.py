@@ -6,6 +6,8 @@ import json
 
 import click
 
+from memrepo.context.watchers.feedback import give
+from memrepo.context.watchers.gate import read_log
 from memrepo.repo import discover
 
 
@@ -112,8 +114,6 @@ def list_(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def log(ctx: click.Context, limit: int, topic: str | None, as_json: bool) -> None:
     """The most recent watcher/gate decisions (.memrepo/gate-log.jsonl)."""
-    from memrepo.context.watchers.gate import read_log
-
     repo = discover((ctx.obj or {}).get("repo"))
     entries = [e for e in read_log(repo.root) if topic is None or e.get("topic") == topic]
     entries = entries[-limit:] if limit > 0 else entries
@@ -146,8 +146,6 @@ def feedback(ctx: click.Context, decision: str, useful: bool | None, why: str | 
     """Say whether decision DECISION (an id from `memory topics log`, or a unique prefix)
     helped: its was_useful, which `memory topics tune` counts. A person's verdict
     overrules the one a session's end judged; the log itself is only appended to."""
-    from memrepo.context.watchers.feedback import give
-
     if useful is None:
         raise click.UsageError("say --useful or --not-useful")
     repo = discover((ctx.obj or {}).get("repo"))
@@ -164,7 +162,6 @@ def feedback(ctx: click.Context, decision: str, useful: bool | None, why: str | 
 def tune(ctx: click.Context, as_json: bool) -> None:
     """Per topic: how often each tier fired, gate yes/no rates, how many activations were
     judged useful (useful/judged), threshold suggestions."""
-    from memrepo.context.watchers.gate import read_log
     from memrepo.context.watchers.tune import collect
 
     repo = discover((ctx.obj or {}).get("repo"))

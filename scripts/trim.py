@@ -7,6 +7,10 @@ from pathlib import Path
 
 import click
 
+from memrepo.errors import MemrepoError
+from memrepo.repo import discover
+from memrepo.transcript.messages import parse_messages, read_text
+
 
 @click.command("trim")
 @click.option(
@@ -39,9 +43,6 @@ def trim(
     last user messages; elsewhere it is built from the dropped messages alone.
     """
     from memrepo.context.trim import smart_trim
-    from memrepo.errors import MemrepoError
-    from memrepo.repo import discover
-    from memrepo.transcript.messages import parse_messages, read_text
 
     msgs, wrapper = parse_messages(read_text(path), str(path))
     explicit = (ctx.obj or {}).get("repo")

@@ -6,6 +6,8 @@ import json
 
 import click
 
+from memrepo.repo import discover
+
 
 @click.command()
 @click.option("--since", metavar="REV", help="Only commits after REV (default: all history).")
@@ -16,7 +18,6 @@ def verify(ctx: click.Context, since: str | None, rev: str, as_json: bool) -> in
     """Check each commit: closed transcripts unchanged, open ones only grown, none deleted
     or renamed, no secrets. Exit 1 and name each offending commit when one is found."""
     from memrepo.hooks import verify as audit
-    from memrepo.repo import discover
 
     root = discover((ctx.obj or {}).get("repo")).root
     commits = audit.commits_since(root, since, rev)

@@ -492,7 +492,7 @@ def test_the_prompt_hook_takes_its_recall_from_the_resident_server(
     loaded, its model at hand): the same passages as the hook's own, once per session."""
     from memrepo.agents.resident import SERVICES
     from memrepo.index.embedders import HashEmbedder
-    from memrepo.index.server import Server
+    from memrepo.resident.server import Server
 
     seed(crepo)
     ask = {"prompt": PROMPTS[3]}
@@ -520,13 +520,13 @@ def test_a_server_that_does_not_recall_leaves_it_to_the_hook(
     import socket
     import threading
 
-    from memrepo.index import resident
+    from memrepo.index import remote
 
     seed(crepo)
     ask = {"session_id": "a", "prompt": PROMPTS[3]}
     expected = injected(hook(crepo, "UserPromptSubmit", {**ask, "session_id": "x"}, env))
-    path = resident.socket_path(resident.serve_dir(crepo))
-    resident.private_dir(path.parent)
+    path = remote.socket_path(remote.serve_dir(crepo))
+    remote.private_dir(path.parent)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(path))
     listener.listen(1)
@@ -553,7 +553,7 @@ def test_recall_keeps_the_best_ranked_passages_in_the_compiles_order() -> None:
     """Recall keeps what fits its characters by rank (the order the compile placed
     them), not the leading sections: a file's passages read in the file's order, so its
     early turns would push out the next file's best passage."""
-    from memrepo.agents import events
+    from memrepo.agents import recall
     from memrepo.context.sections import Section
 
     a = "raw/conversations/2026/03/01/1000-ses_a-a.md"
@@ -565,7 +565,7 @@ def test_recall_keeps_the_best_ranked_passages_in_the_compiles_order() -> None:
         Section(3, "knowledge", "knowledge/reference/b.md", 5, 6, "# Kayak\nblue", "", placed=1),
     ]
     room = sum(len(s.render()) + 2 for s in laid_out[1::2]) + 40
-    kept = events._take(laid_out, room)
+    kept = recall._take(laid_out, room)
     assert [(s.path, s.start_line) for s in kept] == [(a, 20), ("knowledge/reference/b.md", 5)]
 
 
@@ -574,7 +574,7 @@ def test_recall_asks_for_the_passages_it_can_show_not_compiles_150(
     """Recall shows at most RECALL_MAX_CHARS: its compile asks P3 for RECALL_PASSAGES
     ranked passages, so the hook's search takes a short search's nearest vectors, not the
     300 that compile's 150 passages take (search.nearest_k)."""
-    from memrepo.agents import events
+    from memrepo.agents import recall
     from memrepo.context import retrieve as retr
     from memrepo.index.search import nearest_k
 
@@ -588,6 +588,6 @@ def test_recall_asks_for_the_passages_it_can_show_not_compiles_150(
         return real(root, query, cfg, limit, now, engine)  # type: ignore[arg-type]
 
     monkeypatch.setattr(retr, "retrieve", spy)
-    text = events.recall(crepo, "claude-code", {"session_id": "x", "prompt": PROMPTS[3]})
-    assert text and asked == [events.RECALL_PASSAGES]
-    assert nearest_k(events.RECALL_PASSAGES) == nearest_k(10) < nearest_k(retr.LIMIT)
+    text = recall.recall(crepo, "claude-code", {"session_id": "x", "prompt": PROMPTS[3]})
+    assert text and asked == [recall.RECALL_PASSAGES]
+    assert nearest_k(recall.RECALL_PASSAGES) == nearest_k(10) < nearest_k(retr.LIMIT)

@@ -1,5 +1,5 @@
 """The layout shows the architecture: no import cycle, no arrow pointing up, Click only in
-scripts/ (docs/DESIGN-NOTES.md "Package layout" and README "Where things live").
+scripts/, no module or function too long to read (docs/design.md "Package layout").
 
 The import graph is read from the source with ``ast`` (module-level and function-level
 imports alike), so a lazy import cannot hide an arrow.
@@ -8,7 +8,11 @@ imports alike), so a lazy import cannot hide an arrow.
 from __future__ import annotations
 
 import ast
+import io
+import re
 import sys
+import tokenize
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,10 +27,12 @@ if not (ROOT / "pyproject.toml").is_file():  # pragma: no cover - running from a
     pytest.skip("no pyproject.toml", allow_module_level=True)
 
 #: Floors, lowest first: a module may import its own floor and the floors below it.
-#: The core (paths, formats, config, git, secrets, the index) knows nothing of hooks; the
-#: hooks (what git runs, the rules a commit must pass) know nothing of the services above
-#: them; the services (commit, transcript, context, lifecycle) may run the hooks' rules
-#: in-process; the CLI sits on top and nothing imports it.
+#: The core (paths, formats, config, git, secrets, the index) knows nothing of the rest;
+#: the resident server (``memory serve``, for the optional sentence model) sits on it;
+#: the hooks (what git runs, the rules a commit must pass) know nothing of the services
+#: above them; the services are ordered too, so no folder-level loop can come back:
+#: commit < transcript < context < scaffold (the templates lifecycle writes from) <
+#: lifecycle < agents; the CLI sits on top and nothing imports it.
 FLOORS: tuple[tuple[str, ...], ...] = (
     (
         "memrepo",
@@ -37,6 +43,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "memrepo.resources",
         "memrepo.layout",
         "memrepo.documents",
+        "memrepo.entries",
         "memrepo.config",
         "memrepo.repo",
         "memrepo.git",
@@ -45,16 +52,14 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "memrepo.llm",
         "memrepo.index",
     ),
+    ("memrepo.resident",),
     ("memrepo.hooks",),
-    (
-        "memrepo.commit",
-        "memrepo.transcript",
-        "memrepo.context",
-        "memrepo.lifecycle",
-        "memrepo.agents",
-        "memrepo.scaffold",
-        "memrepo.doctor",
-    ),
+    ("memrepo.commit",),
+    ("memrepo.transcript",),
+    ("memrepo.context",),
+    ("memrepo.scaffold",),
+    ("memrepo.lifecycle",),
+    ("memrepo.agents", "memrepo.doctor"),
     ("memrepo.scripts", "memrepo.__main__"),
 )
 
@@ -223,3 +228,138 @@ def test_memory_db_is_opened_through_one_sqlite_library() -> None:
             if {n.split(".")[0] for n in names} & {"sqlite3", "apsw", "pysqlite3"}:
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert found == []
+
+
+#: A product module is read whole: past this it holds more than one concept.
+MAX_MODULE_LINES = 600
+#: A function is read at once: past this it hides a helper worth a name.
+MAX_FUNCTION_LINES = 80
+
+
+def test_no_product_module_is_longer_than_the_cap() -> None:
+    long = sorted(
+        f"{path.relative_to(ROOT)}: {n} lines"
+        for path in MODULES.values()
+        if (n := path.read_text().count("\n")) > MAX_MODULE_LINES
+    )
+    assert long == []
+
+
+def test_no_function_is_longer_than_the_cap() -> None:
+    long = []
+    for path in MODULES.values():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = (node.end_lineno or node.lineno) - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {n} lines")
+    assert sorted(long) == []
+
+
+#: What a measurement diary looks like in a comment: before/after arrows between figures,
+#: A/B ratios, latency percentiles, recall figures. A comment says what a constant bounds
+#: and names the bench that measures it (``bench/``); the figures live in bench/results/.
+DIARY = re.compile(
+    r"\d(?:[\d.,]*)\s*(?:ms|µs|s|%|x|MB|GB)?\s*(?:->|→)\s*\d"
+    r"|\bB\s*/\s*A\b|\bp50\b|\bp95\b|\bR@\d|LoCoMo\b[^.\n]*\d\d"
+)
+
+
+def _comments_and_docstrings(path: Path) -> Iterator[tuple[int, str]]:
+    src = path.read_text()
+    for tok in tokenize.generate_tokens(io.StringIO(src).readline):
+        if tok.type == tokenize.COMMENT:
+            yield tok.start[0], tok.string
+        elif tok.type == tokenize.STRING and tok.string.lstrip("rbuRBU").startswith(
+                ('"""', "'''")):
+            for i, line in enumerate(tok.string.split("\n")):
+                yield tok.start[0] + i, line
+
+
+def test_comments_keep_no_measurement_diary() -> None:
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {text.strip()[:80]}"
+        for path in MODULES.values()
+        for line, text in _comments_and_docstrings(path)
+        if DIARY.search(text)
+    ]
+    assert found == []
+
+
+#: The only modules that import memrepo's own modules inside a function, each with why:
+#: a start-up cost a fast path must not pay (the git hooks, the agent hooks and their
+#: detached worker, ``capture append``, ``memory search``, ``memory --help``). Every other
+#: module imports at the top, where a reader sees its dependencies.
+LAZY_IMPORTS: dict[str, str] = {
+    "memrepo.compression": "the post-commit hook inflates archives without the config "
+    "(YAML): load_config only when a decompression cap is looked up",
+    "memrepo.config": "topics (and `regex`) only when a topic regex or cron setting is "
+    "validated; pre-commit and search load the config without it",
+    "memrepo.repo": "capture append opens the repo without its config (YAML)",
+    "memrepo.worktree": "agent hooks read plain files; compression only for a .gz file",
+    "memrepo.context.compiler": "the SessionStart brief needs neither the watchers nor the "
+    "link index; only the prompt hook loads them",
+    "memrepo.context.watchers.gate": "the LLM layer only when a topic reaches Tier 3",
+    "memrepo.index.anchors": "git only when a signalled file is gone",
+    "memrepo.index.docmeta": "the post-commit indexer loads documents (YAML) only for a "
+    "file with YAML front matter",
+    "memrepo.index.embedders": "the word list and the int8 model loader only when a model "
+    "embedder is used",
+    "memrepo.index.links": "the pre-commit link check parses links without the index "
+    "database",
+    "memrepo.index.search": "vectors only when the index has them, the file scanner only "
+    "when there is no index",
+    "memrepo.hooks.check_links": "the index database only when a staged wikilink must be "
+    "resolved against it",
+    "memrepo.hooks.check_topics": "topics (and `regex`) only when a topic file is staged",
+    "memrepo.hooks.commit_msg": "the validation engine (config, YAML, git) only when the "
+    "message holds a secret",
+    "memrepo.hooks.engine": "git and the redactor only when a validator run alone asks git",
+    "memrepo.hooks.post_commit": "every git hook imports it through dispatch: the indexer "
+    "only inside post-commit, the catch-up only when chunks wait",
+    "memrepo.agents.events": "a capture hook detaches after one stat, without memrepo.repo",
+    "memrepo.agents.recall": "Stop and SessionEnd import it through events: the compiler "
+    "and the index only when a brief or recall runs",
+    "memrepo.agents.state": "health only when memory doctor asks for the hook checks",
+    "memrepo.agents.worker": "the worker lowers its priority before importing its work; "
+    "each event loads only what it runs",
+    "memrepo.transcript.capture": "capture append: the config, the encoded-secret scan and "
+    "the commit only for start, end and imports",
+    "memrepo.transcript.follow": "the prompt hook reads load_progress only; the follower's "
+    "modules load in the worker",
+    "memrepo.transcript.session": "capture append: the config only for the allowlist",
+    "memrepo.transcript.tail": "capture append: the config only for an old state file",
+    "memrepo.scaffold": "the SessionEnd worker imports it through lifecycle.journal: "
+    "commit.merge only when init lays a repo down",
+    "memrepo.doctor": "memory --help imports the command: commit.merge only for its check",
+    "memrepo.scripts.fastpath": "the entry of every call: each path imports only its own",
+    "memrepo.scripts.search": "search is a fast path: index.links only for --links",
+    **{
+        f"memrepo.scripts.{name}": "memory --help imports every command module: its "
+        "library loads only when the command runs"
+        for name in ("capture", "commit", "compile", "hook", "mcp", "merge_driver",
+                     "schedule", "serve", "sync", "topics", "trim", "verify")
+    },
+}
+
+
+def _function_level_imports(name: str, path: Path) -> int:
+    count = 0
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for sub in node.body:
+                for inner in ast.walk(sub):
+                    if isinstance(inner, ast.ImportFrom):
+                        own = inner.level > 0 or (inner.module or "").startswith("memrepo")
+                    elif isinstance(inner, ast.Import):
+                        own = any(a.name.startswith("memrepo") for a in inner.names)
+                    else:
+                        continue
+                    count += own
+    return count
+
+
+def test_function_level_imports_only_where_listed() -> None:
+    lazy = {name for name, path in MODULES.items() if _function_level_imports(name, path)}
+    assert sorted(lazy - LAZY_IMPORTS.keys()) == [], "hoist them, or list them with a reason"
+    assert sorted(LAZY_IMPORTS.keys() - lazy) == [], "listed but no longer lazy: unlist"

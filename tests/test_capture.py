@@ -15,8 +15,9 @@ from conftest import run_git, run_memory
 
 from memrepo import documents
 from memrepo.errors import MemrepoError
+from memrepo.layout import SESSIONS_DIR
 from memrepo.transcript import capture, render
-from memrepo.transcript.session import STATE_DIR, find_open_transcript, load_session, save_session
+from memrepo.transcript.session import find_open_transcript, load_session, save_session
 
 AWS = "AKIAIOSFODNN7EXAMPLE"
 GH = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
@@ -73,7 +74,7 @@ def test_session_lifecycle_via_cli(crepo: Path, tmp_path: Path) -> None:
     assert f"Session: {final}" in log
     assert run_git(crepo, "status", "--porcelain").stdout.strip() == ""  # attachment committed
     # the session is over (no state file); its lock file stays, see test_lock_file_is_never_unlinked
-    assert [f.name for f in (crepo / STATE_DIR).glob("ses_a1.*")] == ["ses_a1.lock"]
+    assert [f.name for f in (crepo / SESSIONS_DIR).glob("ses_a1.*")] == ["ses_a1.lock"]
 
 
 def test_secrets_never_touch_disk_or_commit(crepo: Path) -> None:
@@ -146,7 +147,7 @@ def test_crash_leaves_valid_open_transcript_that_end_closes(crepo: Path) -> None
     # A crash mid-write: the process died after part of a turn reached the file.
     with open(crepo / s.path, "a", encoding="utf-8") as fh:
         fh.write("\n## 10:15 — agent\nI will start by")
-    (crepo / STATE_DIR / "ses_crash.json").unlink()  # state lost too
+    (crepo / SESSIONS_DIR / "ses_crash.json").unlink()  # state lost too
     validate(crepo, s.path)
     assert find_open_transcript(crepo, "ses_crash") == s.path
     proc = run_memory(crepo, "capture", "end", "--session", "ses_crash")
@@ -290,7 +291,7 @@ def test_lock_file_is_never_unlinked(crepo: Path) -> None:
     after it: unlinking it would let two processes hold "the" lock at once."""
     capture.start(crepo, session_id="ses_lock", topic="lock")
     capture.append(crepo, "ses_lock", "user", "takes the lock")
-    lock = crepo / STATE_DIR / "ses_lock.lock"
+    lock = crepo / SESSIONS_DIR / "ses_lock.lock"
     inode = lock.stat().st_ino
     capture.end(crepo, "ses_lock", commit=False)
     assert lock.stat().st_ino == inode
@@ -307,7 +308,7 @@ def test_doctor_fix_closes_abandoned_sessions(crepo: Path) -> None:
     (crepo / gone.path).unlink()
     proc = run_memory(crepo, "doctor")
     assert "memory capture end --session ses_old" in proc.stdout
-    assert (crepo / STATE_DIR / "ses_old.json").exists()  # without --fix: listed only
+    assert (crepo / SESSIONS_DIR / "ses_old.json").exists()  # without --fix: listed only
     proc = run_memory(crepo, "doctor", "--fix")
     assert "Traceback" not in proc.stderr, proc.stderr
     assert f"fixed: closed session ses_old (idle 3.0 days): {old.path}, commit " in proc.stdout
@@ -315,7 +316,7 @@ def test_doctor_fix_closes_abandoned_sessions(crepo: Path) -> None:
     doc = documents.read_document(crepo / old.path, old.path)
     assert doc.meta["ended"].timestamp() == pytest.approx(last, abs=1)
     assert run_git(crepo, "log", "-1", "--format=%s").stdout.strip() == "conversation: abandoned-work"
-    assert not (crepo / STATE_DIR / "ses_old.json").exists()
+    assert not (crepo / SESSIONS_DIR / "ses_old.json").exists()
     assert load_session(crepo, "ses_live").path == fresh.path  # a live session stays
 
 

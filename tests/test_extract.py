@@ -8,7 +8,7 @@ from pathlib import Path
 from conftest import invoke_memory, run_git
 
 from memrepo.documents import parse_document
-from memrepo.lifecycle.extract.entries import SUPERSEDED_LINE
+from memrepo.entries import SUPERSEDED_LINE
 from memrepo.lifecycle.extract.runner import extract, select
 from memrepo.llm import for_repo
 

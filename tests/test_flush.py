@@ -290,7 +290,7 @@ def test_malformed_llm_answer_falls_back_offline_and_says_so(
 def test_a_changed_fact_supersedes_the_old_line_instead_of_replacing_it(
     memrepo_root: Path, tmp_path: Path
 ) -> None:
-    from memrepo.lifecycle.extract.entries import SUPERSEDED_LINE
+    from memrepo.entries import SUPERSEDED_LINE
 
     root = memrepo_root
     first = "We decided to keep the session cache TTL at 15 minutes in Redis."

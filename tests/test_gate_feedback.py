@@ -163,3 +163,26 @@ def test_judging_reads_only_the_log_of_the_session(memrepo_root: Path) -> None:
     body = "\n## 09:01 — user\ndeploy the api\n\n## 09:02 — agent\nSmoke tests, canary ok.\n"
     judged = judge_session(root, body, start, start + dt.timedelta(minutes=5))
     assert [j.id for j in judged] == ["n1"] and judged[0].was_useful
+
+
+def test_an_agent_session_end_judges_its_activations(memrepo_root: Path) -> None:
+    """The agents' SessionEnd (the detached worker) judges what it closed, as ``capture
+    end`` does: ``end`` itself judges nothing, whoever ends the session does."""
+    from memrepo.agents import worker
+    from memrepo.transcript import capture
+
+    root = _repo(memrepo_root)
+    prompt = "Please deploy the billing api today"
+    _ok(root, "topics", "match", prompt)
+    payload = {"session_id": "s-1", "prompt": prompt, "last_assistant_message":
+               "Running the smoke tests first; the canary dashboard is green. Tagged v2."}
+    worker.capture_session(root, "codex", payload, final=True)
+    [d] = _log(root)
+    assert d["was_useful"] is True and d["useful_by"] == "session"
+    # capture.end alone leaves the decision unjudged
+    _ok(root, "topics", "match", prompt)
+    capture.start(root, session_id="ses_plain")
+    capture.append(root, "ses_plain", "user", prompt)
+    capture.append(root, "ses_plain", "agent", "The canary dashboard and smoke tests, done.")
+    done = capture.end(root, "ses_plain")
+    assert _log(root)[-1]["was_useful"] is None and done.body is not None

@@ -1,4 +1,4 @@
-"""The resident server asks for 2 MB pages under its nearest index (memrepo.index.hugepages):
+"""The resident server asks for 2 MB pages under its nearest index (memrepo.resident.hugepages):
 which mappings it picks, that it never fails, and that the kernel of this machine grants
 them where it can."""
 
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from memrepo.index import hugepages, vectors
 from memrepo.index.embedders import HashEmbedder
 from memrepo.index.indexer import rebuild
 from memrepo.index.paths import db_path
+from memrepo.resident import hugepages, nearest
 
 MB = 1 << 20
 
@@ -69,29 +69,29 @@ def test_the_nearest_index_asks_for_them_once_loaded_or_built(
     irepo, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, ann: bool
 ) -> None:
     if not ann:
-        monkeypatch.setattr(vectors, "ann_library",
+        monkeypatch.setattr(nearest, "ann_library",
                             lambda: (None, "usearch not installed (test)"))
-    elif vectors.ann_library()[0] is None:  # never import usearch before onnxruntime
+    elif nearest.ann_library()[0] is None:  # never import usearch before onnxruntime
         pytest.skip("usearch is not installed")
     asked: list[int] = []
     monkeypatch.setattr(hugepages, "collapse", lambda: asked.append(1) or 0)
-    monkeypatch.setattr(vectors, "HUGE_PAGES_MIN", 3)
+    monkeypatch.setattr(nearest, "HUGE_PAGES_MIN", 3)
     irepo.write("memory-config.yaml", "search:\n  embedder: hash\n")
     irepo.commit("hash vectors")
     rebuild(irepo.root, "hash")
     store = tmp_path / "serve"
     store.mkdir()
     emb = HashEmbedder()
-    built = vectors.NearestIndex(db_path(irepo.root), emb.id, emb.dim, store)
+    built = nearest.NearestIndex(db_path(irepo.root), emb.id, emb.dim, store)
     assert built.refresh() > 0
     built.save(force=True)
-    loaded = vectors.NearestIndex(db_path(irepo.root), emb.id, emb.dim, store)
+    loaded = nearest.NearestIndex(db_path(irepo.root), emb.id, emb.dim, store)
     loaded.refresh()
     # usearch's graph is walked at random: built, then loaded, each asked once; numpy's
     # matrix is scanned in order and never asks
     assert asked == ([1, 1] if ann else [])
     assert loaded.status()["state"] == "ready"
     # a graph smaller than HUGE_PAGES_MIN fits the TLB's reach: not asked
-    monkeypatch.setattr(vectors, "HUGE_PAGES_MIN", built.status()["vectors"] + 1)
-    vectors.NearestIndex(db_path(irepo.root), emb.id, emb.dim, store).refresh()
+    monkeypatch.setattr(nearest, "HUGE_PAGES_MIN", built.status()["vectors"] + 1)
+    nearest.NearestIndex(db_path(irepo.root), emb.id, emb.dim, store).refresh()
     assert asked == ([1, 1] if ann else [])

@@ -9,7 +9,7 @@ import pytest
 
 from memrepo.index.chunking import MAX_CHARS, chunk_lines
 from memrepo.index.docmeta import read_meta
-from memrepo.index.indexer import parse
+from memrepo.index.writer import parse
 
 
 def _chunks(text: str, path: str = "knowledge/reference/x.md"):

@@ -293,14 +293,14 @@ def test_a_rebuild_in_worker_processes_equals_one_in_process(
     index, vectors and reply vectors (or none) included."""
     import os
 
-    from memrepo.index import indexer
+    from memrepo.index import bulk
 
     if (os.cpu_count() or 1) < 2:
         pytest.skip("the pool is used only with two cores or more")
-    monkeypatch.setattr(indexer, "PARALLEL_MIN_FILES", 1)
-    monkeypatch.setattr(indexer, "PART_FILES", 1)
+    monkeypatch.setattr(bulk, "PARALLEL_MIN_FILES", 1)
+    monkeypatch.setattr(bulk, "PART_FILES", 1)
     rebuild(irepo.root, "hash", replies=replies)
     snap = irepo.snapshot()
     assert any(row[-1] is not None for row in snap["chunks"]) == replies
-    monkeypatch.setattr(indexer, "PARALLEL_MIN_FILES", 10**9)
+    monkeypatch.setattr(bulk, "PARALLEL_MIN_FILES", 10**9)
     assert snap == irepo.rebuilt_snapshot(copies, "hash", replies=replies)

@@ -17,12 +17,13 @@ import tomlkit
 
 from memrepo.agents import install as agents
 from memrepo.agents.harness import HARNESSES
+from memrepo.agents.settings import AGENTS, HOOKS, MCP, TIMEOUTS, hook_handler, memrepo_call
 from memrepo.errors import MemrepoError
 from memrepo.repo import MemoryRepo
 from memrepo.scripts import cli
 
 MEMORY = str(Path(sys.executable).with_name("memory"))
-COMBOS = [(agent, scope) for agent, spec in agents.AGENTS.items() for scope in spec.scopes]
+COMBOS = [(agent, scope) for agent, spec in AGENTS.items() for scope in spec.scopes]
 
 # What a user already has: other hooks and servers, in each file's own style (4 spaces and
 # no final newline, 2 spaces, tabs and CRLF, one line, TOML with comments).
@@ -187,8 +188,8 @@ def test_install_changes_only_memrepos_entries(places: tuple[Path, Path], crepo_
     found, errors = agents.installed(home, project)
     assert errors == []
     mine = [f for f in found if f.agent == agent and f.scope == scope]
-    assert {f.name for f in mine if f.what == agents.HOOKS} == set(HARNESSES[agent])
-    assert [f.name for f in mine if f.what == agents.MCP] == ["memrepo"]
+    assert {f.name for f in mine if f.what == HOOKS} == set(HARNESSES[agent])
+    assert [f.name for f in mine if f.what == MCP] == ["memrepo"]
     assert {f.call.memory for f in mine} == {MEMORY}
     assert {f.call.repo for f in mine} == {str(crepo_template)}
 
@@ -256,7 +257,7 @@ def test_recognised_by_what_it_runs_not_where_it_sits(places: tuple[Path, Path],
     assert groups[0]["hooks"][0] == theirs
     assert groups[0]["hooks"][1]["command"] == MEMORY
     assert groups[0]["hooks"][1]["args"][1] == str(crepo_template)
-    assert groups[0]["hooks"][1]["timeout"] == agents.TIMEOUTS["brief"]
+    assert groups[0]["hooks"][1]["timeout"] == TIMEOUTS["brief"]
     uninstall("claude-code", "user", home, project)
     assert json.loads(settings.read_text()) == {
         "hooks": {"SessionStart": [{"matcher": "startup", "hooks": [theirs]}]}}
@@ -285,19 +286,19 @@ def test_json_edits_are_exact_inverses(text: str) -> None:
 
 def test_handlers_are_exec_form_for_claude_and_quoted_commands_elsewhere() -> None:
     repo = "/home/me/my memory"  # a space: the shell forms must quote it
-    claude = agents.hook_handler("claude-code", "UserPromptSubmit", MEMORY, repo)
+    claude = hook_handler("claude-code", "UserPromptSubmit", MEMORY, repo)
     assert claude == {"type": "command", "command": MEMORY, "timeout": 5,
                       "args": ["--repo", repo, "hook", "claude-code", "UserPromptSubmit"]}
-    codex = agents.hook_handler("codex", "Stop", MEMORY, repo)
+    codex = hook_handler("codex", "Stop", MEMORY, repo)
     assert shlex.split(codex["command"]) == [MEMORY, "--repo", repo, "hook", "codex", "Stop"]
     assert "args" not in codex and codex["timeout"] == 10
-    gemini = agents.hook_handler("gemini", "BeforeAgent", MEMORY, repo)
+    gemini = hook_handler("gemini", "BeforeAgent", MEMORY, repo)
     assert gemini["name"] == "memrepo-BeforeAgent" and gemini["timeout"] == 5000  # ms
     for handler in (claude, codex, gemini):
-        call = agents.memrepo_call(handler)
+        call = memrepo_call(handler)
         assert call is not None and call.repo == repo and call.memory == MEMORY
-    assert agents.memrepo_call({"command": "memory hook pre-commit"}) is None  # git's
-    assert agents.memrepo_call({"command": "echo", "args": ["hook", "codex"]}) is None
+    assert memrepo_call({"command": "memory hook pre-commit"}) is None  # git's
+    assert memrepo_call({"command": "echo", "args": ["hook", "codex"]}) is None
 
 
 @pytest.mark.parametrize("agent", ["claude-code", "codex"])

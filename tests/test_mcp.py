@@ -469,10 +469,10 @@ async def test_a_heavy_model_is_hosted_once_and_shared(
     """With a heavy embedder (HashEmbedder marked heavy stands in for MiniLM) the first
     ``memory mcp`` serves the model on the clone's socket; a second one uses it; when the
     first exits, the second takes over at its next calls."""
-    from memrepo.index import resident
+    from memrepo.index import remote
     from memrepo.index.embedders import HashEmbedder
-    from memrepo.index.resident import ResidentEmbedder
-    from memrepo.index.server import HostedEmbedder
+    from memrepo.index.remote import ResidentEmbedder
+    from memrepo.resident.server import HostedEmbedder
 
     monkeypatch.setattr(HashEmbedder, "light", False)
     cfg = crepo / "memory-config.yaml"
@@ -486,8 +486,8 @@ async def test_a_heavy_model_is_hosted_once_and_shared(
         err, text = await call(first, "memory_search", {"query": "ledger backups"})
         assert not err and "ledger.md" in text
         host = first.memrepo  # type: ignore[attr-defined]
-        assert host._server is not None and resident.ping(crepo)["pid"] == os.getpid()
-        assert resident.ping(crepo)["services"] == {"recall": 0}  # hooks' recalls here too
+        assert host._server is not None and remote.ping(crepo)["pid"] == os.getpid()
+        assert remote.ping(crepo)["services"] == {"recall": 0}  # hooks' recalls here too
         hosted = host._search.engine.embedder  # the hosted server, asked in-process
         assert isinstance(hosted, HostedEmbedder)
         assert isinstance(hosted.server.embedder, HashEmbedder)
@@ -507,10 +507,10 @@ async def test_a_heavy_model_is_hosted_once_and_shared(
         assert guest._search.engine.vectors_why is None
 
         host.close()
-        assert resident.ping(crepo) is None
+        assert remote.ping(crepo) is None
         await call(second, "memory_search", {"query": "ledger"})  # vectors lost: reopens
         err, text = await call(second, "memory_search", {"query": "ledger"})
-        assert not err and guest._server is not None and resident.ping(crepo) is not None
+        assert not err and guest._server is not None and remote.ping(crepo) is not None
     finally:
         for srv in (first, second):
             mem = srv.memrepo  # type: ignore[attr-defined]

@@ -22,14 +22,15 @@ from pathlib import Path
 import pytest
 from conftest import IRepo, invoke_memory
 
-from memrepo.index import catchup, resident, serve
+from memrepo.index import catchup, remote
 from memrepo.index import db as dbmod
 from memrepo.index.embedders import HashEmbedder
 from memrepo.index.indexer import rebuild, sync
 from memrepo.index.paths import db_path
-from memrepo.index.resident import ResidentEmbedder, query_embedder
+from memrepo.index.remote import ResidentEmbedder, query_embedder
 from memrepo.index.search import Searcher
-from memrepo.index.server import MAX_REQUEST, MAX_TEXTS, PIDFILE, AlreadyRunning, Server
+from memrepo.resident import serve
+from memrepo.resident.server import MAX_REQUEST, MAX_TEXTS, PIDFILE, AlreadyRunning, Server
 
 
 @pytest.fixture
@@ -55,7 +56,7 @@ def server(hashed: IRepo) -> Iterator[Server]:
 
 
 def _sock(root: Path) -> Path:
-    return resident.socket_path(resident.serve_dir(root))
+    return remote.socket_path(remote.serve_dir(root))
 
 
 def _raw(root: Path, payload: bytes) -> dict:
@@ -97,11 +98,11 @@ def _wait(cond, seconds: float = 10.0) -> bool:
 
 def test_embed_answers_the_models_vectors_and_caches_them(server: Server) -> None:
     texts = ["rotate the hmac key", "kubernetes rolling update"]
-    got = resident.embed(server.sock_path, server.embedder.id, texts, budget=2.0)
+    got = remote.embed(server.sock_path, server.embedder.id, texts, budget=2.0)
     assert got == HashEmbedder().embed(texts)
-    again = resident.embed(server.sock_path, server.embedder.id, texts[:1], budget=2.0)
+    again = remote.embed(server.sock_path, server.embedder.id, texts[:1], budget=2.0)
     assert again == got[:1]
-    st = resident.request(server.sock_path, {"op": "ping"})
+    st = remote.request(server.sock_path, {"op": "ping"})
     assert st["model"] == "hash-v4-256" and st["loaded"] and st["cache"] == 2
     assert st["cache_hits"] >= 1 and st["pid"] == os.getpid()
 
@@ -118,10 +119,10 @@ def test_bad_requests_are_answered_and_the_server_goes_on(server: Server) -> Non
     assert "runs hash-v4-256" in _raw(root, other.encode() + b"\n")["error"]
     huge = b'{"op": "embed", "texts": ["' + b"x" * (MAX_REQUEST + 10) + b'"]}\n'
     assert "longer than" in _raw(root, huge)["error"]
-    with pytest.raises(resident.Unavailable, match="refused: unknown op"):
-        resident.request(server.sock_path, {"op": 7})
+    with pytest.raises(remote.Unavailable, match="refused: unknown op"):
+        remote.request(server.sock_path, {"op": 7})
     assert "unknown op 'recall'" in _raw(root, b'{"op": "recall"}\n')["error"]  # no services
-    assert resident.request(server.sock_path, {"op": "ping"})["ok"]
+    assert remote.request(server.sock_path, {"op": "ping"})["ok"]
 
 
 def test_status_says_what_each_kind_of_request_cost(
@@ -132,7 +133,7 @@ def test_status_says_what_each_kind_of_request_cost(
     the table), and ``cpu_s`` is the whole process's."""
     texts = ["rotate the hmac key", "kubernetes rolling update"]
     for i in range(3):
-        resident.embed(server.sock_path, server.embedder.id, [f"{texts[0]} {i}"], budget=2.0)
+        remote.embed(server.sock_path, server.embedder.id, [f"{texts[0]} {i}"], budget=2.0)
     for _ in range(5):
         _raw(server.root, b'{"op": "no-such-op"}\n')
     _raw(server.root, b'{"op": "embed", "texts": "x"}\n')  # answered with an error
@@ -144,8 +145,8 @@ def test_status_says_what_each_kind_of_request_cost(
         return HashEmbedder().embed(texts)
 
     monkeypatch.setattr(server.embedder, "embed", slow)
-    resident.embed(server.sock_path, server.embedder.id, texts, budget=2.0)
-    st = resident.request(server.sock_path, {"op": "ping"})
+    remote.embed(server.sock_path, server.embedder.id, texts, budget=2.0)
+    st = remote.request(server.sock_path, {"op": "ping"})
     ops = st["ops"]
     assert set(ops) == {"embed"}  # this ping is counted once answered
     assert ops["embed"]["requests"] == 5
@@ -160,7 +161,7 @@ def test_a_silent_client_does_not_block_others(
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as idle:
         idle.connect(str(server.sock_path))  # connects, never sends
         t0 = time.monotonic()
-        assert resident.request(server.sock_path, {"op": "ping"}, budget=1.0)["ok"]
+        assert remote.request(server.sock_path, {"op": "ping"}, budget=1.0)["ok"]
         assert time.monotonic() - t0 < 1.0
 
 
@@ -176,33 +177,33 @@ def test_stop_removes_the_socket_and_pidfile(hashed: IRepo) -> None:
     srv = Server(hashed.root, HashEmbedder())
     srv.start()
     assert (srv.sdir / PIDFILE).exists()
-    assert resident.request(srv.sock_path, {"op": "stop"})["stopping"]
+    assert remote.request(srv.sock_path, {"op": "stop"})["stopping"]
     assert _wait(srv._stopped.is_set)  # the stop is done (socket, then pidfile, removed)
     assert not srv.sock_path.exists()
     assert not (srv.sdir / PIDFILE).exists()
-    assert resident.ping(hashed.root) is None
+    assert remote.ping(hashed.root) is None
     assert serve.status(hashed.root)["running"] is False
 
 
 def test_idle_timeout_stops_the_server(hashed: IRepo) -> None:
     srv = Server(hashed.root, HashEmbedder(), idle=0.3)
     srv.start()
-    assert resident.ping(hashed.root) is not None
+    assert remote.ping(hashed.root) is not None
     assert _wait(lambda: not srv.sock_path.exists(), 5)
 
 
 def test_a_stale_socket_is_refused_then_replaced(hashed: IRepo) -> None:
     path = _sock(hashed.root)
-    resident.private_dir(path.parent)
+    remote.private_dir(path.parent)
     dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     dead.bind(str(path))  # a killed server's socket file: nobody listens
     dead.close()
-    with pytest.raises(resident.Unavailable, match="stale socket"):
-        resident.request(path, {"op": "ping"})
+    with pytest.raises(remote.Unavailable, match="stale socket"):
+        remote.request(path, {"op": "ping"})
     srv = Server(hashed.root, HashEmbedder())
     srv.start()
     try:
-        assert resident.request(path, {"op": "ping"})["ok"]
+        assert remote.request(path, {"op": "ping"})["ok"]
     finally:
         srv.stop()
 
@@ -258,7 +259,7 @@ def test_a_search_asks_the_server_for_two_nearest_vectors_a_result(
             searcher.close()
 
     search((10, 150, 5000))
-    assert asked == [200, 300, resident.MAX_K]
+    assert asked == [200, 300, remote.MAX_K]
     rebuild(server.root, "hash", replies=False)
     asked.clear()
     search((150, 300))
@@ -271,7 +272,7 @@ def test_a_search_sends_nearest_first_and_reads_the_reply_itself(
     """The request leaves before the keyword search and its reply waits in the socket
     until the search reads it: no thread a query (its wake-up cost ~0.6 ms at 100K)."""
     searcher = Searcher(server.root, embedder_name="hash")
-    sent: list[resident.NearestRequest] = []
+    sent: list[remote.NearestRequest] = []
     ask = searcher.embedder.ask_nearest  # type: ignore[union-attr]
     monkeypatch.setattr(searcher.embedder, "ask_nearest",
                         lambda text, k: sent.append(ask(text, k)) or sent[-1])
@@ -305,7 +306,7 @@ def test_a_reply_in_time_counts_when_a_slow_keyword_search_reads_it_late(
     fts = searcher._fts
 
     def slow(*a: object) -> object:
-        time.sleep(resident.QUERY_BUDGET_S * 2)
+        time.sleep(remote.QUERY_BUDGET_S * 2)
         return fts(*a)
 
     monkeypatch.setattr(searcher, "_fts", slow)
@@ -323,7 +324,7 @@ def test_a_reply_not_read_is_hung_up_when_the_keyword_search_fails(
 
     search = Search(server.root, embedder_name="hash")
     engine = search.engine
-    sent: list[resident.NearestRequest] = []
+    sent: list[remote.NearestRequest] = []
     ask = engine.embedder.ask_nearest  # type: ignore[attr-defined]
     monkeypatch.setattr(engine.embedder, "ask_nearest",  # type: ignore[attr-defined]
                         lambda text, k: sent.append(ask(text, k)) or sent[-1])
@@ -357,7 +358,7 @@ def test_the_server_recalls_for_the_prompt_hook_with_its_model_in_process(
     """The ``recall`` op answers what the hook would; P3's vectors come from the server's
     own nearest index, not through a request to its own socket. Another clone's working
     tree and malformed requests are refused (the hook then recalls itself)."""
-    from memrepo.agents import events
+    from memrepo.agents import recall
 
     server = serving
     asked, by_socket = [], []
@@ -366,14 +367,14 @@ def test_the_server_recalls_for_the_prompt_hook_with_its_model_in_process(
     op = server._nearest
     monkeypatch.setattr(server, "_nearest", lambda req: by_socket.append(req) or op(req))
     payload = {"session_id": "s1", "prompt": "how do rolling updates replace the pods?"}
-    reply = resident.request(_sock(hashed.root), {
+    reply = remote.request(_sock(hashed.root), {
         "op": "recall", "harness": "claude-code", "payload": payload,
         "root": str(hashed.root)}, budget=5.0)
     assert asked and by_socket == []
-    mine = events.recall(hashed.root, "claude-code", {**payload, "session_id": "s2"})
+    mine = recall.recall(hashed.root, "claude-code", {**payload, "session_id": "s2"})
     assert reply["text"] == mine and "kubernetes.md" in mine
-    with pytest.raises(resident.Refused, match="this server serves"):
-        resident.request(_sock(hashed.root), {
+    with pytest.raises(remote.Refused, match="this server serves"):
+        remote.request(_sock(hashed.root), {
             "op": "recall", "harness": "claude-code", "payload": payload,
             "root": str(hashed.root.parent)}, budget=5.0)
     for harness, bad in ((["claude-code"], {}), ("vim", {}), ("codex", "a prompt")):
@@ -390,14 +391,14 @@ def test_a_recall_whose_hook_stopped_waiting_records_nothing(serving: Server,
     nor log them as hits twice. The server sees the hook hang up on its socket."""
     from memrepo.agents import state
     from memrepo.agents.resident import recall_service
-    from memrepo.index.server import _still_asked
+    from memrepo.resident.wire import still_asked
 
     a, b = socket.socketpair()
     a.sendall(b'{"op": "recall"}\n')
     b.recv(100)
-    assert _still_asked(b)
+    assert still_asked(b)
     a.close()
-    assert not _still_asked(b)
+    assert not still_asked(b)
     b.close()
 
     def ask(sid: str, asked: bool) -> str:
@@ -424,7 +425,7 @@ def test_memory_serve_detached_offers_the_agents_services(hashed: IRepo) -> None
     out = invoke_memory(hashed.root, "serve", "--detach", "--idle", "60")
     assert out.returncode == 0, out.stderr
     try:
-        st = resident.ping(hashed.root, budget=2.0)
+        st = remote.ping(hashed.root, budget=2.0)
         assert st is not None and st["services"] == {"recall": 0}
     finally:
         serve.stop(hashed.root)
@@ -432,7 +433,7 @@ def test_memory_serve_detached_offers_the_agents_services(hashed: IRepo) -> None
 
 def _fake_server(path: Path, behaviour: str) -> threading.Thread:
     """A socket that misbehaves: hangs up mid-request, answers garbage, or is too slow."""
-    resident.private_dir(path.parent)
+    remote.private_dir(path.parent)
     path.unlink(missing_ok=True)
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.bind(str(path))
@@ -534,7 +535,7 @@ def test_without_a_server_one_detached_worker_catches_up(hashed: IRepo, heavy_ha
     took = time.perf_counter() - t0
     assert catchup.after_commit(hashed.root) == "running"  # the first holds the lock
     assert _wait(lambda: _pending(hashed.root) == 0, 20)
-    sdir = resident.serve_dir(hashed.root)
+    sdir = remote.serve_dir(hashed.root)
     assert _wait(lambda: not serve._locked(sdir / catchup.CATCHUP_LOCK), 10)
     assert not (sdir / catchup.CATCHUP_PENDING).exists()
     assert took < 0.5
@@ -630,7 +631,7 @@ def test_a_search_process_gets_minilm_vectors_from_the_server(irepo: IRepo) -> N
     srv = Server(irepo.root, MiniLMEmbedder())
     srv.start()
     try:
-        assert _wait(lambda: resident.ping(irepo.root)["loaded"], 20)
+        assert _wait(lambda: remote.ping(irepo.root)["loaded"], 20)
         code = (
             "import json, sys; from memrepo.index.search import Searcher; "
             f"s = Searcher({str(irepo.root)!r}, embedder_name='minilm'); "

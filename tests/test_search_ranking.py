@@ -280,7 +280,8 @@ def test_a_turn_scores_the_mean_of_its_own_and_its_reply_vector(
 
     from memrepo.index import search
     from memrepo.index.embedders import HashEmbedder
-    from memrepo.index.indexer import parse, rebuild
+    from memrepo.index.indexer import rebuild
+    from memrepo.index.writer import parse
 
     monkeypatch.setattr(search, "nearest_k", lambda limit, replies: candidates)
     rebuild(irepo.root, "hash")
@@ -351,11 +352,11 @@ def test_words_too_common_are_left_out_and_counted_again_after_an_index_change(
 ) -> None:
     """A word in more than ``cap`` chunks ranks nothing (it is skipped, and said so); a
     long-lived searcher remembers each count until another connection changes the index."""
-    from memrepo.index import search
+    from memrepo.index import wordcounts
     from memrepo.index.indexer import rebuild
 
-    monkeypatch.setattr(search, "COMMON_MIN", 2)
-    monkeypatch.setattr(search, "COMMON_FRAC", 0.0)
+    monkeypatch.setattr(wordcounts, "COMMON_MIN", 2)
+    monkeypatch.setattr(wordcounts, "COMMON_FRAC", 0.0)
     rebuild(irepo.root, "none")
     s = Searcher(irepo.root)
     try:
@@ -410,12 +411,12 @@ def test_the_commonest_words_are_left_out_past_the_match_budget(
 ) -> None:
     """A ranked query costs its matches (bm25 for each): past MATCH_BUDGET the commonest
     words go first, and the rarest always stays."""
-    from memrepo.index import search
+    from memrepo.index import wordcounts
 
     _long_prompt_repo(irepo)
     sync(irepo.root)
-    monkeypatch.setattr(search, "COMMON_MIN", 100)  # a cap no word reaches
-    monkeypatch.setattr(search, "MATCH_BUDGET", 7)
+    monkeypatch.setattr(wordcounts, "COMMON_MIN", 100)  # a cap no word reaches
+    monkeypatch.setattr(wordcounts, "MATCH_BUDGET", 7)
     s = Searcher(irepo.root)
     try:
         s.meta["chunks"] = "1000"  # counted as a large index
@@ -423,7 +424,7 @@ def test_the_commonest_words_are_left_out_past_the_match_budget(
         explain = hits[0].explain
         assert hits[0].path == "knowledge/reference/note-4.md"
         assert explain is not None and explain["common_words_skipped"] == "waax"
-        monkeypatch.setattr(search, "MATCH_BUDGET", 0)  # the rarest word stays, alone
+        monkeypatch.setattr(wordcounts, "MATCH_BUDGET", 0)  # the rarest word stays, alone
         explain = s.search("quokka waax cable", 5)[0].explain
         assert explain is not None and explain["common_words_skipped"] == "waax cable"
     finally:

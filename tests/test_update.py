@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from memrepo.entries import parse_entry
 from memrepo.errors import MemrepoError
 from memrepo.layout import SUPERSEDED_LINE
 from memrepo.lifecycle import update
-from memrepo.lifecycle.extract.entries import parse_entry
 from tests.conftest import run_git, run_memory
 
 TODAY = dt.date(2026, 7, 1)

@@ -36,8 +36,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-
+sys.path.append(str(Path(__file__).resolve().parents[1] / "common"))  # results.py
 from bad_input_corpus import SENTINEL, Case, all_cases
+from results import add_record_option, record
 
 BIN = Path(sys.executable).parent
 TIMEOUT = 20.0
@@ -202,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--show", type=int, default=3, help="examples printed per class")
     ap.add_argument("--jobs", type=int, default=max(2, os.cpu_count() or 2))
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    add_record_option(ap)
     opts = ap.parse_args(argv)
     cases = all_cases()
     total = len(cases)
@@ -251,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
     summary = "  ".join(f"{cls}={by_class[cls]}" for cls in ("ok", *CLASSES, "setup"))
     print(f"\nbad-input: {len(results)} cases in {time.monotonic() - started:.0f}s "
           f"(slowest {slow:.1f}s)  {summary}")
+    record(__file__, {"cases": len(results), "seconds": round(time.monotonic() - started),
+                      "slowest_s": slow,
+                      "by_class": {c: by_class[c] for c in ("ok", *CLASSES, "setup")},
+                      "per_surface": {s: dict(c) for s, c in sorted(by_surface.items())}}, opts)
     return 1 if any(by_class[c] for c in (*CLASSES, "setup")) else 0
 
 

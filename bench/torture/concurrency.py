@@ -32,7 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.append(str(Path(__file__).resolve().parents[1] / "common"))  # results.py
 from common import MULTIBYTE, err, fsck, head_files, make_env, unparseable
+from results import add_record_option, record_summary
 
 REF = "knowledge/memory/MEMORY.md"
 #: Seconds between two runs of a commit or index loop (the 2 cores are shared by all).
@@ -75,6 +77,7 @@ def main() -> int:
     ap.add_argument("--notes", type=int, default=None, help="remember calls in all (400)")
     ap.add_argument("--memory", help="the memory executable (default: beside this python)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary repo")
+    add_record_option(ap)
     a = ap.parse_args()
     w = a.writers
     notes = a.notes or (48 if a.quick else 400)
@@ -216,13 +219,15 @@ def main() -> int:
         print("  FSCK", problem)
     notes_lost = lost["note lost on disk"] + lost["note not in HEAD"]
     turns_lost = lost["turn lost on disk"] + lost["turn not in HEAD"]
-    print(f"SUMMARY writers={w} notes_lost={notes_lost}/{len(t.notes)} "
-          f"turns_lost={turns_lost}/{len(t.turns)} "
-          f"ends_lost={lost['ended session not in HEAD']} "
-          f"reinforce_lost={lost['reinforce lost'] + lost['reinforce not in HEAD']} "
-          f"unendable={len(unendable)} "
-          f"unparseable={len(bad)} fsck={'dirty' if problem else 'clean'} "
-          f"refused={sum(t.errors.values())} seconds={elapsed:.0f}")
+    summary = (f"SUMMARY writers={w} notes_lost={notes_lost}/{len(t.notes)} "
+               f"turns_lost={turns_lost}/{len(t.turns)} "
+               f"ends_lost={lost['ended session not in HEAD']} "
+               f"reinforce_lost={lost['reinforce lost'] + lost['reinforce not in HEAD']} "
+               f"unendable={len(unendable)} "
+               f"unparseable={len(bad)} fsck={'dirty' if problem else 'clean'} "
+               f"refused={sum(t.errors.values())} seconds={elapsed:.0f}")
+    print(summary)
+    record_summary(__file__, summary, a)
     return 1 if (sum(lost.values()) or bad or problem or unendable) else 0
 
 

@@ -37,6 +37,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+sys.path.append(str(Path(__file__).resolve().parents[1] / "common"))  # results.py
+from results import add_record_option, record
+
 SECRET = "AKIAIOSFODNN7EXAMPLE"
 NOTE = "---\ntype: reference\n---\n"
 BARE_PATH = "/usr/bin:/bin"
@@ -257,6 +260,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="skip the push door of content "
                     "variants")
+    add_record_option(ap)
     a = ap.parse_args()
     t0 = time.perf_counter()
     base = Path(tempfile.mkdtemp(prefix="memrepo-hook-routes-"))
@@ -276,6 +280,8 @@ def main() -> int:
     held = r.checked - len(r.broken)
     print(f"hook routes: {r.checked} promises checked, {held} held, {len(r.broken)} broken "
           f"({time.perf_counter() - t0:.0f} s)")
+    record(__file__, {"checked": r.checked, "held": held, "broken": len(r.broken),
+                      "seconds": round(time.perf_counter() - t0)}, a)
     return 1 if r.broken else 0
 
 

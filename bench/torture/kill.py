@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.append(str(Path(__file__).resolve().parents[1] / "common"))  # results.py
 from common import (
     MULTIBYTE,
     Env,
@@ -47,6 +48,7 @@ from common import (
     tmp_leftovers,
     unparseable,
 )
+from results import add_record_option, record_summary
 
 #: Room for a few long turns per session: the limit is met now and then, on purpose.
 MAX_FILE_KB = 3072
@@ -381,6 +383,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=14)
     ap.add_argument("--memory", help="the memory executable (default: beside this python)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary repo")
+    add_record_option(ap)
     a = ap.parse_args()
     target = a.kills or (30 if a.quick else 200)
     env = make_env(a.memory, max_file_kb=MAX_FILE_KB)
@@ -507,14 +510,16 @@ def main() -> int:
         print("  BROKEN", d)
     total = sum(kills.values())
     b = run.broken
-    print(f"SUMMARY kills={total} "
-          f"lost_turns={b['acknowledged turn lost'] + b['acknowledged turn not in HEAD']} "
-          f"lost_notes={b['acknowledged note lost'] + b['acknowledged note not in HEAD']} "
-          f"unparseable={len(run.torn)} "
-          f"unendable={b['session cannot be ended']} "
-          f"into_closed={b['append into closed transcript']} "
-          f"lost_reinforces={b['acknowledged reinforce lost']} "
-          f"broken={sum(b.values())} seconds={time.monotonic() - t0:.0f}")
+    summary = (f"SUMMARY kills={total} "
+               f"lost_turns={b['acknowledged turn lost'] + b['acknowledged turn not in HEAD']} "
+               f"lost_notes={b['acknowledged note lost'] + b['acknowledged note not in HEAD']} "
+               f"unparseable={len(run.torn)} "
+               f"unendable={b['session cannot be ended']} "
+               f"into_closed={b['append into closed transcript']} "
+               f"lost_reinforces={b['acknowledged reinforce lost']} "
+               f"broken={sum(b.values())} seconds={time.monotonic() - t0:.0f}")
+    print(summary)
+    record_summary(__file__, summary, a)
     return 1 if run.broken else 0
 
 

@@ -33,7 +33,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.append(str(Path(__file__).resolve().parents[1] / "common"))  # results.py
 from common import Env, err, make_env
+from results import add_record_option, record_summary
 
 from memrepo.documents import count_lines, stated_line_count
 
@@ -169,6 +171,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=None)
     ap.add_argument("--seed", type=int, default=16)
     ap.add_argument("--memory", help="the memory executable (default: beside this python)")
+    add_record_option(ap)
     args = ap.parse_args()
     rounds = args.rounds or (12 if args.quick else 120)
     rng = random.Random(args.seed)
@@ -214,13 +217,17 @@ def main() -> int:
     ok = not broken and not errors
     kept = sum(exact[k] for k in PROMISED)
     total = kept + sum(broken.values())
-    print(f"SUMMARY line_count: {kept}/{total} promised writes exact "
-          f"({', '.join(f'{k} {exact[k]}' for k in PROMISED if exact[k] or wrong[k])}); "
-          f"update {exact['update']}/{exact['update'] + wrong['update']} exact; "
-          f"hand edits committed {hand_edits}, doctor warned {warned}; "
-          f"merges stopped on other files {sum(OTHER_STOPS.values())} "
-          f"({', '.join(sorted(OTHER_STOPS)) or '-'}); "
-          f"errors {len(errors)}; {time.monotonic() - t0:.0f} s; {'OK' if ok else 'BROKEN'}")
+    summary = (f"SUMMARY line_count: {kept}/{total} promised writes exact "
+               f"({', '.join(f'{k} {exact[k]}' for k in PROMISED if exact[k] or wrong[k])}); "
+               f"update {exact['update']}/{exact['update'] + wrong['update']} exact; "
+               f"hand edits committed {hand_edits}, doctor warned {warned}; "
+               f"merges stopped on other files {sum(OTHER_STOPS.values())} "
+               f"({', '.join(sorted(OTHER_STOPS)) or '-'}); "
+               f"errors {len(errors)}; {time.monotonic() - t0:.0f} s; "
+               f"{'OK' if ok else 'BROKEN'}")
+    print(summary)
+    record_summary(__file__, summary, args, exact=kept, promised=total, errors=len(errors),
+                   ok=ok)
     return 0 if ok else 1
 
 

@@ -30,8 +30,9 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-
+sys.path.append(str(Path(__file__).resolve().parents[1] / "common"))  # results.py
 from common import Env, err, make_env
+from results import add_record_option, record_summary
 from secret_corpus import (
     SecretCase,
     ordinary_notes,
@@ -181,6 +182,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="smaller corpora and samples (<1 min)")
     ap.add_argument("--memory", help="the memory executable (default: beside this python)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary repo")
+    add_record_option(ap)
     args = ap.parse_args()
     t0 = time.monotonic()
     cases = secret_cases()
@@ -255,13 +257,15 @@ def main() -> int:
     print(f"speed: {speed}")
     ok = (commit_ok >= MIN_CAUGHT * n and capture_ok >= MIN_CAUGHT * n
           and n_fp <= MAX_FP * len(notes) and t_fp <= MAX_FP * len(turns) and not broken)
-    print(f"SUMMARY kinds={n} commit={commit_ok}/{n} ({commit_ok / n:.1%}) "
-          f"capture={capture_ok}/{n} ({capture_ok / n:.1%}) "
-          f"notes_fp={n_fp}/{len(notes)} ({n_fp / len(notes):.2%}) "
-          f"turns_fp={t_fp}/{len(turns)} ({t_fp / len(turns):.2%}) "
-          f"issue_families={len(ISSUE_FAMILIES) - len(fam_miss)}/{len(ISSUE_FAMILIES)} "
-          f"session_placeholders={placeholders} broken={len(broken)} "
-          f"time={time.monotonic() - t0:.0f}s {'OK' if ok else 'FAIL'}")
+    summary = (f"SUMMARY kinds={n} commit={commit_ok}/{n} ({commit_ok / n:.1%}) "
+               f"capture={capture_ok}/{n} ({capture_ok / n:.1%}) "
+               f"notes_fp={n_fp}/{len(notes)} ({n_fp / len(notes):.2%}) "
+               f"turns_fp={t_fp}/{len(turns)} ({t_fp / len(turns):.2%}) "
+               f"issue_families={len(ISSUE_FAMILIES) - len(fam_miss)}/{len(ISSUE_FAMILIES)} "
+               f"session_placeholders={placeholders} broken={len(broken)} "
+               f"time={time.monotonic() - t0:.0f}s {'OK' if ok else 'FAIL'}")
+    print(summary)
+    record_summary(__file__, summary, args, speed=speed)
     return 0 if ok else 1
 
 

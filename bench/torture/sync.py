@@ -39,6 +39,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+sys.path.append(str(Path(__file__).resolve().parents[1] / "common"))  # results.py
+from results import add_record_option, record_summary
+
 MEMORY = str(Path(sys.executable).with_name("memory"))
 ID = re.compile(r"\bk[0-9a-z]+x\b")  # the harness's bullet ids: k<clone>r<round>n<k>x
 BEFORE_ATTRIBUTES = "knowledge/**/*.md merge=text\ntopics/*.md merge=text\n" \
@@ -373,6 +376,7 @@ def main() -> int:
     ap.add_argument("--no-merge-driver", action="store_true",
                     help="git's own merge, as before memrepo's merge driver")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir and print it")
+    add_record_option(ap)
     args = ap.parse_args()
     rounds = 15 if args.quick else args.rounds
     rng = random.Random(args.seed)
@@ -405,11 +409,17 @@ def main() -> int:
     print(f"rounds where two clones edited the same knowledge file: {stats.same_file_rounds} "
           f"(same bullet reworded in two clones: {stats.same_line_rounds} rounds)")
     print(f"syncs stopped for a manual merge: {stats.stops}")
-    print(f"SUMMARY sync: same-file conflicting rounds needing a person: "
-          f"{stats.person_same_file} of {stats.same_file_rounds}; all rounds needing a person: "
-          f"{stats.person_rounds} of {stats.rounds}; bullets lost: {len(lost)} of {required}; "
-          f"broken files: {len(broken)}; converged: {'yes' if converged else 'NO'}; "
-          f"errors: {len(stats.errors)}")
+    summary = (
+        f"SUMMARY sync: same-file conflicting rounds needing a person: "
+        f"{stats.person_same_file} of {stats.same_file_rounds}; all rounds needing a person: "
+        f"{stats.person_rounds} of {stats.rounds}; bullets lost: {len(lost)} of {required}; "
+        f"broken files: {len(broken)}; converged: {'yes' if converged else 'NO'}; "
+        f"errors: {len(stats.errors)}")
+    print(summary)
+    record_summary(__file__, summary, args, person_same_file=stats.person_same_file,
+                   same_file_rounds=stats.same_file_rounds, person_rounds=stats.person_rounds,
+                   rounds=stats.rounds, bullets_lost=len(lost), bullets_required=required,
+                   broken_files=len(broken), converged=converged, errors=len(stats.errors))
     return 0 if converged and not lost and not broken and not stats.errors else 1
 
 

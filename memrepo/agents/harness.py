@@ -75,6 +75,15 @@ def action(harness: str, event: str) -> str | None:
     return HARNESSES.get(harness, {}).get(event)
 
 
+def payload_session(harness: str, session_id: str) -> str:
+    """The memrepo session id of a session captured from hook payloads (Codex, Gemini):
+    ``<prefix>-<12 hex>``, stable per agent session, as the importers derive theirs."""
+    import hashlib
+
+    digest = hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:12]
+    return f"{SESSION_PREFIX[harness]}-{digest}"
+
+
 def context_output(event: str, text: str) -> dict[str, object]:
     """The stdout object that injects ``text``: the same two keys in all three agents.
 

@@ -1,23 +1,19 @@
 """``memory install`` / ``uninstall``: memrepo's hooks and MCP server in an agent's settings.
 
-One table (:data:`AGENTS`) says, per agent and scope, which files hold the hooks and the
-MCP server and where inside them; one code path merges memrepo's entries into them and
-takes them out again. memrepo's entries are recognised by what they run (a ``memory``
-executable with ``hook <agent>`` or ``mcp`` in its arguments), never by their position,
-so a second install with another repo or another ``memory`` replaces them in place.
+Which files and where inside them, and what memrepo's entries look like, is
+:mod:`memrepo.agents.settings`'s table; one code path here merges memrepo's entries into
+those files and takes them out again, and tells ``memory doctor`` what is installed.
 
 Everything else in the files is left as it was, to the byte
 (:mod:`memrepo.agents.settings_edit`), and an uninstall after an install gives back the
 original file. A file that does not parse is an error naming it and its line, never
-overwritten. Sources of every format: ../shared/reviews/agent-integration.md §1.1,
-§1.2, §1.7, §2.4 (Claude Code), §4.1 (Codex), §4.2 (Gemini CLI).
+overwritten.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -26,189 +22,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrepo.agents.harness import BRIEF, CAPTURE, END, FLUSH, HARNESSES, RECALL, action
+from memrepo.agents.harness import HARNESSES
+from memrepo.agents.settings import (
+    AGENTS,
+    EXE_NAMES,
+    HOOKS,
+    MCP,
+    SERVER_NAME,
+    Call,
+    check_scope,
+    hook_handler,
+    memrepo_call,
+    place_keys,
+    place_path,
+    server_entry,
+)
 from memrepo.agents.settings_edit import Doc, JsonText, Key, TomlText
 from memrepo.atomic import atomic_write
 from memrepo.errors import MemrepoError
 from memrepo.health import Check
 from memrepo.layout import CONFIG_FILE
-
-HOOKS = "hooks"
-MCP = "mcp"
-#: The MCP server's name in the agents' server tables.
-SERVER_NAME = "memrepo"
-#: Names of the executable an entry must run to be memrepo's.
-EXE_NAMES = frozenset({"memory", "memory.exe"})
-
-#: Seconds an agent waits for memrepo's hook before it gives up on it (Gemini takes
-#: milliseconds: scaled by :attr:`Agent.timeout_unit`). A timeout only matters when
-#: something hangs; the hooks themselves answer in well under a second.
-#: - brief 10 s: a cold start (first import after an upgrade, a cold disk) must still
-#:   brief the session; Claude Code starts the session without it past the limit.
-#: - recall 5 s: the prompt waits for it, and Claude Code's default (30 s) would hold a
-#:   prompt half a minute when something hangs; past 5 s the prompt goes on without recall.
-#: - flush and capture 10 s: the work is detached, the hook only starts it; a hung
-#:   PreCompact would hold up compaction, so no more than brief.
-#: - end 5 s: SessionEnd hooks share a 1.5 s budget that the highest timeout in the
-#:   settings files raises (up to 60 s); 5 s lets a cold Python start hand the work to
-#:   its detached process without keeping Claude Code from exiting for long.
-TIMEOUTS: dict[str, int] = {BRIEF: 10, RECALL: 5, FLUSH: 10, CAPTURE: 10, END: 5}
-
-#: Placeholder in :attr:`Place.keys` for the project's absolute path (Claude Code's
-#: local-scope MCP servers live under ``projects.<path>.mcpServers`` in ~/.claude.json).
-PROJECT_KEY = "<project>"
-
-
-@dataclass(frozen=True)
-class Place:
-    """One file memrepo writes for an agent at one scope, and where in it."""
-
-    what: str  # HOOKS or MCP
-    base: str  # a key of BASES: the directory ``file`` is under
-    file: str
-    keys: tuple[str, ...]  # path to the hooks object / the MCP server table
-    keep_empty: bool = False  # an emptied server table stays as {} (the agent keeps one)
-
-
-@dataclass(frozen=True)
-class Agent:
-    """How one agent runs a hook and where it reads its settings, per scope."""
-
-    shell_form: bool  # command is a shell string (Codex, Gemini), else command + args
-    timeout_unit: int  # 1: seconds, 1000: milliseconds
-    named: bool  # handlers carry a "name" (Gemini's /hooks enable|disable NAME)
-    scopes: dict[str, tuple[Place, ...]]
-    next_step: str
-
-
-#: base -> (directory under the home, environment variable that moves it).
-BASES: dict[str, tuple[str, str | None]] = {
-    "claude": (".claude", "CLAUDE_CONFIG_DIR"),
-    "claude-state": ("", "CLAUDE_CONFIG_DIR"),  # ~/.claude.json
-    "codex": (".codex", "CODEX_HOME"),
-    "gemini": (".gemini", None),
-    "project": ("", None),
-}
-
-AGENTS: dict[str, Agent] = {
-    # Hooks in the settings files (merged across scopes), MCP servers where `claude mcp
-    # add --scope …` puts them (review §1.1, §2.4).
-    "claude-code": Agent(
-        shell_form=False, timeout_unit=1, named=False,
-        scopes={
-            "user": (Place(HOOKS, "claude", "settings.json", ("hooks",)),
-                     Place(MCP, "claude-state", ".claude.json", ("mcpServers",))),
-            "project": (Place(HOOKS, "project", ".claude/settings.json", ("hooks",)),
-                        Place(MCP, "project", ".mcp.json", ("mcpServers",))),
-            "local": (Place(HOOKS, "project", ".claude/settings.local.json", ("hooks",)),
-                      Place(MCP, "claude-state", ".claude.json",
-                            ("projects", PROJECT_KEY, "mcpServers"), keep_empty=True)),
-        },
-        next_step="Claude Code reads hooks when a session starts: start a new session "
-                  "(`/hooks` lists them, `/mcp` the server).",
-    ),
-    # Hooks in hooks.json, not inline [hooks] in config.toml: the same JSON shape as
-    # Claude Code's (one editor), and the user's hand-written config.toml gets one small
-    # table only. Codex runs `command` through the shell and has no `args` (review §4.1).
-    "codex": Agent(
-        shell_form=True, timeout_unit=1, named=False,
-        scopes={
-            "user": (Place(HOOKS, "codex", "hooks.json", ("hooks",)),
-                     Place(MCP, "codex", "config.toml", ("mcp_servers",))),
-            "project": (Place(HOOKS, "project", ".codex/hooks.json", ("hooks",)),
-                        Place(MCP, "project", ".codex/config.toml", ("mcp_servers",))),
-        },
-        next_step="Codex runs new hooks only once trusted: review them with `/hooks` in "
-                  "Codex.",
-    ),
-    # Hooks and MCP servers in one settings.json; timeouts in ms (review §4.2).
-    "gemini": Agent(
-        shell_form=True, timeout_unit=1000, named=True,
-        scopes={
-            "user": (Place(HOOKS, "gemini", "settings.json", ("hooks",)),
-                     Place(MCP, "gemini", "settings.json", ("mcpServers",))),
-            "project": (Place(HOOKS, "project", ".gemini/settings.json", ("hooks",)),
-                        Place(MCP, "project", ".gemini/settings.json", ("mcpServers",))),
-        },
-        next_step="Gemini CLI runs hooks when its hooks system is on (`/settings` → "
-                  "Advanced → Enable Hooks System); `/hooks panel` lists them.",
-    ),
-}
-assert set(AGENTS) == set(HARNESSES), "one installer entry per harness of harness.py"
-
-
-# --- what memrepo's entries look like ------------------------------------------------
-
-
-def hook_handler(agent: str, event: str, memory: str, repo: str) -> dict[str, Any]:
-    """The handler that runs ``memory --repo REPO hook AGENT EVENT``."""
-    spec = AGENTS[agent]
-    argv = [memory, "--repo", repo, "hook", agent, event]
-    handler: dict[str, Any] = {"name": f"memrepo-{event}"} if spec.named else {}
-    handler["type"] = "command"
-    if spec.shell_form:
-        handler["command"] = shlex.join(argv)
-    else:  # exec form: no shell, no quoting, no reliance on the hook's PATH
-        handler["command"], handler["args"] = memory, argv[1:]
-    handler["timeout"] = TIMEOUTS[str(action(agent, event))] * spec.timeout_unit
-    return handler
-
-
-def server_entry(memory: str, repo: str) -> dict[str, Any]:
-    """The MCP server entry (the same shape in all three agents)."""
-    return {"command": memory, "args": ["--repo", repo, "mcp"]}
-
-
-@dataclass(frozen=True)
-class Call:
-    """What one of memrepo's entries runs."""
-
-    memory: str
-    repo: str | None
-    kind: str  # HOOKS, MCP, or "legacy" (`memory compile --format claude-code-hook`)
-    harness: str | None = None
-    event: str | None = None
-
-
-def _split_repo(args: Sequence[str]) -> tuple[str | None, list[str]]:
-    repo, rest, i = None, [], 0
-    while i < len(args):
-        if args[i] == "--repo" and i + 1 < len(args):
-            repo, i = args[i + 1], i + 2
-            continue
-        if args[i].startswith("--repo="):
-            repo = args[i].split("=", 1)[1]
-        else:
-            rest.append(args[i])
-        i += 1
-    return repo, rest
-
-
-def memrepo_call(entry: object) -> Call | None:
-    """What ``entry`` (a hook handler or an MCP server entry) runs, when it is memrepo's."""
-    if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
-        return None
-    args = entry.get("args")
-    if args is None:
-        try:
-            argv = shlex.split(entry["command"])
-        except ValueError:
-            return None
-    elif isinstance(args, list) and all(isinstance(a, str) for a in args):
-        argv = [entry["command"], *args]
-    else:
-        return None
-    if not argv or Path(argv[0]).name not in EXE_NAMES:
-        return None
-    repo, rest = _split_repo(argv[1:])
-    if rest[:1] == ["hook"] and len(rest) > 1 and rest[1] in HARNESSES:
-        return Call(argv[0], repo, HOOKS, rest[1], rest[2] if len(rest) > 2 else None)
-    if rest[:1] == ["mcp"]:
-        return Call(argv[0], repo, MCP)
-    if "compile" in rest and "claude-code-hook" in rest:
-        return Call(argv[0], repo, "legacy")
-    return None
-
 
 # --- planning -------------------------------------------------------------------------
 
@@ -233,31 +66,6 @@ class FileChange:
             "/dev/null" if self.after is None else str(self.path))
         return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
                        for line in lines)
-
-
-def check_scope(agent: str, scope: str) -> Agent:
-    """``agent``'s entry, or MemrepoError when it has no such scope."""
-    if agent not in AGENTS:
-        raise MemrepoError(f"unknown agent {agent!r} (one of: {', '.join(AGENTS)})")
-    if scope not in AGENTS[agent].scopes:
-        raise MemrepoError(f"{agent} has no {scope!r} scope (one of: "
-                           f"{', '.join(AGENTS[agent].scopes)})")
-    return AGENTS[agent]
-
-
-def place_path(place: Place, home: Path | None, project: Path) -> Path:
-    """Where ``place``'s file is: under the home (or the agent's own env override when no
-    home is given) or the project."""
-    if place.base == "project":
-        return project / place.file
-    rel, env = BASES[place.base]
-    if home is None and env and os.environ.get(env):
-        return Path(os.environ[env]).expanduser() / place.file
-    return (home or Path.home()) / rel / place.file
-
-
-def _keys(place: Place, project: Path) -> tuple[str, ...]:
-    return tuple(str(project) if k == PROJECT_KEY else k for k in place.keys)
 
 
 def _read(path: Path) -> str | None:
@@ -289,7 +97,7 @@ def plan(agent: str, scope: str, *, memory: str | None = None, repo: str | None 
             before = _read(path)
             docs[path] = (before, _open(path, before), [])
         _, doc, notes = docs[path]
-        keys = _keys(place, project)
+        keys = place_keys(place, project)
         if place.what == HOOKS:
             notes += _merge_hooks(doc, keys, agent, memory, repo)
         else:
@@ -500,7 +308,7 @@ def installed(home: Path | None = None, project: Path | None = None) -> tuple[
     for agent, spec in AGENTS.items():
         for scope, places in spec.scopes.items():
             for place in places:
-                path, keys = place_path(place, home, project), _keys(place, project)
+                path, keys = place_path(place, home, project), place_keys(place, project)
                 if (path, keys) in seen:
                     continue
                 seen.add((path, keys))

@@ -13,7 +13,8 @@ no-op after memrepo's own commits, which index in-process) and the search reopen
 
 Errors a model can act on (a bad REF, a path outside the repo, empty text, an unknown
 category) are ``ToolError`` messages, and nothing is written. The protocol owns stdout;
-logs go to stderr. The SDK (~2 s to import) is imported only by ``memory mcp``.
+logs go to stderr. The SDK, slow to import (bench/perf/bench_mcp.py times the server's
+start), is imported only by ``memory mcp``.
 """
 
 from __future__ import annotations
@@ -32,15 +33,23 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 from memrepo import __version__, compression
+from memrepo.agents.resident import SERVICES
+from memrepo.context.compiler import CompileRequest, compile_context
 from memrepo.errors import MemrepoError
 from memrepo.git import git
+from memrepo.index import refs, signals
 from memrepo.index.dates import BadBound, parse_bound
+from memrepo.index.embedders import get_embedder
+from memrepo.index.indexer import sync
 from memrepo.index.ranking import Filters, Hit, settings_from_config
-from memrepo.index.search import QUERY_ERRORS, Search, record_hits
+from memrepo.index.remote import ping
+from memrepo.index.search import QUERY_ERRORS, Search
+from memrepo.index.signals import record_hits
 from memrepo.layout import CONFIG_FILE, DB_NAME, category_names
 from memrepo.lifecycle import update
 from memrepo.locks import LockBusy
 from memrepo.repo import MemoryRepo, discover
+from memrepo.resident.server import AlreadyRunning, Server
 
 log = logging.getLogger("memrepo.mcp")
 T = TypeVar("T")
@@ -161,7 +170,6 @@ class Memory:
         never rebuilds); a failure is logged and search goes on with what it has."""
         if not (self.root / DB_NAME).exists():
             return
-        from memrepo.index.indexer import sync
 
         try:
             res = sync(self.root, hook=True)
@@ -205,10 +213,6 @@ class Memory:
         resident server (started here when none answers), so hooks and searches share
         its loaded model; False when another server runs (used over its socket) or the
         embedder is light or none (in-process as ever)."""
-        from memrepo.index.embedders import get_embedder
-        from memrepo.index.resident import ping
-        from memrepo.index.server import AlreadyRunning, Server
-
         try:
             emb = get_embedder(name)
         except ValueError:
@@ -225,7 +229,6 @@ class Memory:
             return False
         if self._embedder is None or self._embedder.id != emb.id:
             self._embedder = emb
-        from memrepo.agents.resident import SERVICES
 
         server = Server(self.root, self._embedder, log=log.info, catch_up_on_start=True,
                         services=SERVICES)
@@ -269,8 +272,6 @@ class Memory:
         return _format_hits(query, hits, s.why)
 
     def context_text(self, message: str, budget: int) -> str:
-        from memrepo.context.compiler import CompileRequest, compile_context
-
         if not message.strip():
             raise ToolError("message is empty: pass the task or question to brief for")
         lo, hi = BUDGET_RANGE
@@ -329,8 +330,6 @@ class Memory:
         return f"Replaced {done.ref}{_committed(done.commit)}."
 
     def signal_text(self, ref: str, event: str) -> str:
-        from memrepo.index import refs, signals
-
         try:
             parsed = signals.parse_ref(ref)  # PATH#CHUNK too, as `memory reinforce` takes it
         except signals.BadRef as exc:

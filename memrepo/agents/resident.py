@@ -2,12 +2,12 @@
 run, and ``python -m memrepo.agents.resident serve ROOT`` (what ``memory serve --detach``
 spawns).
 
-The server (:mod:`memrepo.index.server`) knows the model and the index; the ops a hook
+The server (:mod:`memrepo.resident.server`) knows the model and the index; the ops a hook
 asks of it live here, a floor up, and are handed to it (``services``):
 
-- ``recall``: the prompt hook's recall (:func:`memrepo.agents.events.recall`), compiled in
+- ``recall``: the prompt hook's recall (:func:`memrepo.agents.recall.recall`), compiled in
   the server, where memrepo is imported and the model's nearest index is in memory. The
-  hook asks it first (:func:`memrepo.agents.events.recall_served`) and recalls itself when
+  hook asks it first (:func:`memrepo.agents.recall.recall_served`) and recalls itself when
   no server answers.
 """
 
@@ -18,8 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from memrepo.agents import recall
 from memrepo.agents.harness import HARNESSES
-from memrepo.index.server import Server, Service
+from memrepo.resident import serve
+from memrepo.resident.server import Server, Service
 
 
 def recall_service(server: Server, req: dict[str, Any], asked: Callable[[], bool]
@@ -29,8 +31,6 @@ def recall_service(server: Server, req: dict[str, Any], asked: Callable[[], bool
     git dir, so its hooks reach this socket): that hook recalls itself. A hook that gave
     up waiting recalls itself too, so this one then writes nothing (shown passages, hit
     signals): the hook's recall must not find its passages already shown."""
-    from memrepo.agents import events
-
     harness, payload, root = req.get("harness"), req.get("payload"), req.get("root")
     if not isinstance(harness, str) or harness not in HARNESSES or not isinstance(
             payload, dict):
@@ -39,7 +39,7 @@ def recall_service(server: Server, req: dict[str, Any], asked: Callable[[], bool
     if not isinstance(root, str) or Path(root).resolve() != server.root.resolve():
         return {"ok": False, "error": f"this server serves {server.root}, not {root}"}
     with server.hosted_search() as search:
-        text = events.recall(server.root, harness, payload, search, asked)
+        text = recall.recall(server.root, harness, payload, search, asked)
     return {"ok": True, "text": text}
 
 
@@ -49,8 +49,6 @@ SERVICES: dict[str, Service] = {"recall": recall_service}
 def main(argv: list[str] | None = None) -> int:
     """``python -m memrepo.agents.resident serve ROOT [--model M] [--idle S]``: the
     server, with :data:`SERVICES`."""
-    from memrepo.index import serve
-
     return serve.main(argv, services=SERVICES)
 
 

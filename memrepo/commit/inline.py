@@ -3,8 +3,8 @@
 ``capture end``, ``memory commit``, extraction and condensation commit from inside a
 ``memory`` process that has the validators and the indexer at hand. Going through the
 installed git hooks would start Python twice more and, with the pre-commit framework,
-scan the whole work tree several times per commit (1.8 s at 100K files, see
-bench/bench_commit.py). So when every installed hook is memrepo's own
+scan the whole work tree several times per commit (bench/perf/bench_commit.py times
+each hook runner). So when every installed hook is memrepo's own
 (:func:`memrepo.commit.write.route` decides, once per commit), the same checks run here
 on the staged content, the commit is written with git's plumbing (or by ``git commit``
 with hooks off, when it must sign or record a merge), and the index is brought up to date
@@ -47,8 +47,8 @@ def commit(
         no_hooks = ["-c", f"core.hooksPath={os.devnull}"]
         git.git([*no_hooks, "commit", "-q", "--no-verify", "-F", "-"], root, input=message)
     else:
-        # ``git commit`` would first re-stat every tracked file (175 ms at 100K files) to
-        # refresh the index; the callers have just staged exactly what they commit.
+        # ``git commit`` would first re-stat every tracked file to refresh the index (a cost
+        # that grows with the repo); the callers have just staged exactly what they commit.
         _write_commit(root, git.git(["write-tree"], root).strip(), git.head(root), message)
     run_git_event(root, "post-commit")
 

@@ -11,7 +11,7 @@ person would resolve the same way every time, and nothing else:
 - a bullet both sides changed differently is kept twice: the later one (by its date;
   on a tie, theirs: the commit a rebase replays) as it is, the other struck through and
   pointing at it, the marker extraction and ``memory update`` write
-  (:func:`memrepo.lifecycle.extract.entries.superseded_line`);
+  (:func:`memrepo.entries.superseded_line`);
 - a bullet one side deleted and the other side changed is kept as changed (nothing the
   other side wrote is lost);
 - frontmatter is merged key by key: a key only one side changed takes that change, a
@@ -38,11 +38,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memrepo import entries as E
 from memrepo import yamlsafe
 from memrepo.documents import LINE_COUNT_KEY, with_line_count
 from memrepo.errors import GitError
 from memrepo.git import git, toplevel
-from memrepo.lifecycle.extract import entries as E
 
 #: The driver's name in ``.gitattributes`` and git's config (``merge.memrepo.*``).
 NAME = "memrepo"

@@ -1,12 +1,13 @@
 """Stage working-tree paths onto HEAD by writing only the trees they touch.
 
-Why: ``git add`` and ``git write-tree`` each read and rewrite the whole index (13 MB at
-100K files: ~100 and ~90 ms per commit). A batch commit of 20 notes touches a handful
+Why: ``git add`` and ``git write-tree`` each read and rewrite the whole index, which grows
+with the repo (bench/perf/bench_capture.py times a commit of 20 notes in a 100K-file
+repo). A batch commit of 20 notes touches a handful
 of directories, so their trees are read (one ``git cat-file --batch``), changed here, and
 written back (one ``git hash-object -w -t tree --stdin-paths``, which checks each one);
 the blobs come from ``git hash-object -w --stdin-paths``, which applies the same
-attributes and filters ``git add`` does. A tree stays raw bytes per entry, so a
-directory of 17K entries costs ~5 ms to change, not ~60 as parsed and re-sorted objects. The
+attributes and filters ``git add`` does. A tree stays raw bytes per entry, so changing a
+directory of many thousand entries costs a splice, not parsing and re-sorting objects. The
 index is then set for exactly these paths with one ``git update-index --index-info``,
 so it matches the commit and nothing else anyone staged is touched or committed (what
 ``git commit -- PATHS`` promises, without its temporary index of the whole repo).
@@ -129,6 +130,18 @@ def _prepare(root: Path, paths: list[str]) -> Prepared:
             rows.append(("M" if old is not None else "A", p, None, sha))
     rows = _pair_renames(rows, gone)
 
+    tree, written = _new_trees(trees, dirs, changed, grown, base_tree)
+    _write_trees(root, written)
+    stats = {p: before[p] for p in lines}
+    return Prepared(parent, base_tree, tree, rows, lines, stats, moving)
+
+
+def _new_trees(trees: dict[str, Entries], dirs: list[str], changed: set[str],
+               grown: set[str], base_tree: str) -> tuple[str, dict[str, bytes]]:
+    """The changed directories' trees hashed again, children before their parents, each
+    new id entered in its parent (an emptied directory leaves it); (the new root tree,
+    the bodies of the trees to write by id). ``trees``, ``changed`` and ``grown`` are
+    updated on the way up."""
     written: dict[str, bytes] = {}
     tree = base_tree
     for d in sorted(dirs, key=_depth, reverse=True):  # children before their parents
@@ -153,9 +166,7 @@ def _prepare(root: Path, paths: list[str]) -> Prepared:
         else:
             trees[up].pop(key, None)
         changed.add(up)
-    _write_trees(root, written)
-    stats = {p: before[p] for p in lines}
-    return Prepared(parent, base_tree, tree, rows, lines, stats, moving)
+    return tree, written
 
 
 def update_index(root: Path, prepared: Prepared) -> None:

@@ -153,8 +153,8 @@ def commit_staged(
     The whole index, with memrepo's hooks run here, when only ``paths`` are staged: ``git
     commit -- paths`` rebuilds a temporary index and costs over a second in a 100K-file
     repo, and it runs the installed hooks. ``rows``: what :func:`memrepo.git.staged_blobs`
-    says is staged, when the caller has just asked (each question reads the whole index:
-    25 ms at 100K files). ``how``: the route, when the caller has decided it.
+    says is staged, when the caller has just asked (each question reads the whole index,
+    as big as the repo). ``how``: the route, when the caller has decided it.
     """
     with commit_lock(root):
         _commit_staged(root, paths, message, rows, how)

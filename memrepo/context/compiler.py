@@ -34,7 +34,7 @@ from memrepo.context.sections import (
 from memrepo.context.tokens import cost, counter, kb_to_tokens
 from memrepo.documents import read_repo_document
 from memrepo.errors import FormatError, MemrepoError
-from memrepo.index.search import record_hits
+from memrepo.index.signals import record_hits
 from memrepo.layout import IDENTITY_DIR, JOURNAL_DIR, MEMORY_FILE, PROJECTS_INDEX, TURN_HEADER
 from memrepo.repo import MemoryRepo
 from memrepo.topics import subscription_problem

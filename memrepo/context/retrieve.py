@@ -18,7 +18,8 @@ from memrepo.index.search import Search
 
 #: Passages asked of search per compile, and how many of them may come from one file:
 #: enough that P3 fills its budget, the best-ranked files holding most of the evidence
-#: (LoCoMo dev evidence coverage is flat beyond 150 / 20, docs/DESIGN-NOTES.md).
+#: (more adds no evidence coverage in bench/quality/eval_compile_locomo.py; docs/design.md
+#: "The context compiler").
 LIMIT = 150
 PER_FILE = 20
 

@@ -75,9 +75,9 @@ class Section:
     def render(self) -> str:
         """The marker, then the text; a transcript passage's turn header goes into the
         marker (``… user -->``, the time only when it is not the session's start), which
-        fits ~10 % more passages into P3. A turn joined below it has its header as a line
-        of its own (``agent:``): one marker for the run, ~15 characters less a turn (a
-        passage joined below a note has no line of its own)."""
+        fits more passages into P3 (docs/design.md "The context compiler"). A turn joined
+        below it has its header as a line of its own (``agent:``): one marker for the run,
+        ~15 characters less a turn (a passage joined below a note has no line of its own)."""
         turn = self._turn()
         if self.joined:
             return f"{turn[0]}:\n{turn[1]}" if turn else self.text

@@ -27,9 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from memrepo.context.retrieve import retrieve
 from memrepo.context.tokens import estimate_tokens
 from memrepo.index import cjk
-from memrepo.index.query import shared_words
+from memrepo.index.query import shared_words, terms
+from memrepo.index.snippets import read_span
+from memrepo.layout import SUPERSEDED_LINE
+from memrepo.repo import MemoryRepo
 from memrepo.transcript import messages as m
 
 log = logging.getLogger(__name__)
@@ -243,23 +247,7 @@ def smart_trim(
     prot = _protected(msgs, keep_last)
     groups = [g for g in units(msgs) if not prot.intersection(g)]
     texts = ["\n".join(m.text(msgs[i]) for i in g) for g in groups]
-    scores = bm25(query, texts)
-    top = max(scores, default=0.0)
-    removed: set[int] = set()
-    # layer 2: the least relevant first (ties: oldest first), only clearly irrelevant ones
-    order = sorted(range(len(groups)), key=lambda k: (scores[k], groups[k][0]))
-    for k in order:
-        if total <= safe or scores[k] >= 0.5 * top > 0:
-            break
-        removed.update(groups[k])
-        total -= sum(sizes[i] for i in groups[k])
-    # layer 3: oldest first
-    for g in groups:
-        if total <= safe:
-            break
-        if not removed.intersection(g):
-            removed.update(g)
-            total -= sum(sizes[i] for i in g)
+    removed, total = _to_remove(groups, bm25(query, texts), sizes, total, safe)
     kept = sanitize([x for i, x in enumerate(msgs) if i not in removed])
     kept_ids = {id(x) for x in kept}
     removed.update(i for i, x in enumerate(msgs) if id(x) not in kept_ids)
@@ -299,6 +287,30 @@ def smart_trim(
     why = f"the protected messages alone are {body} tokens"
     res.warning = _over(res, body, context_window, why)
     return res
+
+
+def _to_remove(groups: list[list[int]], scores: list[float], sizes: list[int], total: int,
+               safe: int) -> tuple[set[int], int]:
+    """The messages to take out, group by group, until ``total`` tokens fit ``safe``:
+    first the clearly irrelevant groups, least relevant first (ties: oldest first), then
+    the oldest; (their indexes, the tokens left)."""
+    top = max(scores, default=0.0)
+    removed: set[int] = set()
+    # layer 2: the least relevant first (ties: oldest first), only clearly irrelevant ones
+    order = sorted(range(len(groups)), key=lambda k: (scores[k], groups[k][0]))
+    for k in order:
+        if total <= safe or scores[k] >= 0.5 * top > 0:
+            break
+        removed.update(groups[k])
+        total -= sum(sizes[i] for i in groups[k])
+    # layer 3: oldest first
+    for g in groups:
+        if total <= safe:
+            break
+        if not removed.intersection(g):
+            removed.update(g)
+            total -= sum(sizes[i] for i in g)
+    return removed, total
 
 
 def _over(res: TrimResult, body: int, window: int, why: str) -> str | None:
@@ -389,12 +401,6 @@ def repo_recall(root: Path, query: str, seen: list[str]) -> RepoRecall:
     search is a note, and the block is built from the messages alone."""
     out = RepoRecall()
     try:
-        from memrepo.context.retrieve import retrieve
-        from memrepo.index.query import terms
-        from memrepo.index.snippets import read_span
-        from memrepo.layout import SUPERSEDED_LINE
-        from memrepo.repo import MemoryRepo
-
         cfg = MemoryRepo(root).config["search"]
         passages, why = retrieve(root, query, cfg, limit=REPO_LIMIT)
         if why:

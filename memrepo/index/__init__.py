@@ -22,11 +22,9 @@ Modules, one concept each:
 - :mod:`~memrepo.index.links` — ``[[wikilinks]]``, markdown links, co-recall
 - :mod:`~memrepo.index.signals` — reinforce / demote / hit events from ``raw/signals/``;
   :mod:`~memrepo.index.anchors` — where a signalled entry is now (edits, ``git mv``)
-- :mod:`~memrepo.index.resident` — ``memory serve``: the sentence model in one process,
-  as hooks and searches ask it; :mod:`~memrepo.index.server` (the socket server),
-  :mod:`~memrepo.index.catchup` (vectors a commit left, embedded in the background),
-  :mod:`~memrepo.index.serve` (running one: foreground, detached, stop, status),
-  :mod:`~memrepo.index.hugepages` (its nearest index on 2 MB pages)
+- :mod:`~memrepo.index.remote` — the client of ``memory serve`` (:mod:`memrepo.resident`):
+  where a clone's server listens, one request to it, the embedders a search asks through
+  it; :mod:`~memrepo.index.catchup` (vectors a commit left, embedded in the background)
 - :mod:`~memrepo.index.refs` — a REF (``path:line``, ``path#chunk``) checked, its signal recorded
 - :mod:`~memrepo.index.health` — what ``memory doctor`` says about the index
 - :mod:`~memrepo.hooks.post_commit` — what the post-* git hooks call; never raises

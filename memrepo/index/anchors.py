@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 
 from memrepo import compression, worktree
-from memrepo.errors import FormatError
+from memrepo.errors import FormatError, GitError
 
 #: How much of a line an event keeps: enough to tell entries apart, little to duplicate.
 TEXT_CHARS = 200
@@ -126,7 +126,6 @@ def _renames(root: Path, since: str | None) -> dict[str, str]:
     """old path -> new path for every rename git detects since ``since``, oldest first (so
     a file renamed twice chains a -> b -> c)."""
     from memrepo import git  # only when a signalled file is gone: search never pays it
-    from memrepo.errors import GitError
 
     args = ["log", "--reverse", "-M", "--diff-filter=R", "--name-status", "--format=", "-z"]
     with contextlib.suppress(ValueError):  # an unreadable date: every rename

@@ -1,7 +1,7 @@
 """Vectors the index left without them: embedded after a commit, never in the hook.
 
 The post-commit hook calls :func:`after_commit`, which asks a running server to catch up
-or starts one detached, low-priority worker (``python -m memrepo.index.serve catch-up
+or starts one detached, low-priority worker (``python -m memrepo.resident.serve catch-up
 ROOT``), at most one at a time (``catchup.lock``). :func:`catch_up`, run by the server's
 catch-up thread or by that worker, embeds outside the index lock and writes each batch in
 one short transaction under it.
@@ -16,8 +16,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from memrepo.index import db as dbmod
+from memrepo.index import gitsource, schema
+from memrepo.index.indexer import advance_vectors_through, short_write
+from memrepo.index.lock import Busy
 from memrepo.index.paths import db_path, state_dir
-from memrepo.index.resident import (
+from memrepo.index.remote import (
     SERVE_DIR,
     Unavailable,
     git_dir,
@@ -26,6 +30,8 @@ from memrepo.index.resident import (
     serve_dir,
     socket_path,
 )
+from memrepo.index.writer import parse
+from memrepo.locks import LockBusy, file_lock, try_lock
 from memrepo.spawn import detached
 
 CATCHUP_LOCK = "catchup.lock"
@@ -59,8 +65,6 @@ def after_commit(root: Path, state: Path | None = None) -> str:
             pass
         private_dir(sdir)
         (sdir / CATCHUP_PENDING).touch()
-        from memrepo.locks import try_lock
-
         fd = try_lock(sdir / CATCHUP_LOCK, 0o600)
         if fd is None:
             return "running"  # it sees the pending mark and takes one more round
@@ -74,10 +78,10 @@ def after_commit(root: Path, state: Path | None = None) -> str:
 
 
 def spawn_worker(root: Path, sdir: Path, lock_fd: int) -> None:
-    """``python -m memrepo.index.serve catch-up ROOT --lock-fd 3`` in a session of its
+    """``python -m memrepo.resident.serve catch-up ROOT --lock-fd 3`` in a session of its
     own (niced there), holding the catch-up lock it inherits as fd 3 (so no second worker
     starts while this one boots); stdout to /dev/null, stderr appended to ``catchup.err``."""
-    argv = [sys.executable, "-m", "memrepo.index.serve", "catch-up", str(root),
+    argv = [sys.executable, "-m", "memrepo.resident.serve", "catch-up", str(root),
             "--lock-fd", "3"]
     detached(argv, sdir / CATCHUP_ERR, fd3=lock_fd)
 
@@ -107,8 +111,6 @@ def catch_up(
     after one more round when :func:`after_commit` marked new work meanwhile, also once
     the lock is released (its mark may land just before).
     """
-    from memrepo.locks import LockBusy, file_lock
-
     root = Path(root)
     gd = git_dir(root)
     sdir = state_dir(gd) / SERVE_DIR
@@ -145,10 +147,6 @@ def _fd_held(fd: int) -> Iterator[None]:
 def _catch_up_rounds(root: Path, gd: Path, embedder: Any, should_stop: Callable[[], bool],
                      progress: Callable[[int, int], None] | None,
                      log: Callable[[str], None] | None, before: int) -> int:
-    from memrepo.index import db as dbmod
-    from memrepo.index import gitsource, schema
-    from memrepo.index.indexer import parse
-
     path = db_path(root)
     tried: set[str] = set()  # blobs read once: one that cannot give its chunks is not retried
     done = 0
@@ -201,10 +199,6 @@ def _advance(root: Path, gd: Path) -> None:
     """Record how far every chunk has its vectors, so the next catch-up reads only the
     chunks past that (:func:`~memrepo.index.indexer.advance_vectors_through`); skipped
     while a long ``memory index`` holds the index."""
-    from memrepo.index import db as dbmod
-    from memrepo.index.indexer import advance_vectors_through, short_write
-    from memrepo.index.lock import Busy
-
     with contextlib.suppress(Busy), short_write(root, gd, wait=5.0) as con:
         if con is not None:
             with dbmod.write(con):
@@ -216,11 +210,6 @@ def _write_vectors(root: Path, gd: Path, embedder_id: str, pairs: list[tuple[int
     """Insert vectors of chunks still in the index, under the index lock (one short
     transaction; :func:`~memrepo.index.indexer.short_write`). False when the index no
     longer takes them (another embedder, or gone)."""
-    from memrepo.index import db as dbmod
-    from memrepo.index import schema
-    from memrepo.index.indexer import short_write
-    from memrepo.index.lock import Busy
-
     try:
         with short_write(root, gd, wait=30.0) as con:
             if con is None or schema.get_meta(con).get("embedder") != embedder_id:

@@ -22,8 +22,8 @@ from memrepo.layout import superseded_share
 MAX_CHARS = 1500
 TARGET_CHARS = 1000
 #: A transcript turn is indexed with the start of the turn before it: a reply means little
-#: without what it replies to ("yes, last Friday"). Measured on LoCoMo dev: session R@5
-#: +2.3, turn R@10 +3.9; the line span stays the turn's own.
+#: without what it replies to ("yes, last Friday"); the line span stays the turn's own
+#: (``bench/quality/eval_locomo.py``).
 CONTEXT_CHARS = 300
 _HEADING = re.compile(r"^(#{1,6})\s+(\S.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -50,9 +50,8 @@ class Chunk:
     def reply_text(self) -> str | None:
         """The turn followed by its reply: what the second vector of a transcript turn
         embeds (search averages it with the first). Half of what a question asks is in the
-        answer a turn got ("Did you go?" "Yes, to Paris"); MiniLM on LoCoMo dev, session
-        R@5 / turn R@10 / multi-hop R@5: 88.9 / 78.4 / 63.3 one vector, 89.3 / 79.7 / 65.5
-        two (DESIGN-NOTES)."""
+        answer a turn got ("Did you go?" "Yes, to Paris"): two vectors find more of the
+        turns a question needs than one (``bench/quality/eval_locomo.py``; docs/search.md)."""
         return f"{self.own_text}\n{self.reply}" if self.reply else None
 
     @property
@@ -74,8 +73,8 @@ class Chunk:
         """What vectors embed: the chunk without the lead of the turn before it.
 
         Words of the previous turn help BM25 find a short reply, but in a sentence
-        vector they blur what this turn says (LoCoMo dev with MiniLM: turn R@10 66.8 →
-        69.7, evidence inside a compiled context 80.9 → 82.7 %).
+        vector they blur what this turn says (``bench/quality/eval_locomo.py``,
+        ``bench/quality/eval_compile_locomo.py``).
         """
         return self.text[: len(self.text) - self.lead] if self.lead else self.text
 

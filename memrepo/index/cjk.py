@@ -44,8 +44,8 @@ GLUE_WINDOW = 64
 @functools.cache
 def _rx() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     """(a run; the letters and digits written right after a run, with no space; those
-    right before it, searched in a short window). Compiled on first use: ~1.5 ms each, which
-    the hook and search processes of an ASCII-only repo never pay."""
+    right before it, searched in a short window). Compiled on first use: a cost the hook
+    and search processes of an ASCII-only repo never pay."""
     return (
         re.compile(f"[{RANGES}]+"),
         re.compile(rf"[^\W{RANGES}]+"),

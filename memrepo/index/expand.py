@@ -5,11 +5,11 @@ find it. The table gives each English word its nearest words (cosine >= 0.5, at 
 and search adds them as a second, down-weighted FTS5 query (``search.expansion_weight``).
 No model runs at query time: the table is package data, derived once from
 all-MiniLM-L6-v2 (Apache-2.0, see the NOTICE beside it) by embedding each whole word of
-its own vocabulary alone (``bench/build_neighbours.py`` rebuilds it). Words the repo does
+its own vocabulary alone (``tools/build_neighbours.py`` rebuilds it). Words the repo does
 not use simply match nothing.
 
 The file is sorted, one ``word<TAB>n1 n2 …`` line per word, and looked up by binary
-search over a memory map: a query pays microseconds, not the ~60 ms of parsing 21K lines.
+search over a memory map: a query reads a few pages instead of parsing the whole table.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 
 TABLE = Path(__file__).with_name("data") / "all-MiniLM-L6-v2" / "neighbours.tsv"
-#: Neighbours taken per query word (the measured best of 2-5).
+#: Neighbours taken per query word (the best of 2-5, ``bench/quality/eval_locomo.py``).
 PER_WORD = 3
 
 

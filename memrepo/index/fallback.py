@@ -29,7 +29,6 @@ from memrepo.index import cjk
 from memrepo.index import query as q
 from memrepo.index import signals as sig
 from memrepo.index.dates import date_ranges, holding, window
-from memrepo.index.indexer import parse
 from memrepo.index.paths import is_indexed
 from memrepo.index.ranking import (
     ChunkHit,
@@ -42,6 +41,7 @@ from memrepo.index.ranking import (
     to_hits,
     with_per_file,
 )
+from memrepo.index.writer import parse
 
 _WORD = re.compile(r"\w+")
 K1, B = 1.2, 0.75
@@ -51,8 +51,8 @@ class _StemCounter:
     """How often each query word occurs among a chunk's tokens: a token counts for a word
     it equals, or for a word of 4+ letters whose first ``max(4, len - 2)`` letters it
     starts with (the index's stemmer would find "failure" for "failed"). One lookup per
-    token and prefix length, not one comparison per token and word: a 50-word prompt
-    made ~1.8M comparisons over a 10K-file scan."""
+    token and prefix length, not one comparison per token and word, which a long prompt
+    multiplies over every token of a scan (``bench/perf/bench_index.py``)."""
 
     def __init__(self, words: list[str]):
         self.exact = set(words)

@@ -21,7 +21,8 @@ NULL_SHA = "0" * 40
 
 
 #: None of the commands here needs git's index; pointing GIT_INDEX_FILE at a file that
-#: does not exist spares reading it (15 ms and 30 MB for ``diff-tree`` at 100K files).
+#: does not exist spares reading it, which in a large repo costs ``diff-tree`` time and
+#: memory (``bench/perf/bench_commit.py``).
 _ENV = {**os.environ, "GIT_INDEX_FILE": os.path.join(os.sep, "nonexistent-memrepo", "index")}
 
 
@@ -145,3 +146,11 @@ def stream_blobs(root: Path, shas: Iterable[str]) -> Iterator[tuple[str, bytes |
         out.close()
         proc.wait()
         writer.join()
+
+
+def read_blob(root: Path, sha: str) -> bytes | None:
+    """One blob's bytes, None when git cannot give them (gone, or git failing)."""
+    try:
+        return next(iter(stream_blobs(root, [sha])))[1]
+    except Exception:
+        return None

@@ -6,6 +6,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memrepo.health import Check
+from memrepo.index import db as dbmod
+from memrepo.index import embedders, gitsource, schema
+from memrepo.index import log as hooklog
+from memrepo.index.embedders import embedder_id
+from memrepo.index.indexer import pending_vectors
+from memrepo.index.paths import db_path, state_dir
+from memrepo.index.schema import replies_recorded
 
 if TYPE_CHECKING:
     from memrepo.repo import MemoryRepo
@@ -14,13 +21,6 @@ FIX = "memory index"
 
 
 def checks(repo: MemoryRepo) -> list[Check]:
-    from memrepo.index import db as dbmod
-    from memrepo.index import embedders, gitsource, schema
-    from memrepo.index import log as hooklog
-    from memrepo.index.embedders import embedder_id
-    from memrepo.index.indexer import pending_vectors
-    from memrepo.index.paths import db_path, state_dir
-
     out: list[Check] = []
     root = repo.root
     try:
@@ -81,8 +81,6 @@ def checks(repo: MemoryRepo) -> list[Check]:
 
 
 def _meta_checks(repo, root, meta, docs, head, embedder_id) -> list[Check]:
-    from memrepo.index import gitsource, schema
-
     out: list[Check] = []
     version = meta.get("schema_version")
     if version != str(schema.SCHEMA_VERSION):
@@ -97,8 +95,6 @@ def _meta_checks(repo, root, meta, docs, head, embedder_id) -> list[Check]:
         wanted = None
         out.append(Check("index embedder", False, f"config: {exc}", "memory config show"))
     if wanted is not None:
-        from memrepo.index.schema import replies_recorded
-
         have = meta.get("embedder")
         ok, detail = have == wanted, f"built with {have}, config wants {wanted}"
         replies = bool(repo.config["search"].get("reply_vectors", True))

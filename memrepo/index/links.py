@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memrepo import compression, worktree
+from memrepo.index.paths import db_path
 from memrepo.jsonsafe import json_object
 from memrepo.layout import HITS_DIR, HITS_PREFIX
 
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 
 @functools.cache
 def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
-    """(wikilink, markdown link, code fence), compiled on first use: ~2 ms the commit hook
+    """(wikilink, markdown link, code fence), compiled on first use: a cost the commit hook
     need not pay when no staged file has a ``[``.
 
     ``[[target]]``, ``[[target|label]]``, ``[[target#heading]]``: no newline or bracket
@@ -223,7 +224,6 @@ def report(root: Path, path: str) -> dict[str, Any]:
     """``memory links FILE``: what ``path`` links to (each resolved or broken), what links
     to it, and what was recalled with it. Needs the index (the caller brings it to HEAD)."""
     from memrepo.index.db import connect
-    from memrepo.index.paths import db_path
 
     con = connect(db_path(root), readonly=True)
     try:
@@ -239,7 +239,6 @@ def report(root: Path, path: str) -> dict[str, Any]:
 def linked(root: Path, paths: list[str]) -> dict[str, list[str]]:
     """:func:`linked_files` from the index of ``root`` ({} without one, or an old one)."""
     from memrepo.index.db import OperationalError, connect
-    from memrepo.index.paths import db_path
 
     if not db_path(root).exists():
         return {}

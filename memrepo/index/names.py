@@ -6,8 +6,8 @@ a conversation between the two is "about" them). The names come from the repo it
 a transcript's ``participants``, a file's ``people``, and each person file's name and
 aliases (:func:`memrepo.index.docmeta.read_meta`), stored word by word in the index's
 ``names`` table. A name word in the query becomes "they" ("their" for "Caroline's")
-before it is embedded; the BM25 query keeps it. Measured on LoCoMo dev with MiniLM:
-docs/DESIGN-NOTES.md "Names out of the query vector".
+before it is embedded; the BM25 query keeps it (``bench/quality/eval_locomo.py``;
+docs/search.md).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Rules (seed 001): URLs stripped; hyphens split; punctuation and FTS5 syntax removed;
 one-character tokens dropped; each word quoted so no word can be read as an operator or
 a column; words OR-joined. On top of that, English stop words and question words are
-dropped (measured on LoCoMo dev: session R@5 80.2 → 86.6), unless nothing would be left.
+dropped unless nothing would be left (``bench/quality/eval_locomo.py``).
 A word of a script written without spaces (:mod:`~memrepo.index.cjk`) is kept whole with
 its vowel marks (``\\w`` would split Thai at them), and kept at one character (猫 is a
 word); the searcher splits it into bigrams.
@@ -16,11 +16,9 @@ import re
 
 from memrepo.index.cjk import RANGES, has_run
 
-#: A prompt of more search words than this (a pasted log, a file) is searched by this
-#: many of them: a ranked FTS5 OR query costs its matches times its words (at 100K files
-#: a 1,000-character prompt's 68 words took 0.7 s, an 8,000-character one's 650 took
-#: 13 s), and BM25 weighs a word by its rarity anyway (Lucene's MoreLikeThis, which turns a
-#: document into a query, keeps 25 terms). LoCoMo dev questions have at most 9 words.
+#: A prompt of more search words than this (a pasted log, a file) is searched by this many:
+#: a ranked FTS5 OR query costs its matches times its words, and BM25 weighs a word by its
+#: rarity anyway (Lucene's MoreLikeThis keeps 25 terms; ``bench/perf/bench_long_prompt.py``)
 QUERY_TERMS = 24
 
 _URL = re.compile(r"\b(?:https?|ftp)://\S+|\bwww\.\S+", re.IGNORECASE)
@@ -30,7 +28,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 @functools.cache
 def _word_cjk() -> re.Pattern[str]:
     """Words of a non-ASCII query: ``\\w`` or a character of those scripts (compiled on
-    first use, ~1.5 ms that an ASCII query never pays)."""
+    first use, a cost an ASCII query never pays)."""
     return re.compile(rf"[\w{RANGES}]+", re.UNICODE)
 
 STOP_WORDS = frozenset(

@@ -4,8 +4,8 @@
    candidates, summed with weights (seed 000), or reciprocal rank fusion (seed 003).
 2. Roll-up: a file scores its best chunk (``rollup`` can add a decaying share of its next
    ones). Since a transcript turn is indexed with the start of the turn it answers, the
-   best chunk alone ranks files best: on LoCoMo dev, rollup (1, .5, .25) gave session
-   R@5 86.6 / turn R@10 63.2, the best chunk alone 87.0 / 68.2.
+   best chunk alone ranks files best, better than a decaying share of the next ones
+   (``bench/quality/eval_locomo.py``).
 3. Seed 001: ``× exp(signal score × 0.2) / (1 + days × recency_per_day)``, days since
    the file's date or its last reinforce; superseded and (when included) archived files
    are down-ranked; a file dated on a day (or in a month) the query names explicitly is
@@ -77,8 +77,8 @@ class Hit:
 @dataclass
 class Settings:
     fusion: str = "weighted"  # "weighted" | "rrf"
-    #: equal shares: with MiniLM on LoCoMo dev (names masked) 0.5 / 0.5 matched or beat
-    #: 0.7 / 0.3 on session R@5 in each of the three conversations (DESIGN-NOTES)
+    #: equal shares: with MiniLM (names masked) they matched or beat a larger BM25 share in
+    #: each conversation (``bench/quality/eval_locomo.py``; docs/search.md)
     bm25_weight: float = 0.5
     vector_weight: float = 0.5
     rrf_k: int = 60
@@ -90,20 +90,19 @@ class Settings:
     demote_weight: float = 1.0
     superseded_factor: float = 0.5
     archived_factor: float = 0.5
-    #: 10, not 3: a session holding 4+ evidence turns could not show them all (LoCoMo dev
-    #: turn R@10 69.0 -> 75.0, in each of the three conversations; session R@5 unchanged)
+    #: 10, not 3: a session holding 4+ evidence turns could not show them all (turn recall
+    #: up in each conversation, session recall unchanged: ``bench/quality/eval_locomo.py``)
     per_file: int = 10
     date_boost: float = 1.0
     #: a file naming a person the query names (participants, people, a person file's
-    #: own name) x (1 + this): a person's own files among everyone's (docs/DESIGN-NOTES.md
-    #: "The keyword side at scale, and the people a query names")
+    #: own name) x (1 + this): a person's own files among everyone's (docs/search.md)
     people_boost: float = 1.0
     #: BM25 of the query words' neighbours (memrepo.index.expand) counts this much. The
     #: config's ``auto`` (:func:`settings_from_config`) is :data:`AUTO_EXPANSION` with an
-    #: embedder and 0 with FTS5 alone (docs/DESIGN-NOTES.md "Query expansion")
+    #: embedder and 0 with FTS5 alone (docs/search.md)
     expansion_weight: float = 0.0
     #: the query's vector is made with the people it names replaced by "they"
-    #: (memrepo.index.names; docs/DESIGN-NOTES.md "Names out of the query vector")
+    #: (memrepo.index.names; docs/search.md)
     mask_names: bool = True
 
 
@@ -177,10 +176,10 @@ def _fuse(hits: list[ChunkHit], s: Settings, have_vectors: bool, vector_floor: f
     # relevance). A vector's similarity is measured from the floor, the similarity of the
     # last of the nearest vectors taken: a chunk not taken is just below it, not unrelated,
     # and scores 0; divided by the best alone, the weakest taken vector kept ~half the
-    # share of the best (MiniLM cosines of unrelated text are ~0.1-0.3), while a keyword
-    # match just past the cut got none. LoCoMo dev, MiniLM: session R@5 89.3 -> 89.9 and
-    # multi-hop 65.5 -> 69.6 (up in each conversation), turn R@10 79.7 -> 78.9
-    # (docs/DESIGN-NOTES.md). A similarity of 0 or less counts nothing.
+    # share of the best (MiniLM gives unrelated text a positive cosine), while a keyword
+    # match just past the cut got none. The floor lifts session and multi-hop recall for a
+    # little turn recall (``bench/quality/eval_locomo.py``; docs/search.md). A similarity
+    # of 0 or less counts nothing.
     bm = [h.bm25 for h in hits]
     vs = [h.vector or 0.0 for h in hits]
     bhi = max(bm, default=0.0) or 1.0
@@ -328,9 +327,9 @@ def _explain(best: ChunkHit, rel: float, matching: int, score: float, signal_f: 
     }
 
 
-#: ``search.expansion_weight: auto`` with an embedder. LoCoMo dev with MiniLM: session R@5
-#: 89.9 -> 90.2, turn R@10 78.9 -> 79.2, multi-hop 69.6 -> 71.0, up or equal in each
-#: conversation; with FTS5 alone it lost (87.7 -> 87.5), so there auto is 0
+#: ``search.expansion_weight: auto`` with an embedder, where it lifts recall (up or equal
+#: in each conversation); with FTS5 alone it lost, so there auto is 0
+#: (``bench/quality/eval_locomo.py``)
 AUTO_EXPANSION = 0.2
 
 

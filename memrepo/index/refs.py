@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memrepo import compression, worktree
-from memrepo.errors import FormatError, MemrepoError
+from memrepo.config import load_config
+from memrepo.errors import ConfigError, FormatError, MemrepoError
 from memrepo.index import anchors, gitsource, signals
 from memrepo.index.db import Connection, DatabaseError, connect, write
-from memrepo.index.indexer import parse, short_write
+from memrepo.index.indexer import short_write
 from memrepo.index.lock import Busy, IndexLock
 from memrepo.index.paths import db_path, is_indexed, state_dir
+from memrepo.index.writer import parse
 
 #: how long a reinforce waits for another indexer before leaving the fold to its next pass
 FOLD_WAIT_S = 1.0
@@ -168,9 +170,6 @@ def resolve_file(root: Path, given: str) -> str:
 def _weights(root: Path) -> tuple[float, float]:
     """(reinforce, demote) weights of the repo's config (the defaults when it is broken:
     the event is already written, and the score shown is only a report)."""
-    from memrepo.config import load_config
-    from memrepo.errors import ConfigError
-
     try:
         cfg = load_config(root)["search"]
     except (ConfigError, OSError):

@@ -1,9 +1,9 @@
 """Tables of ``memory.db`` and its meta row.
 
-The FTS5 table is contentless (``content=''``): 3.5× smaller than a contentful one at
-the same query speed, measured on 100K files. A delete then needs the old text, which the
-indexer recovers from the old blob (``documents.blob``) through ``git cat-file``; the
-chunker is deterministic, so the same blob always gives the same chunks. Snippets are
+The FTS5 table is contentless (``content=''``): much smaller than a contentful one at
+the same query speed (``bench/perf/bench_index.py``). A delete then needs the old text,
+which the indexer recovers from the old blob (``documents.blob``) through ``git cat-file``;
+the chunker is deterministic, so the same blob always gives the same chunks. Snippets are
 read from the file at search time, by line span.
 
 Vectors are keyed by the content hash of their chunk, so an unchanged chunk (same text,
@@ -97,8 +97,8 @@ def create(con: Connection) -> None:
 #: meta key: every chunk whose id is at most this had all its vectors when last checked
 #: (absent: nothing checked yet). A writer that leaves a chunk's vectors to the catch-up
 #: lowers it below that chunk (:func:`lower_vectors_through`), so the catch-up after a
-#: commit reads the chunks past it, not all of them: at 100K files (1.22M chunks) the
-#: full queries below took 3.0 and 3.3 s of CPU, in the resident server after every commit.
+#: commit reads the chunks past it, not all of them: the full queries below scan every
+#: chunk, in the resident server after every commit (``bench/perf/bench_resident.py``).
 VECTORS_THROUGH = "vectors_through"
 
 #: Every key a vector is kept under: each chunk's hash and each turn's reply_hash, of the

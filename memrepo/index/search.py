@@ -13,13 +13,11 @@ says why, so callers print the same output. :func:`record_hits` logs what they s
 
 from __future__ import annotations
 
-import contextlib
-import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from memrepo.index import cjk, expand, names, schema, signals
+from memrepo.index import cjk, expand, gitsource, names, schema, signals
 from memrepo.index import db as dbmod
 from memrepo.index import query as q
 from memrepo.index.dates import date_ranges, holding, window
@@ -36,39 +34,30 @@ from memrepo.index.ranking import (
     to_hits,
     with_per_file,
 )
+from memrepo.index.remote import (
+    MAX_K,
+    MAX_KEYS,
+    Answer,
+    Early,
+    Refused,
+    Unavailable,
+    query_embedder,
+)
+from memrepo.index.rows import AFTER, CHUNK_COLS, chunk_hit, doc_filter_sql, marks
 from memrepo.index.snippets import read_span
+from memrepo.index.wordcounts import WordCounts
 
 #: Chunks taken from FTS5 (and from vectors) before rolling up to files.
 CANDIDATES = 400
-#: nearest chunks a query's vector brings in. 200, not 400: a search through the resident
-#: server at 100K files takes 13.8 instead of 18.6 ms p50 (fewer hits to send and to rank);
-#: LoCoMo dev with MiniLM 88.9 / 78.4 / 63.3 against 88.9 / 78.7 / 63.3
+#: nearest chunks a query's vector brings in: fewer than CANDIDATES, since fewer hits to
+#: send and rank made a served search faster for the same recall
+#: (``bench/perf/search_steps.py``, ``bench/quality/eval_locomo.py``)
 VECTOR_CANDIDATES = 200
 #: vectors a search may scan itself while the resident server builds its nearest index
-#: (numpy: ~16 ms per 100K)
 LOCAL_SCAN_MAX = 100_000
-#: A query word in more than this share of all chunks (and at least COMMON_MIN) is left
-#: out of the ranked query when rarer words remain: BM25 gives it almost no weight, but
-#: ranking its 70K matches at 100K files costs ~150 ms (a corpus-driven stop list).
-COMMON_FRAC = 0.02
-COMMON_MIN = 2000
-#: A long prompt (more than ``query.QUERY_TERMS`` search words) is searched by its
-#: QUERY_TERMS rarest words among this many of its first (a pasted log or file names its
-#: subject at its head), so choosing costs at most this many short counts
-LONG_PROMPT_WORDS = 200
-#: how far a long prompt's words are counted, round by round: counting stops after the
-#: round that leaves QUERY_TERMS words known to be rarer than its limit
-RARITY_ROUNDS = (256, 4096)
-#: The most chunks one ranked query may match, counted word by word: FTS5 computes bm25
-#: for every match before it sorts (~1.5 µs each at 100K files: a 3-word prompt of 6K
-#: matches spends 9 of its 11 ms there), so past this the commonest words are left out,
-#: the rarest kept. Only an index past COMMON_MIN chunks is counted: a LoCoMo
-#: conversation's never is; at 100K files the bench's prompts match 22K at most.
-MATCH_BUDGET = 50_000
 #: A person the query names lifts the files naming them (``Settings.people_boost``)
 #: unless more than this share of all files name them: the user, in every transcript,
-#: says nothing of which file is meant (and reading their files would cost a query ~2 ms
-#: per 1,000)
+#: says nothing of which file is meant (and reading all their files would cost a query)
 PEOPLE_FRAC = 0.02
 
 
@@ -80,7 +69,7 @@ class Engine(Protocol):
         per_file: int | None = None,
     ) -> list[Hit]:
         """Ranked hits for ``query``; without ``snippets`` each hit's snippet is empty (the
-        compiler reads whole spans itself: a snippet per passage costs ~20 ms a compile);
+        compiler reads whole spans itself and would pay for a snippet per passage);
         ``per_file``: this query's chunks a file, instead of the settings' (compile's P3
         asks more of an engine opened for ``memory_search``)."""
 
@@ -92,61 +81,14 @@ class IndexUnavailable(Exception):
     """Why search cannot use memory.db (the fallback says so on stderr)."""
 
 
-def _doc_filter_sql(f: Filters) -> tuple[str, list[Any]]:
-    where: list[str] = []
-    args: list[Any] = []
-    if not f.include_archive:
-        where.append("d.status != 'archived'")
-    if f.category:
-        where.append(f"d.category IN ({_in(len(f.category))})")
-        args += f.category
-    if f.path_glob:
-        where.append("d.path GLOB ?")
-        args.append(f.path_glob)
-    if f.since:
-        where.append("d.modified >= ?")
-        args.append(f.since[:10])
-    if f.until:
-        where.append("d.modified <= ?")
-        args.append(f.until[:10])
-    return (" AND " + " AND ".join(where)) if where else "", args
-
-
 def nearest_k(limit: int, replies: bool = True) -> int:
     """How many nearest vectors a search for ``limit`` results takes: VECTOR_CANDIDATES,
     or as many as the results could have when more are asked, two a transcript turn in an
-    index with reply vectors (either may bring the turn in). Compile's P3 asks 150
-    passages: 300 nearest put 5 more of 519 LoCoMo dev evidence turns in its 4,000 tokens
-    (each conversation gains or ties; docs/DESIGN-NOTES.md). At most what one ``nearest``
-    may ask of the server."""
-    from memrepo.index.resident import MAX_K
-
+    index with reply vectors (either may bring the turn in): compile's P3 asks many
+    passages, and more nearest vectors put more evidence turns in its budget
+    (``bench/quality/eval_compile_locomo.py``). At most what one ``nearest`` may ask of
+    the server."""
     return min(max(VECTOR_CANDIDATES, (2 if replies else 1) * limit), MAX_K)
-
-
-def _in(n: int) -> str:
-    return ",".join("?" * n)
-
-
-#: What every chunk query selects: the chunk's place, then its file's facts. Ranking needs
-#: both, and the join that names the file gives the facts for free, where a query for
-#: them afterwards cost ~2.4 ms a search at 100K files (~1,000 candidate files).
-_CHUNK_COLS = (
-    "c.id, d.path, c.ord, c.start_line, c.end_line, c.stale, "
-    "d.category, d.modified, d.status, d.blob, c.hash, c.reply_hash"
-)
-#: where a row's own columns start after :data:`_CHUNK_COLS`
-_AFTER = 12
-
-
-def _chunk(row: tuple[Any, ...], files: dict[str, FileInfo], **scores: float) -> ChunkHit:
-    """The :class:`ChunkHit` of a row that starts with :data:`_CHUNK_COLS`; its file's
-    facts noted in ``files`` on first sight."""
-    cid, path, o, a, b, st, cat, modified, status, blob, key, reply = row[:_AFTER]
-    if path not in files:
-        files[path] = FileInfo(path, cat, modified, status, blob)
-    keys = (key,) if reply is None else (key, reply)
-    return ChunkHit(cid, path, o, a, b, stale=st, keys=keys, **scores)
 
 
 def _similarity_of(keys: tuple[int, ...], sim: dict[int, float], cut: float | None
@@ -156,42 +98,6 @@ def _similarity_of(keys: tuple[int, ...], sim: dict[int, float], cut: float | No
     as ``cut`` (with no cut, it has no vector yet and is left out)."""
     got = [v for v in (sim.get(key, cut) for key in keys) if v is not None]
     return sum(got) / len(got) if got else None
-
-
-class _Answer(Protocol):
-    """What is asked now and read later: ``result()`` (``resident.NearestRequest``, or
-    :class:`_Early` for a server hosted in this process)."""
-
-    def result(self) -> Any: ...
-
-    def close(self) -> None: ...
-
-
-class _Early:
-    """A call run in a thread from now until :meth:`result` (which re-raises its error)."""
-
-    def __init__(self, fn: Callable[..., Any], *args: Any):
-        self._out: Any = None
-        self._exc: BaseException | None = None
-        import threading  # only a search that asks the resident server pays for it
-
-        self._thread = threading.Thread(target=self._run, args=(fn, *args), daemon=True)
-        self._thread.start()
-
-    def _run(self, fn: Callable[..., Any], *args: Any) -> None:
-        try:
-            self._out = fn(*args)
-        except BaseException as exc:  # handed to the caller by result()
-            self._exc = exc
-
-    def result(self) -> Any:
-        self._thread.join()
-        if self._exc is not None:
-            raise self._exc
-        return self._out
-
-    def close(self) -> None:
-        """Nothing to release: the thread ends with its call."""
 
 
 class Searcher:
@@ -226,10 +132,9 @@ class Searcher:
         self.embedder = None
         self._vsearch: Any = None
         self._has_cjk: bool | None = None
-        #: word -> (chunks holding it, the limit it was counted to), for the index as of
-        #: _counts_version (a long-lived searcher, the MCP server or --batch, counts each
-        #: word once)
-        self._counts: dict[str, tuple[int, int]] = {}
+        #: how many chunks hold each word, as of _counts_version (a long-lived searcher,
+        #: the MCP server or --batch, counts each word once)
+        self.words = WordCounts(self.con)
         self._counts_version: int | None = None
         #: name word -> the files naming that person (None: too many), as of the same
         self._people_files: dict[str, frozenset[str] | None] = {}
@@ -245,8 +150,6 @@ class Searcher:
                 )
             else:
                 # a heavy model is asked of the resident process unless ``local_model``
-                from memrepo.index.resident import query_embedder
-
                 self.embedder = query_embedder(recorded, self.root, local=local_model)
                 why = getattr(self.embedder, "reachable", lambda: None)()
                 if why:
@@ -254,94 +157,31 @@ class Searcher:
                     self.notes.append(f"vectors off: {why}; FTS5 alone")
 
     # -- candidates ---------------------------------------------------------
-    def _count(self, word: str, at_most: int) -> int:
-        """Chunks that hold ``word``, counted up to ``at_most`` (a count below its limit is
-        exact, so a later, higher limit need not count again)."""
-        known = self._counts.get(word)
-        if known is not None and (known[0] < known[1] or known[1] >= at_most):
-            return min(known[0], at_most)
-        (n,) = self.con.execute(
-            "SELECT count(*) FROM (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? "
-            "LIMIT ?)",
-            (q.fts_match([word]), at_most),
-        ).fetchone()
-        self._counts[word] = (n, at_most)
-        return n
-
     def _counts_fresh(self) -> None:
-        """Forget the counts, and who is named where, when another connection has
+        """Forget the word counts, and who is named where, when another connection has
         committed since they were read."""
         (version,) = self.con.execute("PRAGMA data_version").fetchone()
         if version != self._counts_version:
-            self._counts, self._counts_version = {}, version
+            self.words.clear()
+            self._counts_version = version
             self._people_files, self._documents, self._known_name = {}, None, None
-
-    def _rarest(self, words: list[str]) -> tuple[list[str], list[str]]:
-        """(a long prompt's QUERY_TERMS rarest words the index holds, in the prompt's
-        order, words of scripts written without spaces taking their places first; the
-        words left out). The counting goes round by round (RARITY_ROUNDS), each round over
-        the words the last one could not tell apart; when too few words are rarer than the
-        last limit, the commoner ones fill the places left, in the prompt's order."""
-        if len(words) <= q.QUERY_TERMS:
-            return words, []
-        self._counts_fresh()
-        pool = words[:LONG_PROMPT_WORDS]
-        runs = [w for w in pool if cjk.has_run(w)][:q.QUERY_TERMS]
-        places = q.QUERY_TERMS - len(runs)
-        rarer: list[tuple[int, int, str]] = []  # (chunks holding it, place, word)
-        left = [(i, w) for i, w in enumerate(pool) if not cjk.has_run(w)]
-        for limit in RARITY_ROUNDS:
-            if len(rarer) >= places:
-                break
-            rest = []
-            for i, w in left:
-                n = self._count(w, limit)
-                if n >= limit:
-                    rest.append((i, w))
-                elif n:
-                    rarer.append((n, i, w))
-            left = rest
-        chosen = {w for _, _, w in sorted(rarer)[:places]}
-        chosen.update(w for _, w in left[: places - len(chosen)])
-        chosen.update(runs)
-        keep = [w for w in pool if w in chosen]
-        return keep, [w for w in words if w not in chosen]
-
-    def _prune_common(self, words: list[str]) -> tuple[list[str], list[str]]:
-        """(words to rank with, words left out as too common in this index): a word in
-        more than COMMON_FRAC of the chunks when rarer ones remain, then the commonest
-        while the words' matches add up to more than MATCH_BUDGET (the rarest is kept)."""
-        total = int(self.meta.get("chunks") or 0)
-        cap = max(COMMON_MIN, int(total * COMMON_FRAC))
-        if len(words) < 2 or total <= cap:
-            return words, []
-        self._counts_fresh()
-        counts = {w: self._count(w, cap) for w in words}
-        keep = [w for w in words if counts[w] < cap] or words
-        matches, within = 0, set()
-        for w in sorted(keep, key=lambda w: counts[w]):
-            matches += counts[w]
-            if within and matches > MATCH_BUDGET:
-                break
-            within.add(w)
-        return [w for w in keep if w in within], [w for w in words if w not in within]
 
     def _fts(self, words: list[str], f: Filters, files: dict[str, FileInfo]
              ) -> list[ChunkHit]:
         match = q.fts_match(words)
         if not match:
             return []
-        extra, args = _doc_filter_sql(f)
+        extra, args = doc_filter_sql(f)
         # ``rank`` is the bm25() FTS5 sorted by: selecting bm25() again computed it a second
-        # time for each row returned (the same values; ~5 % of this query at 100K files)
+        # time for each row returned (the same values)
         sql = (
-            f"SELECT {_CHUNK_COLS}, -rank "
+            f"SELECT {CHUNK_COLS}, -rank "
             "FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
             "JOIN documents d ON d.id = c.doc_id "
             f"WHERE chunks_fts MATCH ?{extra} ORDER BY rank LIMIT ?"
         )
         rows = self.con.execute(sql, [match, *args, CANDIDATES]).fetchall()
-        return [_chunk(row, files, bm25=row[_AFTER]) for row in rows]
+        return [chunk_hit(row, files, bm25=row[AFTER]) for row in rows]
 
     def _cjk(self, words: list[str], f: Filters, hits: dict[int, ChunkHit],
              files: dict[str, FileInfo]) -> None:
@@ -361,9 +201,9 @@ class Searcher:
         match = cjk.match(words, glued=True)
         if not match:
             return
-        extra, args = _doc_filter_sql(f)
+        extra, args = doc_filter_sql(f)
         sql = (
-            f"SELECT {_CHUNK_COLS}, -rank "
+            f"SELECT {CHUNK_COLS}, -rank "
             "FROM chunks_cjk JOIN chunks c ON c.id = chunks_cjk.rowid "
             "JOIN documents d ON d.id = c.doc_id "
             f"WHERE chunks_cjk MATCH ?{extra} ORDER BY rank LIMIT ?"
@@ -371,16 +211,16 @@ class Searcher:
         for row in self.con.execute(sql, [match, *args, CANDIDATES]):
             hit = hits.get(row[0])
             if hit is None:
-                hits[row[0]] = _chunk(row, files, bm25=row[_AFTER])
+                hits[row[0]] = chunk_hit(row, files, bm25=row[AFTER])
             else:
-                hit.bm25 += row[_AFTER]
+                hit.bm25 += row[AFTER]
 
     def _expanded(self, words: list[str], f: Filters, hits: dict[int, ChunkHit],
                   files: dict[str, FileInfo]) -> None:
         """Add ``expansion_weight`` x the BM25 of the words' neighbours (new chunks for the
         ones only they find): "dog" also finds "puppy" (memrepo.index.expand)."""
         weight = self.settings.expansion_weight
-        # at most QUERY_TERMS neighbours, for the cost of a long OR (LoCoMo dev: 24 at most)
+        # at most QUERY_TERMS neighbours, for the cost of a long OR
         extra = expand.expansion(words, self._used)[:q.QUERY_TERMS] if weight > 0 else []
         if not extra:
             return
@@ -439,9 +279,9 @@ class Searcher:
             return query
         return names.mask(query, self._names())
 
-    def _ask_early(self, text: str | None, k: int) -> _Answer | None:
+    def _ask_early(self, text: str | None, k: int) -> Answer | None:
         """Send the resident server's ``nearest`` before the keyword search, read it after:
-        its round trip (~12 ms at 100K files) overlaps FTS5's instead of adding to it.
+        its round trip overlaps FTS5's instead of adding to it.
         Through the socket the request goes now and its reply waits there
         (``ask_nearest``); a server hosted in this process (``memory mcp``) answers in a
         thread."""
@@ -451,17 +291,17 @@ class Searcher:
         if send is not None:
             return send(text, k)  # type: ignore[no-any-return]
         ask = getattr(self.embedder, "nearest", None)
-        return _Early(ask, text, k) if ask is not None else None
+        return Early(ask, text, k) if ask is not None else None
 
     def _too_many_to_scan(self) -> bool:
         """Whether a local scan of the index's vectors would cost more than the query: past
         :data:`LOCAL_SCAN_MAX` vectors a search waits for the server's nearest index (FTS5
-        alone meanwhile) rather than scan (0.7 s at 1.2M vectors)."""
+        alone meanwhile) rather than scan (``bench/perf/bench_resident.py``)."""
         (n,) = self.con.execute("SELECT max(id) FROM vectors").fetchone()
         return (n or 0) > LOCAL_SCAN_MAX
 
     def _vectors(self, text: str | None, k: int, f: Filters, hits: dict[int, ChunkHit],
-                 files: dict[str, FileInfo], early: _Answer | None = None) -> float | None:
+                 files: dict[str, FileInfo], early: Answer | None = None) -> float | None:
         """Score ``hits`` (and add the chunks only vectors find) by the query's vector; the
         cosine of the last of the nearest vectors when the search took fewer than all
         (:func:`~memrepo.index.ranking.fuse`'s floor; 0 when it took all), or None when
@@ -474,8 +314,6 @@ class Searcher:
         ask = getattr(self.embedder, "nearest", None)  # the resident server searches too
         try:
             if ask is not None:
-                from memrepo.index.resident import Refused, Unavailable
-
                 try:
                     answer = early.result() if early is not None else ask(text, k)
                     top, via, exact = answer.hits, f"resident {answer.via}", answer.exact
@@ -511,10 +349,9 @@ class Searcher:
         # the floor is where the nearest search cut; one that returned every vector cut
         # nowhere (a small repo), and its least similar vector is not "just below" anything
         cut = min(sim.values()) if len(top) >= k else None
-        # an approximate (HNSW) search can miss vectors above its cut: at 100K files its
-        # 200 nearest held 32 % of LoCoMo's evidence turns, an exact search's 85 %
-        # (bench/eval_locomo_at_scale.py). The keyword candidates' own vectors are scored
-        # by the server while the nearest keys' chunks are read here (docs/DESIGN-NOTES.md)
+        # an approximate (HNSW) search can miss vectors above its cut, many of them in a
+        # large index (bench/quality/eval_locomo_at_scale.py): the keyword candidates' own
+        # vectors are scored by the server while the nearest keys' chunks are read here
         ours = [] if cut is None or exact else [
             key for h in hits.values() for key in h.keys if key not in sim]
         rescore = self._ask_similarity(text, ours) if ours else None
@@ -527,19 +364,17 @@ class Searcher:
                 rescore.close()
         return cut or 0.0
 
-    def _ask_similarity(self, text: str, keys: list[int]) -> _Answer | None:
+    def _ask_similarity(self, text: str, keys: list[int]) -> Answer | None:
         """Ask the server the cosines of the query's vector and ``keys``' vectors: through
         the socket now (read in :meth:`_rescore`), or in a thread for a hosted server."""
-        from memrepo.index.resident import MAX_KEYS
-
         keys = keys[:MAX_KEYS]  # the best keyword candidates come first
         send = getattr(self.embedder, "ask_similarity", None)
         if send is not None:
             return send(text, keys)  # type: ignore[no-any-return]
         ask = getattr(self.embedder, "similarity", None)
-        return _Early(ask, text, keys) if ask is not None else None
+        return Early(ask, text, keys) if ask is not None else None
 
-    def _rescore(self, answer: _Answer, sim: dict[int, float], cut: float,
+    def _rescore(self, answer: Answer, sim: dict[int, float], cut: float,
                  hits: dict[int, ChunkHit]) -> None:
         """The keyword candidates whose vectors lie above ``cut`` though the approximate
         search did not return them: scored as if it had. An unanswered request scores
@@ -565,31 +400,30 @@ class Searcher:
 
         The one of the two the nearest search did not return is at most ``cut``, the
         cosine where that search stopped, and counts as ``cut``: scoring it exactly meant
-        fetching ~100 vector blobs from memory.db a query (at 100K files 2-3 ms, 10-13 ms
-        on cold pages) for the same LoCoMo figures (docs/DESIGN-NOTES.md). (An
+        fetching vector blobs from memory.db each query for the same recall
+        (``bench/quality/eval_locomo.py``). (An
         approximate search can miss one above it: :meth:`_rescore` scores the keyword
         candidates' own.)
         A search that took every vector (``cut`` None) left out only keys with no vector
         yet (the background catch-up has not embedded them): the mean is of the others."""
-        extra, args = _doc_filter_sql(f)
+        extra, args = doc_filter_sql(f)
         keys = list(sim)
         # the chunks' ids from the two hash indexes alone (covering), then each chunk read
-        # once, in id order: 200 keys at 100K files 0.72 against 1.36 ms warm for a query
-        # per column, which read a turn both its vectors found twice, on random pages
-        # (and ``hash IN … OR reply_hash IN …`` plans worse than either)
+        # once, in id order: a query per column read a turn both its vectors found twice,
+        # on random pages (and ``hash IN … OR reply_hash IN …`` plans worse than either)
         for i in range(0, len(keys), 400):
             part = keys[i : i + 400]
-            marks = _in(len(part))
+            held = marks(len(part))
             sql = (
-                f"SELECT {_CHUNK_COLS} "
+                f"SELECT {CHUNK_COLS} "
                 "FROM chunks c JOIN documents d ON d.id = c.doc_id "
-                f"WHERE c.id IN (SELECT id FROM chunks WHERE hash IN ({marks}) "
-                f"UNION SELECT id FROM chunks WHERE reply_hash IN ({marks})){extra}"
+                f"WHERE c.id IN (SELECT id FROM chunks WHERE hash IN ({held}) "
+                f"UNION SELECT id FROM chunks WHERE reply_hash IN ({held})){extra}"
             )
             for row in self.con.execute(sql, [*part, *part, *args]):
                 hit = hits.get(row[0])
                 if hit is None:
-                    hit = hits[row[0]] = _chunk(row, files)
+                    hit = hits[row[0]] = chunk_hit(row, files)
                 hit.vector = _similarity_of(hit.keys, sim, cut)
 
     def _signals(self, paths: list[str]) -> dict[str, list[tuple[int, float, str | None]]]:
@@ -598,7 +432,7 @@ class Searcher:
             part = paths[i : i + 500]
             sql = (
                 "SELECT path, line, reinforces, demotes, reinforced FROM signals "
-                f"WHERE path IN ({_in(len(part))}) AND (score != 0 OR reinforced IS NOT NULL)"
+                f"WHERE path IN ({marks(len(part))}) AND (score != 0 OR reinforced IS NOT NULL)"
             )
             s = self.settings
             for p, line, up, down, when in self.con.execute(sql, part):
@@ -613,15 +447,17 @@ class Searcher:
     ) -> list[Hit]:
         f = filters or Filters()
         words = q.terms(query)
-        # the server's nearest first: it searches while the common words are counted too
-        # (~2 ms at 100K files), and its round trip is what a short query waits for
+        # the server's nearest first: it searches while the common words are counted too,
+        # and its round trip is what a short query waits for
         vtext = self._vector_text(query)
         k = nearest_k(limit, schema.replies_recorded(self.meta)) if vtext is not None else 0
         early = self._ask_early(vtext, k)
         try:
-            chosen, unsearched = self._rarest(words)
-            ranked_words, dropped = self._prune_common(chosen)
-            files: dict[str, FileInfo] = {}  # filled by the chunk queries (_CHUNK_COLS)
+            self._counts_fresh()
+            chosen, unsearched = self.words.rarest(words)
+            ranked_words, dropped = self.words.prune_common(
+                chosen, int(self.meta.get("chunks") or 0))
+            files: dict[str, FileInfo] = {}  # filled by the chunk queries (CHUNK_COLS)
             hits = {h.chunk_id: h for h in self._fts(ranked_words, f, files)}
             self._cjk(ranked_words, f, hits, files)
             self._expanded(ranked_words, f, hits, files)
@@ -671,7 +507,7 @@ class Searcher:
             part = lines[start - 1 : end]
             info = files.get(path)
             if not "".join(part).strip() and info is not None:
-                blob = _read_blob(self.root, info.blob)
+                blob = gitsource.read_blob(self.root, info.blob)
                 lines = texts[path] = read_span(self.root, path, 1, 10**9, blob)
                 part = lines[start - 1 : end]
             return part
@@ -682,15 +518,6 @@ class Searcher:
         if self._vsearch is not None:
             self._vsearch.close()
         self.con.close()
-
-
-def _read_blob(root: Path, sha: str) -> bytes | None:
-    from memrepo.index.gitsource import stream_blobs
-
-    try:
-        return next(iter(stream_blobs(root, [sha])))[1]
-    except Exception:
-        return None
 
 
 #: What one query may raise, beyond the index failing (which :class:`Search` survives):
@@ -752,7 +579,7 @@ class Search:
 
     def _scanner(self) -> Engine:
         # imported when needed: the scanner parses files like the indexer, whose import
-        # costs a prompt's compile tens of ms it does not need while the index answers
+        # costs a prompt's compile time it does not need while the index answers
         from memrepo.index.fallback import Scanner
 
         return Scanner(self.root, self.settings)
@@ -765,14 +592,3 @@ class Search:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def record_hits(root: Path, refs: Iterable[tuple[str, int]]) -> None:
-    """Log what was shown (``memory search``) or included (compile) as ``hit`` signals
-    (seed 001 ``last_hit_at``); a failure to log them is not an error."""
-    batch = os.urandom(4).hex()  # what was shown together: co-recall (memory links)
-    events = [{"event": "hit", "path": path, "line": line, "batch": batch}
-              for path, line in refs]
-    if events:
-        with contextlib.suppress(OSError):
-            signals.append(root, events)

@@ -10,15 +10,17 @@ the fold counts it where that entry is now, after edits above it or a ``git mv``
 Aggregation reads the working tree, so an event counts from the moment it is written,
 committed or not: the indexer re-folds them whenever the files' :func:`stamp` (names,
 sizes, mtimes) differs from the one it stored, because folding thousands of events on
-every commit would cost the hook 10 ms and more.
+every commit would add to the hook's time (``bench/perf/bench_commit.py``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -250,3 +252,14 @@ def weighted(reinforces: int, demotes: int, reinforce_weight: float,
     """A place's signal score with the configured weights (``search.reinforce_weight``,
     ``search.demote_weight``): applied when ranking, so changing them needs no re-fold."""
     return reinforces * reinforce_weight - demotes * demote_weight
+
+
+def record_hits(root: Path, refs: Iterable[tuple[str, int]]) -> None:
+    """Log what was shown (``memory search``) or included (compile) as ``hit`` signals
+    (seed 001 ``last_hit_at``); a failure to log them is not an error."""
+    batch = os.urandom(4).hex()  # what was shown together: co-recall (memory links)
+    events = [{"event": "hit", "path": path, "line": line, "batch": batch}
+              for path, line in refs]
+    if events:
+        with contextlib.suppress(OSError):
+            append(root, events)

@@ -25,11 +25,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from memrepo import entries as E
 from memrepo import worktree
 from memrepo.config import load_config
 from memrepo.documents import count_lines, parse_document, render_document, with_line_count
 from memrepo.layout import MEMORY_ARCHIVE, MEMORY_FILE
-from memrepo.lifecycle.extract import entries as E
 from memrepo.lifecycle.extract.apply import tokens
 from memrepo.lifecycle.plan import Plan
 

@@ -14,6 +14,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
+from memrepo import entries as E
 from memrepo import worktree
 from memrepo.errors import MemrepoError
 from memrepo.layout import MEMORY_FILE, TRANSCRIPT_ROOT, journal_path
@@ -22,7 +23,6 @@ from memrepo.lifecycle.cap import (
     memory_cap,
     model_rewrite,
 )
-from memrepo.lifecycle.extract import entries as E
 from memrepo.lifecycle.extract import heuristics as h
 from memrepo.lifecycle.extract.apply import Workspace
 from memrepo.lifecycle.extract.extractors import Context, Item, Journal

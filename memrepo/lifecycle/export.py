@@ -1,7 +1,7 @@
 """``memory export``: the memory's entries, with their sources, for another tool (seed 001).
 
 An entry is one knowledge bullet (the line format extraction writes, see
-:mod:`memrepo.lifecycle.extract.entries`): its file, line, section, date, text, the
+:mod:`memrepo.entries`): its file, line, section, date, text, the
 transcripts it came from, and whether it was superseded (kept, struck through). JSON Lines
 is for programs; markdown is for a person or another memory. Only committed-or-not files
 on disk are read, nothing is written. A compressed archive (``archive/**.md.gz``) is
@@ -19,9 +19,9 @@ from pathlib import Path
 
 from memrepo import compression
 from memrepo.documents import decode, parse_document
+from memrepo.entries import HEADING, parse_entry
 from memrepo.errors import FormatError
 from memrepo.layout import category_of
-from memrepo.lifecycle.extract.entries import HEADING, parse_entry
 
 FORMATS = ("jsonl", "markdown")
 #: Trees whose bullets are entries (transcripts are the sources, not entries).

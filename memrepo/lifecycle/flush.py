@@ -31,12 +31,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memrepo import entries as E
 from memrepo import worktree
 from memrepo.layout import MEMORY_FILE, journal_path
-from memrepo.lifecycle.extract import entries as E
 from memrepo.lifecycle.extract import extractors as X
 from memrepo.lifecycle.extract import heuristics as h
 from memrepo.lifecycle.extract.apply import Edit, Workspace, decide, tokens
+from memrepo.lifecycle.extract.runner import context, finish
 from memrepo.secrets import find_secrets, redact
 from memrepo.transcript.read import Session, Transcript, read_session
 
@@ -337,10 +338,10 @@ def keep_history(
     path: str, section: str, existing: list[E.Entry], pending: list[X.Item]
 ) -> dict[int, tuple[str, int | None, str]]:
     """Extraction's offline decisions, except that an UPDATE which drops words of the old
-    entry (TTL 15 → 30 minutes) supersedes it instead: the old fact stays, struck through
-    with the date and what replaced it, rather than vanishing in place. An UPDATE that only
-    adds detail keeps its in-place form (sources appended). Undecided items fall through
-    to the workspace's own ``decide``."""
+    entry (a TTL of 15 minutes raised to 30) supersedes it instead: the old fact stays,
+    struck through with the date and what replaced it, rather than vanishing in place. An
+    UPDATE that only adds detail keeps its in-place form (sources appended). Undecided items
+    fall through to the workspace's own ``decide``."""
     out: dict[int, tuple[str, int | None, str]] = {}
     for i, it in enumerate(pending):
         action, old = decide(it.text, existing)
@@ -369,8 +370,6 @@ def flush(
     max_chars: int = 24_000,
 ) -> FlushReport:
     """Flush the session ``text`` (read from ``path``, or stdin) into the repo at ``root``."""
-    from memrepo.lifecycle.extract.runner import context, finish
-
     day = today or dt.date.today()
     s = read_session(root, text, path, source)
     mode, fallback, notes = "offline", None, None

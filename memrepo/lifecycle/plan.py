@@ -14,8 +14,13 @@ from pathlib import Path
 from memrepo import worktree
 from memrepo.atomic import atomic_write
 from memrepo.commit.write import commit_staged
+from memrepo.compression import compress
+from memrepo.documents import with_line_count
 from memrepo.errors import MemrepoError
 from memrepo.git import git, head, retry_locked
+from memrepo.lifecycle.extract.apply import merge_written
+from memrepo.lifecycle.journal import LOCK_FILE, LOCK_WAIT
+from memrepo.locks import LockBusy, file_lock
 
 
 @dataclass
@@ -63,11 +68,6 @@ class Plan:
         """Write the changed texts under the journal writers' lock, merging in what another
         writer added to a file since the plan read it (one rule with extraction's
         ``Workspace.write``: :func:`~memrepo.lifecycle.extract.apply.merge_written`)."""
-        from memrepo.documents import with_line_count
-        from memrepo.lifecycle.extract.apply import merge_written
-        from memrepo.lifecycle.journal import LOCK_FILE, LOCK_WAIT
-        from memrepo.locks import LockBusy, file_lock
-
         written = []
         try:
             with file_lock(root / LOCK_FILE, wait=LOCK_WAIT, poll=0.005):
@@ -91,8 +91,6 @@ class Plan:
         file whose content is not HEAD's, so only committed text is ever compressed; the
         gzip is written from the bytes read just before. git cannot see this as a rename
         (the bytes differ), so the commit body names the pair."""
-        from memrepo.compression import compress
-
         data = worktree.read_file(root, src)  # never through a link
         retry_locked(lambda: git(["rm", "-q", "--", src], root))
         atomic_write(root / dst, compress(data), root=root)

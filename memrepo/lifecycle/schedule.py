@@ -44,6 +44,8 @@ from croniter import croniter
 
 from memrepo import yamlsafe
 from memrepo.config import load_config
+from memrepo.context.watchers.fired import cron_topics
+from memrepo.context.watchers.loader import load_topics
 from memrepo.errors import ConfigError
 from memrepo.index.embedders import get_embedder
 from memrepo.layout import CONFIG_FILE, STATE_DIR
@@ -145,9 +147,6 @@ def topic_jobs(root: Path) -> list[Job]:
     """One job per cron topic (seed 000 §4.4): at its schedule it fires ``cron:NAME``, which
     the next compiles carry (memrepo.context.watchers.fired). A schedule cron cannot run is
     left out here; the topic validator names it at commit time."""
-    from memrepo.context.watchers.fired import cron_topics
-    from memrepo.context.watchers.loader import load_topics
-
     return [Job(f"topic:{c.event.removeprefix('cron:')}", c.schedule,
                 (("schedule", "fire", c.event),))
             for c in cron_topics(load_topics(root)) if runnable(c.schedule)]

@@ -30,15 +30,18 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from memrepo import compression
+from memrepo import entries as E
 from memrepo.atomic import atomic_write
+from memrepo.commit import write
+from memrepo.config import load_config
 from memrepo.documents import decode, parse_document, with_line_count
 from memrepo.errors import FormatError, MemrepoError
 from memrepo.git import git
 from memrepo.index.paths import is_markdown
 from memrepo.layout import JOURNAL_PATH, category_of, journal_path
 from memrepo.lifecycle import journal
-from memrepo.lifecycle.extract import entries as E
 from memrepo.locks import LockBusy, file_lock
+from memrepo.secrets import find_secrets
 
 log = logging.getLogger(__name__)
 
@@ -262,9 +265,6 @@ def _one_line(text: str, what: str) -> str:
 def _no_secrets(root: Path, text: str) -> None:
     """Refuse a credential before it is written (the commit would refuse it anyway, and a
     refused commit must not leave it on disk)."""
-    from memrepo.config import load_config
-    from memrepo.secrets import find_secrets
-
     allow = load_config(root)["validation"]["secrets_allowlist"]
     found = find_secrets(text, allow)
     if found:
@@ -367,11 +367,9 @@ def _commit_or_restore(
 ) -> str | None:
     """Commit ``rel``; when the commit is refused, put the file (and its index entry) back
     as they were, unless someone else wrote it meanwhile (then it is left and logged)."""
-    from memrepo.commit.write import commit_paths
-
     staged = git(["ls-files", "-s", "-z", "--", rel], root, check=False)
     try:
-        return commit_paths(root, [rel], message)
+        return write.commit_paths(root, [rel], message)
     except BaseException:
         full = root / rel
         try:

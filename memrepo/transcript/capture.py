@@ -20,14 +20,17 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from memrepo import layout
-from memrepo.errors import MemrepoError
-from memrepo.secrets import redact
+from memrepo import documents, layout
+from memrepo.atomic import atomic_write
+from memrepo.errors import GitError, MemrepoError
+from memrepo.git import git, plain_path, retry_locked
+from memrepo.layout import SESSIONS_DIR
+from memrepo.secrets import find_secrets, redact
 from memrepo.transcript.render import (
     PROVISIONAL_SLUG,
     TURN_LINES,
@@ -46,7 +49,6 @@ from memrepo.transcript.render import (
     turn_header,
 )
 from memrepo.transcript.session import (
-    STATE_DIR,
     OpenSession,
     _check_sid,
     _forget,
@@ -82,7 +84,6 @@ def start(
     """Create the open transcript (frontmatter and title) and the session's state file."""
     import secrets  # the stdlib's, for a random id: only `start` needs it
 
-    from memrepo.atomic import atomic_write
     from memrepo.config import load_config
 
     if session_id is None:
@@ -254,7 +255,6 @@ def _no_encoded_secret(data: bytes, file: Path, allowlist: Sequence[str]) -> Non
     except ImportError:  # pragma: no cover - a memrepo without that scan
         return
     from memrepo.hooks.engine import SNIFF_BYTES
-    from memrepo.secrets import find_secrets
 
     if not needs_decoding(data[:SNIFF_BYTES]):
         return
@@ -278,8 +278,6 @@ def store_attachment(
 
 def _write_attachment(root: Path, rel: str, data: bytes) -> None:
     """Content-addressed: a path that exists already holds these bytes."""
-    from memrepo.atomic import atomic_write
-
     if not (root / rel).exists():
         atomic_write(root / rel, data, root=root)
 
@@ -311,6 +309,23 @@ class Ended:
     commit: str | None
     redactions: int
     turns: int
+    #: The closed body and its time span, when this call closed the transcript (None when
+    #: it only finished an ``end`` a killed process had begun): what the session's topic
+    #: judgement reads (:func:`memrepo.context.watchers.feedback.judge_ended`), which
+    #: whoever ended the session runs once ``end`` has returned.
+    body: str | None = field(default=None, repr=False, compare=False)
+    started: dt.datetime | None = field(default=None, repr=False, compare=False)
+    ended: dt.datetime | None = field(default=None, repr=False, compare=False)
+
+    def as_json(self) -> dict[str, Any]:
+        """What ``memory capture end --json`` prints."""
+        return {"path": self.path, "commit": self.commit, "redactions": self.redactions,
+                "turns": self.turns}
+
+
+#: What a caller that ends sessions on another's behalf (the follower, doctor's repairs)
+#: runs after each ``end`` that closed one: the topic judgement, passed in from above.
+AfterEnd = Callable[[Path, Ended], object]
 
 
 def end(
@@ -335,10 +350,11 @@ def end(
     session stays open, so ``end`` can simply run again once the cause is fixed. If the
     process is killed, the state file says how far it got (``closing``) and the next
     ``end`` finishes the job (:func:`_finish_closing`).
-    """
-    from memrepo import documents
-    from memrepo.atomic import atomic_write
 
+    The topics the session activated are not judged here (that is the context's business,
+    a floor above): the caller runs :func:`memrepo.context.watchers.feedback.judge_ended`
+    on what this returns.
+    """
     with session_lock(root, session_id):
         session = load_session(root, session_id)
         if session.phase == "closing":
@@ -360,23 +376,10 @@ def end(
         ended = (when or dt.datetime.now()).astimezone(session.tz).replace(microsecond=0)
         if started is not None and ended < started:
             ended = started
-        meta["ended"] = ended
-        meta["turns"] = len(TURN_LINES.findall(body))
-        if tokens_in is not None:
-            meta["tokens_in"] = tokens_in
-        if tokens_out is not None:
-            meta["tokens_out"] = tokens_out
-        changes = [*knowledge_lines(body), *knowledge_changes]
-        if changes:
-            meta["knowledge_changes"] = changes
-        meta["redactions"] = _redaction_count(meta, body)
+        _close_meta(meta, body, ended, tokens_in, tokens_out, knowledge_changes)
         rel = session.path
         if session.provisional_slug and not _tracked(root, rel):
-            slug = slug_from_messages(first_messages(body))
-            if slug != PROVISIONAL_SLUG and started is not None:
-                rel = layout.transcript_path(started, session_id, slug)
-            named = redact(title, session.allowlist)[0].strip() if title else None
-            body = titled(body, slug, named)
+            rel, body = _named(session, body, started, title)
         # the point from which a restart finishes rather than starts over: recorded first
         save_session(root, replace(session, phase="closing", closing_path=rel))
         atomic_write(root / rel, render_frontmatter(meta) + body, root=root)
@@ -395,29 +398,42 @@ def end(
     # The lock file is never unlinked: a process waiting on it could otherwise end up
     # holding a lock on a deleted file while another locks a fresh one (an empty file per
     # session in the gitignored .memrepo/sessions/ is the price).
-    _judge_topics(root, body, started, ended)
-    return Ended(rel, sha, meta["redactions"], meta["turns"])
+    return Ended(rel, sha, meta["redactions"], meta["turns"], body, started, ended)
 
 
-def _judge_topics(root: Path, body: str, started: dt.datetime | None,
-                  ended: dt.datetime) -> None:
-    """The topics this session's messages activated, judged useful or not from the turns
-    that followed (the gate log's ``was_useful``, seed 000 §5.5): a side note of ``end``
-    that never fails it (the transcript is closed and committed by now)."""
-    try:
-        from memrepo.context.watchers.feedback import judge_session
+def _close_meta(meta: dict[str, Any], body: str, ended: dt.datetime, tokens_in: int | None,
+                tokens_out: int | None, knowledge_changes: Sequence[dict[str, str]]) -> None:
+    """What closing adds to the frontmatter ``meta``, in this order: the end time, the
+    turns, the tokens when given, the knowledge changes, the redactions."""
+    meta["ended"] = ended
+    meta["turns"] = len(TURN_LINES.findall(body))
+    if tokens_in is not None:
+        meta["tokens_in"] = tokens_in
+    if tokens_out is not None:
+        meta["tokens_out"] = tokens_out
+    changes = [*knowledge_lines(body), *knowledge_changes]
+    if changes:
+        meta["knowledge_changes"] = changes
+    meta["redactions"] = _redaction_count(meta, body)
 
-        judge_session(root, body, started, ended)
-    except Exception:  # tuning data must never cost a transcript
-        pass
+
+def _named(session: OpenSession, body: str, started: dt.datetime | None,
+           title: str | None) -> tuple[str, str]:
+    """A session started without a topic, named at its end: the transcript's path from
+    its first messages' slug (kept when there is no start time or no slug) and the body
+    with its ``# Title`` (``title``, redacted, else the slug's words)."""
+    rel = session.path
+    slug = slug_from_messages(first_messages(body))
+    if slug != PROVISIONAL_SLUG and started is not None:
+        rel = layout.transcript_path(started, session.session_id, slug)
+    named = redact(title, session.allowlist)[0].strip() if title else None
+    return rel, titled(body, slug, named)
 
 
 def _closing_paths(root: Path, rel: str, body: str) -> list[str]:
     """The closed transcript and the attachments it references (only plain paths under
     attachments/: a line a user wrote, "attachments/../.git/x", must not make the commit
     take a file from elsewhere)."""
-    from memrepo.git import plain_path
-
     attachments = sorted({m["path"] for m in _ATTACHMENT.finditer(body) if plain_path(m["path"])})
     return [rel, *(a for a in attachments if (root / a).exists())]
 
@@ -433,8 +449,6 @@ def _committed_elsewhere(root: Path, paths: Sequence[str]) -> str | None:
     """HEAD, when it already holds ``paths`` exactly as they are on disk: a ``memory
     commit`` running beside this ``end`` took the closed transcript first, so this commit
     found nothing to do. Reopening then would delete a committed transcript."""
-    from memrepo.git import git
-
     for p in paths:
         in_head = git(["rev-parse", "-q", "--verify", f"HEAD:{p}"], root, check=False).strip()
         if not in_head or in_head != git(["hash-object", "--", p], root).strip():
@@ -447,9 +461,6 @@ def _finish_closing(root: Path, session: OpenSession, commit: bool) -> Ended | N
     there (written atomically), so the open one goes and the commit is made unless HEAD
     has it already. None when the closed file was never written: the caller closes the
     open transcript from the start."""
-    from memrepo import documents
-    from memrepo.git import git
-
     rel = session.closing_path or session.path
     try:
         doc = documents.read_document(root / rel, rel)
@@ -461,7 +472,7 @@ def _finish_closing(root: Path, session: OpenSession, commit: bool) -> Ended | N
         raise MemrepoError(
             f"session {session.session_id}: neither its open transcript {session.path} nor "
             f"the closed one {rel} is there; restore one ('git restore -- PATH'), or forget "
-            f"the session by deleting {STATE_DIR}/{session.session_id}.json"
+            f"the session by deleting {SESSIONS_DIR}/{session.session_id}.json"
         )
     if rel != session.path:
         (root / session.path).unlink(missing_ok=True)  # appends stopped at 'closing'
@@ -484,8 +495,6 @@ def _reopen(
     exc: MemrepoError,
 ) -> MemrepoError:
     """Undo a closing whose commit failed; the error that says so and what to do next."""
-    from memrepo.atomic import atomic_write
-
     undo = _unstage(root, paths)
     atomic_write(root / session.path, original, root=root)
     if rel != session.path:
@@ -501,9 +510,6 @@ def _reopen(
 
 def _unstage(root: Path, paths: Sequence[str]) -> str:
     """Take ``paths`` out of the index again; '' or a sentence saying how to do it by hand."""
-    from memrepo.errors import GitError
-    from memrepo.git import git, retry_locked
-
     try:
         retry_locked(lambda: git(["reset", "-q", "--", *paths], root))
     except GitError as exc:
@@ -524,8 +530,6 @@ def _redaction_count(meta: dict[str, Any], body: str) -> int:
 
 
 def _tracked(root: Path, rel: str) -> bool:
-    from memrepo.git import git
-
     return bool(git(["ls-files", "--", rel], root).strip())
 
 
@@ -538,8 +542,6 @@ def write_conversation(
     root: Path, conv: Conversation, *, timezone: str | None = None, commit: bool = True
 ) -> tuple[str, str | None]:
     """Write ``conv`` as one closed transcript and commit it; (path, commit sha)."""
-    from memrepo.atomic import atomic_write
-
     _check_sid(conv.session_id)
     tz, tzname = resolve_timezone(timezone)
     rel, text, attachments = render_import(conv, tz, tzname, secrets_allowlist(root))

@@ -36,10 +36,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memrepo import layout
-from memrepo.errors import MemrepoError
+from memrepo.atomic import atomic_write
+from memrepo.documents import parse_document, read_document
+from memrepo.errors import FormatError, MemrepoError
 from memrepo.locks import LockBusy, file_lock
 
 if TYPE_CHECKING:
+    from memrepo.transcript.capture import AfterEnd
     from memrepo.transcript.render import Conversation, DraftTurn
 
 # The writing side (capture, the renderer, the importer) is imported where it is used:
@@ -109,27 +112,27 @@ def load_progress(root: Path, log: Path) -> Progress | None:
 
 
 def _save(root: Path, log: Path, p: Progress) -> None:
-    from memrepo.atomic import atomic_write
-
     atomic_write(progress_file(root, log), json.dumps(asdict(p), indent=1), root=root)
 
 
 def follow(root: Path, log: Path, *, final: bool = False, lock_wait: float = LOCK_WAIT,
-           ended: dt.datetime | None = None) -> Followed:
+           ended: dt.datetime | None = None, after_end: AfterEnd | None = None
+           ) -> Followed:
     """Append the turns of ``log`` not written yet to its session's open transcript
     (started when there is none); with ``final``, then close and commit it (``ended``:
-    the end time to record, default now)."""
+    the end time to record, default now). ``after_end`` runs after each transcript this
+    closes (a full part too): the caller's topic judgement."""
     lock = root / PROGRESS_DIR / f"{_key(log)}.lock"
     try:
         with file_lock(lock, wait=lock_wait, poll=0.05):
-            return _follow(root, log, final, lock_wait, ended)
+            return _follow(root, log, final, lock_wait, ended, after_end)
     except LockBusy:
         raise MemrepoError(f"{log} is being captured by another process (waited "
                            f"{lock_wait:g} s)") from None
 
 
 def _follow(root: Path, log: Path, final: bool, lock_wait: float,
-            ended: dt.datetime | None) -> Followed:
+            ended: dt.datetime | None, after_end: AfterEnd | None) -> Followed:
     from memrepo.transcript import capture
 
     p = load_progress(root, log)
@@ -143,12 +146,14 @@ def _follow(root: Path, log: Path, final: bool, lock_wait: float,
     if data is not None:
         data = data[: data.rfind(b"\n") + 1]  # whole lines: the last may be half written
         if p is None or len(data) != p.size:
-            p = _write_new(root, log, data, p, out, lock_wait)
+            p = _write_new(root, log, data, p, out, lock_wait, after_end)
     if p is None:
         out.note = "no conversation in the log yet"
         return out
     if final and p.open:
         done = capture.end(root, p.session, when=ended, title=p.title)
+        if after_end is not None:
+            after_end(root, done)
         p.open = False
         p.closed.append(done.path)
         _save(root, log, p)
@@ -157,7 +162,7 @@ def _follow(root: Path, log: Path, final: bool, lock_wait: float,
 
 
 def _write_new(root: Path, log: Path, data: bytes, p: Progress | None, out: Followed,
-               lock_wait: float) -> Progress | None:
+               lock_wait: float, after_end: AfterEnd | None) -> Progress | None:
     """Append what ``data`` holds beyond ``p``; the progress after it (None: no turn yet)."""
     from memrepo.transcript.render import DraftTurn
     from memrepo.transcript.session import load_session
@@ -186,7 +191,7 @@ def _write_new(root: Path, log: Path, data: bytes, p: Progress | None, out: Foll
         if not p.open:
             _start_part(root, p, conv, drafts[0].when)
         prev = turns[p.turns - 1].blocks[p.blocks - 1] if continuing else None
-        out.redactions = _append_parts(root, p, conv, drafts, prev, lock_wait)
+        out.redactions = _append_parts(root, p, conv, drafts, prev, lock_wait, after_end)
         out.appended = len(drafts)
         out.path = load_session(root, p.session).path
         p.turns, p.blocks = len(turns), len(turns[-1].blocks)
@@ -224,8 +229,6 @@ def parse_log(root: Path, log: Path, data: bytes) -> Conversation | None:
 def _adopt(root: Path, log: Path, conv: Conversation) -> Progress:
     """Progress of a log seen for the first time: its session may be in transcripts
     already (``memory capture import``, or a progress file lost), in one part or more."""
-    from memrepo.documents import read_document
-    from memrepo.errors import FormatError
     from memrepo.transcript.render import TURN_LINES
     from memrepo.transcript.session import find_transcript
 
@@ -273,7 +276,7 @@ def _start_part(root: Path, p: Progress, conv: Conversation, when: dt.datetime |
 
 
 def _append_parts(root: Path, p: Progress, conv: Conversation, drafts: list[DraftTurn],
-                  prev: str | None, lock_wait: float) -> int:
+                  prev: str | None, lock_wait: float, after_end: AfterEnd | None) -> int:
     """:func:`_append`, going on in a new part when the open one would grow past
     ``validation.max_file_kb`` (capture refuses such an append; a closed part never
     changes, so the part is closed and the turns continue in the next one)."""
@@ -292,6 +295,8 @@ def _append_parts(root: Path, p: Progress, conv: Conversation, drafts: list[Draf
             continue
         except TranscriptFull:
             done = capture.end(root, p.session, title=p.title)
+            if after_end is not None:
+                after_end(root, done)
             p.open = False
             p.closed.append(done.path)
             _start_part(root, p, conv, draft.when)
@@ -310,8 +315,6 @@ def _append(root: Path, sid: str, conv: Conversation, drafts: list[DraftTurn],
             prev: str | None, lock_wait: float) -> int:
     """Render ``drafts`` as the importer would and append them; the first continues the
     last written turn when ``prev`` (that turn's last block) is given. Redactions made."""
-    from memrepo.atomic import atomic_write
-    from memrepo.documents import parse_document
     from memrepo.transcript.render import TURN_LINES, Conversation, render_conversation
     from memrepo.transcript.session import load_session, session_lock
     from memrepo.transcript.tail import write_turn
@@ -350,10 +353,11 @@ def session_logs(base: Path) -> list[Path]:
 
 
 def sweep(root: Path, base: Path | None = None, *, idle_close: dt.timedelta = IDLE_CLOSE,
-          now: float | None = None, lock_wait: float = LOCK_WAIT
-          ) -> list[tuple[Followed | None, str]]:
+          now: float | None = None, lock_wait: float = LOCK_WAIT,
+          after_end: AfterEnd | None = None) -> list[tuple[Followed | None, str]]:
     """Follow every log under ``base`` that grew since it was last read, and close the
-    sessions whose log has been idle for ``idle_close``; (result, error) per log touched."""
+    sessions whose log has been idle for ``idle_close``; (result, error) per log touched.
+    ``after_end`` as for :func:`follow`."""
     now = time.time() if now is None else now
     out: list[tuple[Followed | None, str]] = []
     for log in session_logs(base or default_log_dir()):
@@ -369,7 +373,8 @@ def sweep(root: Path, base: Path | None = None, *, idle_close: dt.timedelta = ID
             continue  # nothing new (a half-written last line is read next time)
         last = dt.datetime.fromtimestamp(st.st_mtime, dt.timezone.utc)
         try:
-            done = follow(root, log, final=idle, lock_wait=lock_wait, ended=last)
+            done = follow(root, log, final=idle, lock_wait=lock_wait, ended=last,
+                          after_end=after_end)
         except MemrepoError as exc:
             out.append((None, f"{log}: {exc}"))
             continue
@@ -377,7 +382,8 @@ def sweep(root: Path, base: Path | None = None, *, idle_close: dt.timedelta = ID
             out.append((done, ""))
     for gone in _vanished(root):  # deleted by the agent (30 days) while its session was open
         try:
-            out.append((follow(root, gone, final=True, lock_wait=lock_wait), ""))
+            out.append((follow(root, gone, final=True, lock_wait=lock_wait,
+                               after_end=after_end), ""))
         except MemrepoError as exc:
             out.append((None, f"{gone}: {exc}"))
     return out

@@ -9,12 +9,13 @@ import datetime as dt
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memrepo import layout
+from memrepo import documents, layout
 from memrepo.errors import MemrepoError
+from memrepo.git import git
 from memrepo.health import Check
-from memrepo.transcript.capture import _closing_paths, _commit_closed, end
+from memrepo.layout import SESSIONS_DIR
+from memrepo.transcript.capture import AfterEnd, _closing_paths, _commit_closed, end
 from memrepo.transcript.session import (
-    STATE_DIR,
     OpenSession,
     _is_closed,
     load_session,
@@ -61,20 +62,24 @@ def stale_sessions(root: Path) -> list[tuple[str, str, dt.datetime | None]]:
     return stale
 
 
-def close_stale_sessions(repo: MemoryRepo) -> list[tuple[bool, str]]:
+def close_stale_sessions(repo: MemoryRepo, after_end: AfterEnd | None = None
+                         ) -> list[tuple[bool, str]]:
     """Doctor --fix: close (and commit) what a crashed agent left open, as `capture end`
-    would, ended at its last append. (done, report line) per session."""
+    would, ended at its last append (then ``after_end``: the caller's topic judgement).
+    (done, report line) per session."""
     out = []
     for sid, why, last in stale_sessions(repo.root):
         if last is None:
             out.append((False, f"session {sid} left open: {why}; restore the transcript or "
-                               f"delete {STATE_DIR}/{sid}.json"))
+                               f"delete {SESSIONS_DIR}/{sid}.json"))
             continue
         try:
             done = end(repo.root, sid, when=last)
         except MemrepoError as exc:
             out.append((False, f"session {sid} left open: {exc}"))
             continue
+        if after_end is not None:
+            after_end(repo.root, done)
         commit = f", commit {done.commit[:10]}" if done.commit else ""
         out.append((True, f"closed session {sid} ({why}): {done.path}{commit}"))
     return out
@@ -119,8 +124,6 @@ def interrupted_sessions(root: Path) -> list[tuple[OpenSession, str]]:
 def closed_uncommitted(root: Path) -> list[str]:
     """Closed transcripts git does not have: an ``end --no-commit``, an ``end`` killed
     before its commit, an import not committed (``memory commit`` takes them too)."""
-    from memrepo.git import git
-
     out = git(["status", "--porcelain", "-z", "--no-renames", "--untracked-files=all", "--",
                layout.TRANSCRIPT_ROOT], root)
     found = []
@@ -163,11 +166,11 @@ def recovery_checks(repo: MemoryRepo) -> list[Check]:
     return checks
 
 
-def repair_sessions(repo: MemoryRepo) -> list[tuple[bool, str]]:
-    """Doctor --fix: finish interrupted ends, cut torn turns, commit closed transcripts
-    left uncommitted; (done, report line) each. A session in use is left alone."""
-    from memrepo import documents
-
+def repair_sessions(repo: MemoryRepo, after_end: AfterEnd | None = None
+                    ) -> list[tuple[bool, str]]:
+    """Doctor --fix: finish interrupted ends (then ``after_end``, as for
+    :func:`close_stale_sessions`), cut torn turns, commit closed transcripts left
+    uncommitted; (done, report line) each. A session in use is left alone."""
     root = repo.root
     out: list[tuple[bool, str]] = []
     for s, why in interrupted_sessions(root):
@@ -175,6 +178,8 @@ def repair_sessions(repo: MemoryRepo) -> list[tuple[bool, str]]:
         try:
             if s.phase != "open":
                 done = end(root, sid)
+                if after_end is not None:
+                    after_end(root, done)
                 out.append((True, f"finished ending session {sid}: {done.path}"
                                   + (f", commit {done.commit[:10]}" if done.commit else "")))
                 continue

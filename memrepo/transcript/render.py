@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrepo import layout
+from memrepo import documents, layout, yamlsafe
 from memrepo.errors import MemrepoError
 from memrepo.secrets import redact
 
@@ -251,8 +251,6 @@ def prepare_attachment(
 
 def render_frontmatter(meta: dict[str, Any]) -> str:
     """``---`` YAML ``---`` with ISO 8601 datetimes (``2026-02-16T18:45:00+01:00``)."""
-    from memrepo import yamlsafe
-
     text = yamlsafe.dump(meta)
     text = re.sub(r"^(\w+): (\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)", r"\1: \2T\3", text, flags=re.M)
     return f"---\n{text.rstrip()}\n---\n"
@@ -420,8 +418,6 @@ def render_import(
     """:func:`~memrepo.transcript.render.render_conversation`, titled as ``end`` titles a
     live session: a log that names no title gets one from its slug. (path, text,
     attachments): exactly what :func:`write_conversation` writes."""
-    from memrepo import documents
-
     rel, text, attachments = render_conversation(conv, tz, tzname, allowlist)
     m = layout.TRANSCRIPT_PATH.match(rel)
     if m is None:

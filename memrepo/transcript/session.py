@@ -17,13 +17,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memrepo import layout
+from memrepo import documents, layout
+from memrepo.atomic import atomic_write
 from memrepo.errors import MemrepoError
+from memrepo.git import git
+from memrepo.layout import SESSIONS_DIR
 from memrepo.locks import LockBusy, file_lock
 from memrepo.transcript.render import offset_label, resolve_timezone
 
-#: Where per-session state and locks live (gitignored by the skeleton's `.memrepo/`).
-STATE_DIR = f"{layout.STATE_DIR}/sessions"
 _SID = re.compile(r"^[a-z0-9][a-z0-9._-]*$", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 #: Longest session id: it becomes part of file names (``HHMM-<id>-<slug>.md``, state files).
@@ -54,15 +55,15 @@ class OpenSession:
 
 
 def _state_file(root: Path, session_id: str) -> Path:
-    return root / STATE_DIR / f"{session_id}.json"
+    return root / SESSIONS_DIR / f"{session_id}.json"
 
 
 def _lock_file(root: Path, session_id: str) -> Path:
-    return root / STATE_DIR / f"{session_id}.lock"
+    return root / SESSIONS_DIR / f"{session_id}.lock"
 
 
 def _tail_file(root: Path, session_id: str) -> Path:
-    return root / STATE_DIR / f"{session_id}.tail"
+    return root / SESSIONS_DIR / f"{session_id}.tail"
 
 
 def _check_sid(session_id: str | None) -> str:
@@ -98,8 +99,6 @@ def session_lock(root: Path, session_id: str, timeout: float = 30.0) -> Iterator
 
 
 def save_session(root: Path, session: OpenSession) -> None:
-    from memrepo.atomic import atomic_write
-
     atomic_write(_state_file(root, session.session_id), json.dumps(session.__dict__, indent=1),
                  root=root)
 
@@ -138,17 +137,15 @@ def _missing(root: Path, session: OpenSession) -> MemrepoError:
     other = find_transcript(root, sid)
     if other and other != rel:  # an `end` that died between renaming and committing
         hint = (f"the session was closed as {other} ('memory commit' commits it); forget the "
-                f"session by deleting {STATE_DIR}/{sid}.json")
+                f"session by deleting {SESSIONS_DIR}/{sid}.json")
     else:
         hint = (f"restore it ('git restore -- {rel}' if it was committed), or forget the "
-                f"session by deleting {STATE_DIR}/{sid}.json")
+                f"session by deleting {SESSIONS_DIR}/{sid}.json")
     return MemrepoError(f"session {sid}: transcript {rel} is missing; {hint}")
 
 
 def find_open_transcript(root: Path, session_id: str) -> str | None:
     """The transcript of ``session_id`` that has no ``ended`` yet (a crash leaves these)."""
-    from memrepo import documents
-
     for full in sorted((root / layout.TRANSCRIPT_ROOT).glob(f"*/*/*/????-{session_id}-*.md")):
         rel = full.relative_to(root).as_posix()
         try:
@@ -162,8 +159,6 @@ def find_open_transcript(root: Path, session_id: str) -> str | None:
 
 def find_transcript(root: Path, session_id: str, started: dt.datetime | None = None) -> str | None:
     """Any transcript of ``session_id`` (the re-import check): its day first, then git's index."""
-    from memrepo.git import git
-
     if started is not None:
         day = root / f"{layout.TRANSCRIPT_ROOT}{started:%Y/%m/%d}"
         for full in day.glob(f"????-{session_id}-*.md"):
@@ -179,8 +174,6 @@ def find_transcript(root: Path, session_id: str, started: dt.datetime | None = N
 
 
 def _session_from_transcript(root: Path, rel: str) -> OpenSession:
-    from memrepo import documents
-
     doc = documents.read_document(root / rel, rel)
     tzname = doc.meta.get("timezone")
     if not isinstance(tzname, str):
@@ -199,7 +192,7 @@ def _session_from_transcript(root: Path, rel: str) -> OpenSession:
 def open_sessions(root: Path) -> list[OpenSession]:
     """Every session with a state file (started and not ended on this machine)."""
     out = []
-    for f in sorted((root / STATE_DIR).glob("*.json")):
+    for f in sorted((root / SESSIONS_DIR).glob("*.json")):
         try:
             out.append(OpenSession(**json.loads(f.read_text(encoding="utf-8"))))
         except (OSError, ValueError, TypeError):

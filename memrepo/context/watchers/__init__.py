@@ -5,7 +5,8 @@ cheap; Tier 3 is a one-token LLM yes/no gate, cached, and replaced by the Tier 2
 when no model is reachable. :func:`memrepo.context.watchers.match.match_topics` runs the pipeline.
 
 The names below are loaded on first use: ``capture end`` reads the gate log through
-:mod:`~memrepo.context.watchers.feedback` and must not pay for the matchers (~40 ms).
+:mod:`~memrepo.context.watchers.feedback` and must not pay for the matchers' imports
+(bench/perf/bench_capture.py times ``capture end``).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ id (:mod:`memrepo.context.watchers.gate`: the log stays append-only):
 
 - a person: ``memory topics feedback ID --useful|--not-useful`` (:func:`give`), which
   always wins;
-- the session's end (``capture end``, the agents' SessionEnd, the follower):
+- the session's end (``capture end``, the agents' SessionEnd, the follower, doctor's
+  repairs; each calls :func:`judge_ended` once the session is closed):
   :func:`judge_session` reads the closed transcript and judges each topic its user turns
   activated, offline and deterministically, from what came after it in that session:
 
@@ -32,10 +33,17 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrepo.context.watchers import gate as gatemod
+from memrepo.context.watchers.loader import load_topics
 from memrepo.errors import MemrepoError
+from memrepo.index.query import STOP_WORDS
+from memrepo.layout import SIGNALS_DIR
+from memrepo.transcript.render import TURN_LINES
+
+if TYPE_CHECKING:
+    from memrepo.transcript.capture import Ended
 
 #: Distinct topic words (not in the message) a reply must use to count as using the topic.
 MIN_SHARED = 2
@@ -105,6 +113,19 @@ def give(root: Path, ref: str, useful: bool, why: str | None = None) -> dict[str
 # ---------------------------------------------------------------------------
 
 
+def judge_ended(root: Path, done: Ended) -> list[Judged]:
+    """:func:`judge_session` on the transcript an ``end`` just closed
+    (:func:`memrepo.transcript.capture.end`), run by whoever ended the session once ``end``
+    has returned; nothing when that ``end`` closed nothing itself. A side note of the end
+    that never fails it (the transcript is closed and committed by now)."""
+    if done.body is None:
+        return []
+    try:
+        return judge_session(root, done.body, done.started, done.ended)
+    except Exception:  # tuning data must never cost a transcript
+        return []
+
+
 def judge_session(root: Path, body: str, started: dt.datetime | None,
                   ended: dt.datetime | None) -> list[Judged]:
     """Judge the activations of the user turns of a closed transcript ``body`` (see the
@@ -133,8 +154,6 @@ def judge_session(root: Path, body: str, started: dt.datetime | None,
             mine.append(r)
     if not mine:
         return []
-    from memrepo.context.watchers.loader import load_topics
-
     topics = load_topics(root).by_name()
     reinforced = _reinforced(root, started - EARLY, ended + LATE)
     out: list[Judged] = []
@@ -159,8 +178,6 @@ def judge_session(root: Path, body: str, started: dt.datetime | None,
 
 def _turns(body: str) -> list[tuple[str, str]]:
     """(role, text) of each turn of a transcript body."""
-    from memrepo.transcript.render import TURN_LINES
-
     heads = list(TURN_LINES.finditer(body))
     return [(m.group("role"), body[m.end(): heads[k + 1].start() if k + 1 < len(heads) else None])
             for k, m in enumerate(heads)]
@@ -179,8 +196,6 @@ def _replies(turns: list[tuple[str, str]], i: int) -> str:
 
 def _stems(text: str) -> dict[str, str]:
     """Stem -> the first word of ``text`` with it (the words worth comparing)."""
-    from memrepo.index.query import STOP_WORDS
-
     out: dict[str, str] = {}
     for w in _WORD.findall(text.lower()):
         if w not in STOP_WORDS:
@@ -257,8 +272,6 @@ def _records_since(root: Path, since: dt.datetime) -> list[dict[str, Any]]:
 
 def _reinforced(root: Path, start: dt.datetime, end: dt.datetime) -> set[str]:
     """Paths reinforced between ``start`` and ``end`` (``raw/signals/YYYY-MM.jsonl``)."""
-    from memrepo.layout import SIGNALS_DIR
-
     months = sorted({f"{start:%Y-%m}", f"{end:%Y-%m}"})
     out: set[str] = set()
     for month in months:

@@ -22,15 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memrepo import entries as E
 from memrepo import scaffold, worktree
 from memrepo.atomic import atomic_write
 from memrepo.documents import parse_date, parse_document, render_document
 from memrepo.errors import FormatError, MemrepoError
 from memrepo.layout import MEMORY_FILE, PEOPLE_INDEX, PROJECTS_INDEX
-from memrepo.lifecycle.extract import entries as E
 from memrepo.lifecycle.extract.extractors import Item
 from memrepo.lifecycle.journal import LOCK_FILE, LOCK_WAIT, journal_text
-from memrepo.llm import ResultCache, cache_key
+from memrepo.llm import ResultCache, cache_key, template_hash
 from memrepo.locks import LockBusy, file_lock
 
 ACTIONS = ("ADD", "UPDATE", "SUPERSEDE", "NONE")
@@ -454,8 +454,6 @@ def llm_decider(llm: Any, cache: ResultCache) -> Any:
         active = [e for e in existing if not e.superseded]
         if not active or not llm.available:
             return None
-        from memrepo.llm import template_hash
-
         listing = "\n".join(f"{i}. {e.text}" for i, e in enumerate(existing) if not e.superseded)
         cands = "\n".join(f"{i}. {it.text}" for i, it in enumerate(group))
         model = llm.model_for("extract")

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from memrepo.errors import MemrepoError
 from memrepo.layout import MEMORY_FILE, journal_path, slugify
 from memrepo.lifecycle.extract import heuristics as h
 from memrepo.transcript.read import Transcript
@@ -261,8 +262,6 @@ REGISTRY: dict[str, type[Extractor]] = {
 
 
 def get(names: list[str] | None) -> list[Extractor]:
-    from memrepo.errors import MemrepoError
-
     chosen = names or list(REGISTRY)
     unknown = [n for n in chosen if n not in REGISTRY]
     if unknown:

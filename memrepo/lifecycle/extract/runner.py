@@ -18,13 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from memrepo.atomic import atomic_write
+from memrepo.commit import write
+from memrepo.config import load_config
 from memrepo.documents import parse_date
 from memrepo.errors import MemrepoError
 from memrepo.layout import MEMORY_FILE, STATE_DIR, TRANSCRIPT_ROOT, is_transcript
 from memrepo.lifecycle.cap import enforce_cap
 from memrepo.lifecycle.extract import extractors as X
 from memrepo.lifecycle.extract.apply import Edit, Workspace, llm_decider
-from memrepo.llm import ResultCache, cache_key
+from memrepo.llm import ResultCache, cache_key, template_hash
+from memrepo.secrets import redact
 from memrepo.transcript.read import Transcript, read_transcript
 
 STATE_FILE = f"{STATE_DIR}/extract-state.json"
@@ -119,8 +122,6 @@ class Extraction:
 
     def __init__(self, root: Path, llm: Any, ctx: X.Context, max_chars: int = 12000,
                  cache_root: Path | None = None) -> None:
-        from memrepo.llm import template_hash
-
         self.root, self.llm, self.ctx = root, llm, ctx
         self.cache = ResultCache(cache_root or root)
         self.max_chars = max_chars
@@ -141,8 +142,6 @@ class Extraction:
         if data is not None:
             self.llm.usage.note_cached()
             return data
-        from memrepo.secrets import redact
-
         body = redact(t.text)[0][: self.max_chars]
         data = self.llm.complete_json("extract", PROMPT, X.ITEM_SCHEMA, max_tokens=1200,
                                       extractor=ex.name, guidance=ex.guidance,
@@ -213,8 +212,6 @@ def extract(
     report = Report()
     exs = X.get(extractor_names)
     ctx = context(root)
-    from memrepo.config import load_config
-
     cfg_chars = int(load_config(root).get("llm", {}).get("max_transcript_chars", 12000))
     with_llm = Extraction(root, llm, ctx, cfg_chars, cache_root)
     ws = workspace or Workspace(root)
@@ -264,8 +261,6 @@ def finish(root: Path, ws: Workspace, llm: Any) -> list[str]:
 
 def commit_extract(root: Path, report: Report, title: str | None = None) -> str | None:
     """``extract: …`` with what changed in the body and the transcripts as trailers."""
-    from memrepo.commit.write import commit_paths
-
     c = report.counts()
     summary = title or (f"extract: {c['ADD']} added, {c['UPDATE']} updated, "
                         f"{c['SUPERSEDE']} superseded from {len(report.transcripts)} "
@@ -275,7 +270,7 @@ def commit_extract(root: Path, report: Report, title: str | None = None) -> str 
         body.append(f"- … and {len(report.written) - 40} more files")
     trailers = [f"Session: {p}" for p in report.transcripts[:200]]
     message = summary + "\n\n" + "\n".join(body) + "\n\n" + "\n".join(trailers) + "\n"
-    return commit_paths(root, report.written, message)
+    return write.commit_paths(root, report.written, message)
 
 
 def today() -> str:
