@@ -326,7 +326,7 @@ def test_gemini_and_codex_turns_come_from_the_payloads(crepo: Path, env: dict[st
     hook(crepo, "UserPromptSubmit", {"session_id": "c1", "prompt": "hi codex, the key is "
                                      "AKIAIOSFODNN7EXAMPLE", "model": "gpt-5", "turn_id": "t1"},
          env, harness="codex")
-    pending = state.prompt_file(crepo, "codex", "c1")
+    pending = state.prompt_queue(crepo, "codex", "c1")
     assert "AKIA" not in pending.read_text(encoding="utf-8")  # redacted before it is kept
     hook(crepo, "Stop", {"session_id": "c1", "last_assistant_message": "hi there",
                          "model": "gpt-5", "turn_id": "t1"}, env, harness="codex")

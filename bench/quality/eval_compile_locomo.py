@@ -37,6 +37,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "common"))
+from eval_locomo import parse_set  # noqa: E402  (the same --set as the search eval)
 from results import add_record_option, record  # noqa: E402
 
 from memrepo.resources import memory_command  # noqa: E402
@@ -98,17 +99,6 @@ def tune_p3(limit: int | None, per_file: int | None) -> dict[str, int]:
     if per_file is not None:
         retr.PER_FILE = per_file
     return {"limit": retr.retrieve.__defaults__[0], "per_file": retr.PER_FILE}
-
-
-def parse_set(items: list[str]) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for item in items:
-        key, _, raw = item.partition("=")
-        try:
-            out[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[key] = raw
-    return out
 
 
 def evaluate(

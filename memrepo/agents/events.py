@@ -30,13 +30,18 @@ from typing import Any
 
 from memrepo.agents import harness as H
 from memrepo.agents import state
-from memrepo.agents.recall import brief, recall, recall_served
+from memrepo.agents.recall import brief, park, recall, recall_served
 from memrepo.layout import CONFIG_FILE
 from memrepo.spawn import detached
 
-#: How long a hook waits for its payload on stdin: agents write it at once, and a stdin
-#: that is never closed (seen with ``claude --resume``) must not hang the hook.
+#: How long a hook waits for more of its payload on stdin: agents write it at once, and
+#: a stdin that is never closed (seen with ``claude --resume``) must not hang the hook.
 STDIN_TIMEOUT = 1.0
+#: The longest a hook reads its stdin, however steadily it comes (megabytes of prompt
+#: arrive in milliseconds; a trickle must not eat the deadline).
+STDIN_MAX_S = 2.0
+#: Bytes read from stdin at a time.
+STDIN_CHUNK = 1 << 20
 #: The hook gives up (logged, nothing printed) before the agent would kill it: below
 #: the timeouts the installer writes (memrepo.agents.settings.TIMEOUTS: 10 s and 5 s).
 DEADLINE = {H.BRIEF: 8.0, H.RECALL: 4.0}
@@ -74,10 +79,12 @@ def run(harness: str, event: str, repo_opt: str | None = None) -> int:
             detach(root, harness, event, raw)
             entry["status"] = "detached"
         else:
-            with deadline(DEADLINE[act]):
+            # the deadline counts from the hook's start: the agent's timeout does
+            with deadline(max(0.1, DEADLINE[act] - (time.perf_counter() - start))):
                 if act == H.BRIEF:
                     text = brief(root, harness, payload)
                 else:
+                    park(root, harness, payload)
                     served = recall_served(root, harness, payload)
                     entry["via"] = "server" if served is not None else "here"
                     text = served if served is not None else recall(root, harness, payload)
@@ -111,7 +118,8 @@ def failure_detail(exc: BaseException) -> str:
 
 def read_stdin(timeout: float, fd: int = 0) -> bytes:
     """The payload: read until EOF, or until what came is a whole JSON object, or until
-    ``timeout`` (a stdin left open must not hang the hook)."""
+    nothing more came for ``timeout`` or STDIN_MAX_S passed (a stdin left open must not
+    hang the hook)."""
     if sys.stdin is None or sys.stdin.closed:
         return b""
     try:
@@ -120,26 +128,26 @@ def read_stdin(timeout: float, fd: int = 0) -> bytes:
         import select
     except (ImportError, OSError):  # pragma: no cover - no select on this platform
         return sys.stdin.buffer.read()
-    buf = b""
-    end = time.monotonic() + timeout
-    while (left := end - time.monotonic()) > 0:
+    buf = bytearray()  # appended in place: a megabyte prompt is hundreds of chunks
+    end = time.monotonic() + STDIN_MAX_S
+    while (left := min(timeout, end - time.monotonic())) > 0:
         try:
             ready, _, _ = select.select([fd], [], [], left)
         except (OSError, ValueError):  # pragma: no cover - not selectable (Windows)
-            return buf + sys.stdin.buffer.read()
+            return bytes(buf) + sys.stdin.buffer.read()
         if not ready:
             break
-        chunk = os.read(fd, 1 << 16)
+        chunk = os.read(fd, STDIN_CHUNK)
         if not chunk:
             break
         buf += chunk
-        if buf.rstrip().endswith(b"}"):
-            try:
+        if bytes(buf[-64:]).rstrip().endswith(b"}") and not select.select([fd], [], [], 0)[0]:
+            try:  # parsed only when nothing more is waiting: once, for a whole payload
                 json.loads(buf)
             except ValueError:
                 continue
             break
-    return buf
+    return bytes(buf)
 
 
 def parse_payload(raw: bytes) -> dict[str, Any]:

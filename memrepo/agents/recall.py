@@ -20,13 +20,14 @@ from typing import Any
 
 from memrepo.agents import harness as H
 from memrepo.agents import state
-from memrepo.atomic import atomic_write
 from memrepo.layout import TRANSCRIPT_PATH
 
 #: How long the prompt hook waits for the resident server's recall before it recalls
 #: itself: a busy server is not waited on for long, and the hook's own recall still fits
 #: its deadline (bench/perf/bench_agent_hooks.py times the prompt hook).
 SERVER_RECALL_S = 0.5
+#: Most characters of a prompt recall searches by (:func:`recall_prompt`).
+RECALL_PROMPT_CHARS = 16_000
 #: Prompts shorter than this get no recall ("ok", "go on", "thanks").
 MIN_PROMPT_CHARS = 10
 #: Most characters of passages one recall injects: it stays in the conversation until
@@ -104,12 +105,42 @@ def recall_served(root: Path, harness: str, payload: dict[str, Any]) -> str | No
     sock = remote.socket_path(remote.serve_dir(root))
     if not sock.exists():
         return None
+    payload = {**payload, "prompt": recall_prompt(str(payload.get("prompt") or ""))}
     msg = {"op": "recall", "harness": harness, "payload": payload, "root": str(root)}
     try:
         text = remote.request(sock, msg, SERVER_RECALL_S).get("text")
     except remote.Unavailable:  # Refused too: an older server, another clone's
         return None
     return text if isinstance(text, str) else None
+
+
+def recall_prompt(prompt: str) -> str:
+    """What of a prompt recall searches by: all of it, or past RECALL_PROMPT_CHARS its
+    start and its end (a pasted log and the question after it). The search takes its
+    rarest words among the first few hundred anyway, and a megabyte of words costs
+    seconds to split (issue 37)."""
+    if len(prompt) <= RECALL_PROMPT_CHARS:
+        return prompt
+    head = RECALL_PROMPT_CHARS * 3 // 4
+    return f"{prompt[:head]}\n…\n{prompt[len(prompt) - (RECALL_PROMPT_CHARS - head):]}"
+
+
+def park(root: Path, harness: str, payload: dict[str, Any]) -> None:
+    """Queue the prompt of an agent whose log memrepo cannot read (Codex, Gemini CLI):
+    the detached worker of the turn's end captures it. Redacted before it is written, as
+    capture would; a long one cut to its start and end, the cut said in the text
+    (:func:`memrepo.agents.state.clip_prompt`). Once per prompt, by the hook itself,
+    never by the resident server's recall (asked, then perhaps not waited for)."""
+    prompt = str(payload.get("prompt") or "")
+    sid = payload.get("session_id")
+    if H.LOG_FORMAT.get(harness) is not None or not sid or not prompt.strip():
+        return
+    from memrepo.config import load_config
+
+    allow = load_config(root)["validation"]["secrets_allowlist"]
+    turn = payload.get("turn_id")
+    state.push_prompt(root, harness, str(sid), state.clip_prompt(prompt, allow),
+                      turn if isinstance(turn, str) else None)
 
 
 def recall(root: Path, harness: str, payload: dict[str, Any], engine: Any = None,
@@ -119,19 +150,11 @@ def recall(root: Path, harness: str, payload: dict[str, Any], engine: Any = None
     RECALL_MAX_CHARS; '' when nothing qualifies. The resident server's recall passes
     ``engine`` (its search, the model in-process; else one is opened for this call) and
     ``asked``: when its hook has stopped waiting, nothing is recorded as shown."""
-    prompt = str(payload.get("prompt") or "")
+    prompt = recall_prompt(str(payload.get("prompt") or ""))
     sid = payload.get("session_id")
     from memrepo.repo import MemoryRepo
 
     repo = MemoryRepo(root)
-    if H.LOG_FORMAT.get(harness) is None and sid and prompt.strip():
-        # an agent whose log memrepo cannot read: its Stop hook captures this prompt
-        # (redacted before it is written, as capture would)
-        from memrepo.secrets import redact
-
-        allow = repo.config["validation"]["secrets_allowlist"]
-        atomic_write(state.prompt_file(root, harness, sid), redact(prompt, allow)[0],
-                     root=root)
     if len(prompt.strip()) < MIN_PROMPT_CHARS:
         return ""
     from memrepo.context.compiler import CompileRequest, compile_context

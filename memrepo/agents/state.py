@@ -11,8 +11,11 @@ Everything lives in the repo's gitignored ``.memrepo/`` (per clone, never commit
   (briefing and recalls), one ``path:start-end`` a line. Appended with one ``O_APPEND``
   write per hook, never rewritten: two hooks at once cannot lose each other's lines,
   and there is no lock to wait for on the prompt's path.
-- ``agents/prompts/<harness>-<session>.txt``: the last prompt of an agent whose log
-  memrepo cannot read (Codex), kept until its Stop hook captures the exchange.
+- ``agents/prompts/<harness>-<session>.jsonl``: the prompts of an agent whose log memrepo
+  cannot read (Codex, Gemini CLI), queued by the prompt hook (one JSON line each,
+  redacted, cut to PARK_HEAD_CHARS + PARK_TAIL_CHARS) until the detached worker of the
+  turn's end takes them, oldest first; both hold ``<same>.lock`` while they touch it, so
+  a prompt parked while a worker takes another is never lost (issue 37).
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memrepo.atomic import NOFOLLOW
+from memrepo.atomic import NOFOLLOW, atomic_write
 from memrepo.layout import STATE_DIR
+from memrepo.locks import file_lock
 
 if TYPE_CHECKING:  # imported when used: every hook imports this module
     from memrepo.health import Check
@@ -148,8 +152,96 @@ def add_shown(root: Path, harness: str, session_id: str, refs: list[tuple[str, i
     append_line(path, "".join(f"{p}:{a}-{b}\n" for p, a, b in refs))
 
 
-def prompt_file(root: Path, harness: str, session_id: str) -> Path:
-    return root / AGENTS_DIR / "prompts" / f"{session_key(harness, session_id)}.txt"
+#: How long the prompt hook waits for the queue's lock (a worker holds it to rewrite a
+#: small file: milliseconds).
+QUEUE_LOCK_WAIT = 2.0
+#: A parked prompt keeps its first and last characters, the middle cut with a marker:
+#: a transcript turn may not pass half of ``validation.max_file_kb`` anyway, and the
+#: prompt hook must redact what it parks within its deadline (issue 37: a 5 MB prompt).
+PARK_HEAD_CHARS = 48_000
+PARK_TAIL_CHARS = 16_000
+#: Characters around a cut scanned for a secret the cut would split.
+CUT_MARGIN = 8_192
+
+
+def prompt_queue(root: Path, harness: str, session_id: str) -> Path:
+    return root / AGENTS_DIR / "prompts" / f"{session_key(harness, session_id)}.jsonl"
+
+
+def clip_prompt(text: str, allowlist: list[str] | tuple[str, ...]) -> str:
+    """``text`` redacted, its middle cut out past PARK_HEAD_CHARS + PARK_TAIL_CHARS with
+    a marker saying how many characters went; a secret across a cut stays whole on the
+    side it starts in (so it is redacted whole) or goes whole with the middle."""
+    from memrepo.secrets import find_secrets, redact
+
+    a, b = PARK_HEAD_CHARS, len(text) - PARK_TAIL_CHARS
+    if b - a <= CUT_MARGIN:
+        return redact(text, allowlist)[0]
+    for f in find_secrets(text[a - CUT_MARGIN: a + CUT_MARGIN], allowlist):
+        if f.start < CUT_MARGIN < f.end:
+            a = a - CUT_MARGIN + f.start
+    off = b - CUT_MARGIN
+    for f in find_secrets(text[off: b + CUT_MARGIN], allowlist):
+        if f.start < CUT_MARGIN < f.end:
+            b = off + f.end
+    head, tail = redact(text[:a], allowlist)[0], redact(text[b:], allowlist)[0]
+    return f"{head}\n[… {b - a:,} characters cut by memrepo]\n{tail}"
+
+
+def push_prompt(root: Path, harness: str, session_id: str, text: str,
+                turn: str | None = None) -> None:
+    """Queue one prompt (already redacted and cut) of the session; its own line, after a
+    newline, so a record torn by a killed writer never swallows the next one."""
+    path = prompt_queue(root, harness, session_id)
+    line = json.dumps({"turn": turn, "prompt": text}, ensure_ascii=False)
+    with file_lock(path.with_suffix(".lock"), QUEUE_LOCK_WAIT):
+        append_line(path, f"\n{line}\n")
+
+
+def queued_prompts(root: Path, harness: str, session_id: str
+                   ) -> tuple[list[dict[str, Any]], int]:
+    """The session's queued prompts, oldest first, and how many lines were torn."""
+    path = prompt_queue(root, harness, session_id)
+    with file_lock(path.with_suffix(".lock"), QUEUE_LOCK_WAIT):
+        return _read_queue(path)
+
+
+def take_prompts(root: Path, harness: str, session_id: str, count: int
+                 ) -> tuple[list[dict[str, Any]], int]:
+    """Remove and return the ``count`` oldest queued prompts (and the torn lines' count;
+    torn lines are dropped, every whole record kept)."""
+    path = prompt_queue(root, harness, session_id)
+    with file_lock(path.with_suffix(".lock"), QUEUE_LOCK_WAIT):
+        records, torn = _read_queue(path)
+        if count <= 0 and not torn:
+            return [], 0
+        left = records[count:]
+        if left:
+            atomic_write(path, "".join(json.dumps(r, ensure_ascii=False) + "\n"
+                                       for r in left))
+        else:
+            path.unlink(missing_ok=True)
+        return records[:count], torn
+
+
+def _read_queue(path: Path) -> tuple[list[dict[str, Any]], int]:
+    try:
+        raw = path.read_bytes().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return [], 0
+    records, torn = [], 0
+    for line in raw.split("\n"):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            rec = None
+        if isinstance(rec, dict) and isinstance(rec.get("prompt"), str):
+            records.append(rec)
+        else:
+            torn += 1
+    return records, torn
 
 
 # ---------------------------------------------------------------------------

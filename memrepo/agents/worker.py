@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 
 #: How much nicer than the agent the detached work runs.
 NICE = 10
+#: How long a worker waits for the workers of its session's older exchanges to take
+#: their queued prompts before it takes them itself (:func:`_capture_payload`).
+ORDER_WAIT = 5.0
 #: Lock waits of the detached work (tests shorten it).
 LOCK_WAIT_ENV = "MEMREPO_HOOK_LOCK_WAIT"
 
@@ -46,7 +49,8 @@ def work(harness: str, event: str, root: Path, payload: dict[str, Any]) -> dict[
     act = H.action(harness, event)
     done: dict[str, Any] = {}
     if act in (H.CAPTURE, H.END):
-        rel, closed = capture_session(root, harness, payload, final=act == H.END)
+        rel, closed = capture_session(root, harness, payload, final=act == H.END,
+                                      notes=done)
         done["transcript"] = rel
         if closed and rel:
             done["closed"] = True
@@ -58,52 +62,100 @@ def work(harness: str, event: str, root: Path, payload: dict[str, Any]) -> dict[
     return done
 
 
-def capture_session(root: Path, harness: str, payload: dict[str, Any], *, final: bool
-                    ) -> tuple[str | None, bool]:
+def capture_session(root: Path, harness: str, payload: dict[str, Any], *, final: bool,
+                    notes: dict[str, Any] | None = None) -> tuple[str | None, bool]:
     """The session's new turns into its transcript (closed and committed when ``final``);
-    (the transcript's path, whether it was closed now)."""
+    (the transcript's path, whether it was closed now). ``notes`` gets what the log
+    should say besides (a torn queue line, an answer that came without a prompt)."""
     log = payload.get("transcript_path")
     if H.LOG_FORMAT.get(harness) == "claude-code" and log:
         from memrepo.transcript.follow import follow
 
         got = follow(root, Path(log), final=final, lock_wait=lock_wait(), after_end=_judge)
         return got.path, got.closed
-    return _capture_payload(root, harness, payload, final)
+    return _capture_payload(root, harness, payload, final, notes)
 
 
-def _capture_payload(root: Path, harness: str, payload: dict[str, Any], final: bool
-                     ) -> tuple[str | None, bool]:
-    """Agents whose log memrepo cannot read: the prompt (from the payload, else the one
-    recall kept) and the answer of this exchange, appended as two turns."""
-    from memrepo.transcript import capture
-    from memrepo.transcript.session import load_session
+def _capture_payload(root: Path, harness: str, payload: dict[str, Any], final: bool,
+                     notes: dict[str, Any] | None = None) -> tuple[str | None, bool]:
+    """Agents whose log memrepo cannot read: the prompt of this exchange (the queued one,
+    else the payload's) and its answer, appended as two turns, redacted and cut as the
+    prompt hook parks them (:func:`memrepo.agents.state.clip_prompt`).
+
+    Each end of turn has its own worker, and they race: one at a time per session takes
+    the queue's oldest prompts, up to this exchange's (its ``turn_id``, else the
+    payload's prompt, else the oldest); one whose exchange is not the oldest waits up to
+    ORDER_WAIT for the older exchanges' workers, then takes their prompts too, as turns
+    that never ended. So N prompts then N ends give N user turns, in order, once each."""
+    from memrepo.config import load_config
+    from memrepo.locks import file_lock
 
     hsid = payload.get("session_id")
     if not hsid:
         raise ValueError("the hook payload has no session_id")
-    base = H.payload_session(harness, hsid)
+    allow = load_config(root)["validation"]["secrets_allowlist"]
+    said, answer = str(payload.get("prompt") or ""), next(
+        (str(payload[k]) for k in H.ANSWER_FIELDS if payload.get(k)), "")
+    said = state.clip_prompt(said, allow) if said.strip() else ""
+    answer = state.clip_prompt(answer, allow) if answer.strip() else ""
+    turn = payload.get("turn_id") if isinstance(payload.get("turn_id"), str) else None
+    held = state.prompt_queue(root, harness, hsid).with_suffix(".capture.lock")
+    until = time.monotonic() + ORDER_WAIT
+    while True:
+        with file_lock(held, lock_wait()):
+            records, _ = state.queued_prompts(root, harness, hsid)
+            own = _own_index(records, turn, said, bool(answer))
+            if not own or time.monotonic() >= until:
+                taken, torn = state.take_prompts(root, harness, hsid,
+                                                 0 if own is None else own + 1)
+                users = [r["prompt"] for r in taken] or ([said] if said.strip() else [])
+                if notes is not None:
+                    notes.update({"torn": torn} if torn else {})
+                    notes.update({"unprompted": 1} if answer and not users else {})
+                return _append_exchange(root, harness, payload, users, answer, final)
+        time.sleep(0.05)
+
+
+def _own_index(records: list[dict[str, Any]], turn: str | None, said: str, answered: bool
+               ) -> int | None:
+    """Which queued prompt is this exchange's: the one of its turn id, else the one the
+    payload carries, else (an end of turn with neither) the oldest; None when none is."""
+    if not records:
+        return None
+    if said:
+        return next((i for i, r in enumerate(records) if r["prompt"] == said), None)
+    if turn and any(r.get("turn") for r in records):
+        return next((i for i, r in enumerate(records) if r.get("turn") == turn), None)
+    return 0 if turn or answered else None
+
+
+def _append_exchange(root: Path, harness: str, payload: dict[str, Any], users: list[str],
+                     answer: str, final: bool) -> tuple[str | None, bool]:
+    """``users`` then ``answer`` appended to the session's open part (a new part once the
+    open one is full); the part closed when ``final``."""
+    from memrepo.transcript import capture
+    from memrepo.transcript.session import load_session
+    from memrepo.transcript.tail import TranscriptFull
+
+    base = H.payload_session(harness, str(payload["session_id"]))
     sid = _open_part(root, base)
-    pending = state.prompt_file(root, harness, hsid)
-    said = str(payload.get("prompt") or "")
-    if not said and pending.is_file():
-        said = pending.read_text(encoding="utf-8")
-    answer = next((str(payload[k]) for k in H.ANSWER_FIELDS if payload.get(k)), "")
-    if said or answer:
+    turns = [("user", u) for u in users if u.strip()] + ([("agent", answer)] if answer else [])
+    try:
+        session = load_session(root, sid)
+    except MemrepoError:
+        if not turns:
+            return None, False
+        session = capture.start(root, session_id=sid, channel=harness,
+                                model=payload.get("model") or None)
+    for role, text in turns:
         try:
-            session = load_session(root, sid)
-        except MemrepoError:
+            capture.append(root, sid, role, text)
+        except TranscriptFull:  # the part is full: closed, the turns go on in the next
+            _judge(root, capture.end(root, sid))
+            sid = _open_part(root, base)
             session = capture.start(root, session_id=sid, channel=harness,
                                     model=payload.get("model") or None)
-        if said.strip():
-            capture.append(root, sid, "user", said)
-        if answer.strip():
-            capture.append(root, sid, "agent", answer)
-        pending.unlink(missing_ok=True)
-    else:
-        try:
-            session = load_session(root, sid)
-        except MemrepoError:
-            return None, False
+            capture.append(root, sid, role, text)
     if final:
         ended = capture.end(root, sid)
         _judge(root, ended)
