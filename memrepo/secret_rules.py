@@ -141,6 +141,40 @@ def _not_a_reference(value: str) -> bool:
     return len(v) >= 4 and not v.startswith(("$", "{", "<", "%", "*", "[")) and len(set(v)) > 2
 
 
+#: Fixed prefixes of vendor tokens. A provider's own rule pins the body's length and
+#: alphabet (``npm_`` + exactly 36, ``hf_`` + letters only, ``shpat_`` + 32 hex, ``pypi-``
+#: + one macaroon header); a long, random body after a known prefix is a token whatever
+#: its length or alphabet, in prose as in a config file.
+_VENDOR_PREFIXES = (
+    "sk_live_ sk_test_ rk_live_ rk_test_ whsec_ dop_v1_ doo_v1_ dor_v1_ shpat_ shpss_ shpca_ "
+    "shppa_ npm_ pypi- hf_ api_org_ gsk_ pplx- lin_api_ ntn_ r8_ xai- sk-or-v1- SG. AKCp hvs. "
+    "hvb. sq0atp- sq0csp- shippo_live_ shippo_test_ sgp_ pul- rubygems_ glsa_ glc_ dapi fo1_ "
+    "HRKU- tskey-auth- tskey-client- sntrys_ lsv2_pt_ lsv2_sk_ nvapi- rnd_ dckr_pat_ dckr_oat_ "
+    "figd_ figu_ glpat- glrt- gldt- glptt- gloas- xoxa- xoxb- xoxe- xoxe.xoxp- xoxp- xoxr- "
+    "ghp_ gho_ ghu_ ghs_ ghr_ github_pat_ sk-ant- sk-proj- sk-svcacct- sk-admin- pscale_tkn_ "
+    "pscale_pw_ pscale_oauth_ dp.pt. dp.st. dp.ct. dp.sa. EZAK EZTK PMAK- NRAK- NRII- "
+    "duffel_live_ duffel_test_ FLWSECK- FLWSECK_TEST- ATATT3 rdme_ dapi_"
+).split()
+_VENDOR_PREFIX = "(?:" + "|".join(
+    re.escape(p) for p in sorted(_VENDOR_PREFIXES, key=len, reverse=True)) + ")"
+
+
+def _vendor_body(value: str) -> bool:
+    """After its prefix, a token's body is long and generated: letters mixed with digits,
+    not words joined by ``_`` (``npm_config_cache``, ``hf_hub_download``)."""
+    m = re.match(_VENDOR_PREFIX, value)
+    body = value[m.end() :] if m else value
+    return len(body) >= 20 and _mixed(body) and not _wordy(body)
+
+
+def _framework_value(value: str) -> bool:
+    """A framework's secret key as written, not a reference to one (``os.environ[…]``,
+    ``ENV.fetch(…)``, ``<%= … %>``, ``${SECRET_KEY}``) nor a type (``Optional[str]``)."""
+    if re.match(r"^[A-Za-z_][\w.]*[(\[]", value):
+        return False
+    return _mixed(value) and not _wordy(value) and _not_a_reference(value)
+
+
 #: memrepo's additions to generic-api-key's allowlist (matched against the whole match),
 #: also used by the hand-written generic rules: key names whose values are identifiers,
 #: digests or counts in a memory repo's notes.
@@ -180,7 +214,7 @@ HAND_RULES: tuple[Rule, ...] = (
     _r("github-token", r"\b(?P<s>github_pat_[A-Za-z0-9_]{22,255})\b", "github_pat_"),
     _r("gitlab-token", r"\b(?P<s>gl(?:pat|rt|dt|ft|cbt|ptt|soat|oas|imt|ffct|agent)-"
        r"[A-Za-z0-9_.-]{20,})", "glpat- glrt- gldt- glft- glcbt- glptt- glsoat- gloas- glimt- "
-       "glffct- glagent-"),
+       "glffct- glagent-", min_entropy=3.0),  # not ``glpat-xxxxxxxxxxxxxxxxxxxx``
     _r(
         "slack-webhook",
         r"(?P<s>https://hooks\.slack\.com/(?:services|workflows|triggers)/T[A-Z0-9]+/"
@@ -209,6 +243,14 @@ HAND_RULES: tuple[Rule, ...] = (
        re.IGNORECASE),
     _r("twilio-auth-token", r"(?i)twilio[\w .-]{0,30}?(?:token|secret)[\w \t.\"'=:-]{0,40}?"
        r"\b(?P<s>[a-f0-9]{32})\b", "twilio"),
+    # a Twilio auth token next to its account SID, the word "Twilio" left out
+    _r("twilio-auth-token", r"\bAC[0-9a-fA-F]{32}\b[^\n]{0,80}?(?<![\w-])"
+       r"(?P<s>[0-9a-fA-F]{32})(?![\w-])", "ac", check=_mixed),
+    # "auth token 3f9a…", "API secret: 3f9a…": a hex token named in prose, no provider said
+    _r("hex-token", r"(?i)(?<![\w-])(?:auth|access|api|secret|session|bearer|master|admin)"
+       r"[ _-]?(?:token|key|secret)s?(?![\w-])[ \t]*(?:[:=(]|\bis\b|\bwas\b|->|\u2014|-)?"
+       r"[ \t]*[\"'`(]?(?P<s>[0-9a-f]{32,128})(?![\w-])", "token key secret",
+       min_entropy=3.0, check=_mixed, priority=CONTEXTUAL),
     _r("mailchimp-api-key", r"\b(?P<s>[a-f0-9]{32}-us[0-9]{1,2})\b", "-us"),
     _r("mailgun-api-key", r"\b(?P<s>key-[a-f0-9]{32})\b", "key-"),
     _r("dockerhub-token", r"\b(?P<s>dckr_(?:pat|oat)_[A-Za-z0-9_-]{27,})", "dckr_"),
@@ -250,11 +292,23 @@ HAND_RULES: tuple[Rule, ...] = (
        "mysql", check=_not_a_reference, priority=CONTEXTUAL),
     _r(
         "url-credentials",
-        r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@\"'<>]{1,100}:(?P<s>[^\s:/@\"'<>]{3,200})@[A-Za-z0-9.-]",
+        r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@\"'<>]{0,100}:(?P<s>[^\s:/@\"'<>]{3,200})@[A-Za-z0-9.-]",
         "://",
         re.IGNORECASE,
         priority=CONTEXTUAL,
     ),
+    # a long generated body after a vendor's fixed prefix (see ``_VENDOR_PREFIXES``)
+    _r("vendor-token", r"(?<![\w.-])(?P<s>" + _VENDOR_PREFIX + r"[A-Za-z0-9_-]{16,}"
+       r"(?:\.[A-Za-z0-9_-]+)*)(?![\w-])", " ".join({p.lower() for p in _VENDOR_PREFIXES}),
+       min_entropy=3.5, check=_vendor_body, priority=CONTEXTUAL),
+    # framework secret keys: Django's prefix, or the setting's name (Django and Flask
+    # ``SECRET_KEY``, Rails ``secret_key_base``/``secret_token``, Laravel ``APP_KEY``)
+    _r("framework-secret-key", r"(?<![\w-])(?P<s>django-insecure-[^\s\"'`]{20,})",
+       "django-insecure-"),
+    _r("framework-secret-key", r"(?i)(?<![A-Za-z0-9])(?:secret_key(?:_base)?|secret_token"
+       r"|app_key)(?:[\"']\])?[\"']?[ \t]*(?:=|:|=>)[ \t]*[\"'`]?(?:base64:)?"
+       r"(?P<s>[^\s\"'`,;]{16,})", "secret_key secret_token app_key", min_entropy=3.0,
+       check=_framework_value, priority=CONTEXTUAL),
     # ``password: value``, ``password=value``, ``db_password=Sup3rS3cret!``: short,
     # low-entropy values the generic rule misses; common words and placeholders are not.
     # (The key's name starts the pattern at its keyword: a lazy ``[\w.-]*?`` lead before

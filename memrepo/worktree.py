@@ -29,15 +29,74 @@ _FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK",
 
 def read_file(root: str | Path, rel: str) -> bytes:
     """The bytes of the repo file ``rel`` (``/``-separated, relative to ``root``); OSError
-    when it is missing, is not a regular file, or is reached through a symlink."""
+    when it is missing, is not a regular file, is reached through a symlink, or is a hard
+    link (more than one name: git never makes one in a work tree, and the other name may
+    be a file outside the repo).
+
+    Each component is opened relative to the folder opened before it, never following a
+    link, and what was opened is checked (fstat): a link swapped in after a check of the
+    path is never read through."""
     parts = rel.split("/")
     if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
         raise OSError(errno.EINVAL, "not a path inside the repo", rel)
-    folder = link_on_the_way(root, rel)
-    if folder is not None:
-        raise OSError(errno.ELOOP, f"{folder!r} on its way is a symlink, never read through",
-                      rel)
-    return read_path(os.path.join(os.fspath(root), *parts), rel)
+    if not _WALK:  # no dir_fd (Windows): the path checked, then opened
+        folder = link_on_the_way(root, rel)
+        if folder is not None:
+            raise OSError(errno.ELOOP, f"{folder!r} on its way is a symlink, never read "
+                          "through", rel)
+        return read_path(os.path.join(os.fspath(root), *parts), rel)
+    fd = _open_in(root, parts, rel)
+    try:
+        _check_opened(fd, rel, one_name=True)
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1  # the file object closes it
+            return fh.read()
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+#: Opening relative to a folder's descriptor (POSIX): the walk :func:`read_file` takes.
+_WALK = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW")
+
+
+def _open_in(root: str | Path, parts: list[str], rel: str) -> int:
+    """A descriptor of ``parts`` under ``root``, each component opened with O_NOFOLLOW
+    relative to the folder before it (the root itself is the user's to place)."""
+    at = os.open(os.fspath(root), os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        for i, part in enumerate(parts):
+            try:
+                fd = os.open(part, _FLAGS, dir_fd=at)
+            except OSError as exc:
+                if exc.errno != errno.ELOOP:  # O_NOFOLLOW met a symlink
+                    raise OSError(exc.errno, exc.strerror, rel) from None
+                if i == len(parts) - 1:
+                    raise OSError(errno.ELOOP, SYMLINK, rel) from None
+                folder = "/".join(parts[: i + 1])
+                raise OSError(errno.ELOOP, f"{folder!r} on its way is a symlink, never "
+                              "read through", rel) from None
+            os.close(at)
+            at = fd
+            if i < len(parts) - 1 and not stat.S_ISDIR(os.fstat(fd).st_mode):
+                raise OSError(errno.ENOTDIR, "Not a directory", rel)
+        fd, at = at, -1
+        return fd
+    finally:
+        if at >= 0:
+            os.close(at)
+
+
+def _check_opened(fd: int, name: str, one_name: bool = False) -> None:
+    """Refuse the opened file unless it is a regular file (and, ``one_name``, has one
+    name only: a hard link's other name may be outside the repo)."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(errno.EINVAL, "not a regular file", name)
+    if one_name and st.st_nlink > 1:
+        raise OSError(errno.EPERM, f"a hard link ({st.st_nlink} names), never read: git "
+                      "never makes one in a work tree, and another name may be outside "
+                      "the repo", name)
 
 
 def link_on_the_way(root: str | Path, rel: str) -> str | None:
@@ -81,8 +140,7 @@ def read_path(full: str | Path, name: str | None = None) -> bytes:
             raise OSError(errno.ELOOP, SYMLINK, name) from None
         raise
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", name)
+        _check_opened(fd, name)
         with os.fdopen(fd, "rb") as fh:
             fd = -1  # the file object closes it
             return fh.read()

@@ -88,10 +88,16 @@ def fire(ctx: click.Context, event: str, as_json: bool) -> None:
     import json
 
     from memrepo.context.watchers import fired
+    from memrepo.context.watchers.loader import load_topics
 
     if not event.startswith("cron:") or event == "cron:":
         raise click.BadParameter(f"{event!r} is not cron:NAME", param_hint="'EVENT'")
     root = _root(ctx)
+    known = sorted(c.event for c in fired.cron_topics(load_topics(root)))
+    if event not in known:  # a misspelt name would be recorded and never activate anything
+        raise click.BadParameter(
+            f"no topic fires {event} (cron topics: {', '.join(known) or 'none'})",
+            param_hint="'EVENT'")
     at = fired.record(root, event)
     if as_json:
         click.echo(json.dumps({"event": event, "at": at.isoformat(timespec="seconds")}))

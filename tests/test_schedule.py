@@ -199,3 +199,19 @@ def test_a_cron_topic_is_a_job_that_fires_into_the_next_compiles(crepo: Path):
 def test_fire_refuses_what_is_not_a_cron_event(crepo: Path):
     res = invoke_memory(crepo, "schedule", "fire", "webhook:x")
     assert res.returncode == 2 and "is not cron:NAME" in res.stderr
+
+
+def test_fire_refuses_a_cron_topic_that_does_not_exist(crepo: Path):
+    """A misspelt cron topic would never fire: refused, naming the ones that exist."""
+    import subprocess
+
+    (crepo / "topics" / "standup.md").write_text(STANDUP, encoding="utf-8")
+    subprocess.run(["git", "add", "topics/standup.md"], cwd=crepo, check=True)
+    subprocess.run(["git", "commit", "-qm", "topic: standup"], cwd=crepo, check=True)
+    res = invoke_memory(crepo, "schedule", "fire", "cron:stadnup")
+    assert res.returncode == 2 and "no topic fires cron:stadnup" in res.stderr
+    assert "cron:standup" in res.stderr
+    from memrepo.context.watchers import fired
+
+    assert not (crepo / fired.FIRED).exists()
+    assert invoke_memory(crepo, "schedule", "fire", "cron:standup").returncode == 0

@@ -360,3 +360,12 @@ def test_signals_below_an_updated_entry_stay_on_their_lines(irepo_indexed: IRepo
         (after.index("- Restores are tested monthly.") + 1, -1.0),
         (after.index("- Restore drills are quarterly.") + 1, 3.0),
     ])
+
+
+def test_remember_refuses_a_secret_before_anything_is_written(irepo: IRepo) -> None:
+    """As the MCP tool does: a credential never reaches the journal file, where only the
+    next commit would have refused it."""
+    before = sorted(p.name for p in (irepo.root / "knowledge" / "journal").iterdir())
+    proc = invoke_memory(irepo.root, "remember", "the deploy key is AKIAIOSFODNN7EXAMPLE")
+    assert proc.returncode != 0 and "leave credentials out of memory" in proc.stderr
+    assert sorted(p.name for p in (irepo.root / "knowledge" / "journal").iterdir()) == before

@@ -524,6 +524,96 @@ CASES: list[tuple[str, str, Make]] = [
 ]
 
 
+def _account_token(template: str) -> Make:
+    """A 32-hex auth token in a sentence with its account id (``AC`` + 32 hex)."""
+
+    def make(g: _Gen) -> tuple[str, tuple[str, ...]]:
+        v = g.s(HEX, 32)
+        return template.format(a="AC" + g.s(HEX, 32), v=v), (v,)
+
+    return make
+
+
+# --- issue #37: the classes a hidden corpus still got through (5 of 118 samples)
+DJANGO = LO + DI + "!@#%^&*(-_=+)"
+CASES += [
+    # connection URLs with an empty user name: Redis' and Postgres' password-only form
+    ("URL empty user", "redis-url-empty-user", _one(
+        "REDIS_URL=redis://:{v}@cache.internal:6379/0", lambda g: g.password())),
+    ("URL empty user", "rediss-url-empty-user-prose", _one(
+        "The worker talks to rediss://:{v}@ledger-cache.redis.example.net:6380 since Monday.",
+        lambda g: g.mixed(AL, 32))),
+    ("URL empty user", "postgres-url-empty-user", _one(
+        "psql postgres://:{v}@db.internal:5432/ledger -c 'select 1'", lambda g: g.password())),
+    ("URL empty user", "mongodb-url-empty-user", _one(
+        "MONGO_URL=mongodb://:{v}@mongo-0.internal:27017/app?authSource=admin",
+        lambda g: g.mixed(AL, 20))),
+    # framework secret keys: the prefix, or the setting's name
+    ("Framework keys", "django-insecure-key", _one(
+        "settings/base.py:\nSECRET_KEY = '{v}'\nALLOWED_HOSTS = []\n",
+        lambda g: "django-insecure-" + g.s(DJANGO, 50))),
+    ("Framework keys", "django-insecure-prose", _one(
+        "startproject generated {v} as the key; replace it before deploying.",
+        lambda g: "django-insecure-" + g.s(DJANGO, 50))),
+    ("Framework keys", "django-secret-key-env", _one(
+        "DJANGO_SECRET_KEY={v}", lambda g: g.s(LO + DI + "!@#%^&*(-_=+)", 50))),
+    ("Framework keys", "rails-secret-key-base", _one(
+        "config/credentials.yml.enc decrypted:\n\nsecret_key_base: {v}\n",
+        lambda g: g.s(HEX, 128))),
+    ("Framework keys", "rails-secret-key-base-env", _one(
+        "heroku config:set SECRET_KEY_BASE={v}", lambda g: g.s(HEX, 128))),
+    ("Framework keys", "flask-config-secret-key", _one(
+        "app = Flask(__name__)\napp.config['SECRET_KEY'] = '{v}'\n", lambda g: g.s(HEX, 32))),
+    ("Framework keys", "flask-app-secret-key", _one(
+        "app.secret_key = \"{v}\"", lambda g: g.b64(24, urlsafe=True).rstrip("="))),
+    ("Framework keys", "laravel-app-key", _one(
+        ".env on the Laravel box:\nAPP_NAME=Ledger\nAPP_KEY=base64:{v}\nAPP_DEBUG=false\n",
+        lambda g: g.b64(32))),
+    # vendor tokens whose body holds digits where a narrow rule expects letters only
+    ("Vendor token alphabets", "huggingface-token-digits", _one(
+        "HF_TOKEN={v}", lambda g: "hf_" + g.mixed(AL, 34))),
+    ("Vendor token alphabets", "huggingface-token-digits-prose", _one(
+        "Pulled the gated model with hf token {v} from the team account.",
+        lambda g: "hf_" + g.mixed(AL, 34))),
+    ("Vendor token alphabets", "huggingface-org-token-digits", _one(
+        "org token {v}", lambda g: "api_org_" + g.mixed(AL, 34))),
+    ("Vendor token alphabets", "shopify-token-alnum", _one(
+        "shopify admin token {v}", lambda g: "shpat_" + g.mixed(AL, 32))),
+    # long vendor tokens with a fixed prefix, longer than (or unlike) the provider's rule
+    ("Long prefixed tokens", "npm-token-long", _one(
+        "Publishing from CI with {v} (automation token).", lambda g: "npm_" + g.mixed(AL, 48))),
+    ("Long prefixed tokens", "pypi-token-plain", _one(
+        "twine upload -u __token__ -p {v} dist/*", lambda g: "pypi-" + g.mixed(URL, 140))),
+    ("Long prefixed tokens", "stripe-restricted-prose", _one(
+        "The reporting job uses the restricted key {v} (read-only charges).",
+        lambda g: "rk_live_" + g.mixed(AL, 99))),
+    ("Long prefixed tokens", "stripe-live-prose", _one(
+        "Charged the test card with {v} by mistake, rotate it.",
+        lambda g: "sk_live_" + g.mixed(AL, 99))),
+    ("Long prefixed tokens", "slack-rotating-token", _one(
+        "token rotation gave {v} for the workspace",
+        lambda g: "xoxe.xoxp-1-" + g.mixed(AL + "-", 160))),
+    ("Long prefixed tokens", "gitlab-pat-long", _one(
+        "the pipeline clones with {v}", lambda g: "glpat-" + g.mixed(URL, 64))),
+    ("Long prefixed tokens", "digitalocean-pat-prose", _one(
+        "DO token {v} has write scope", lambda g: "dop_v1_" + g.s(HEX, 64))),
+    ("Long prefixed tokens", "shopify-token-long", _one(
+        "Admin API token: {v}", lambda g: "shpat_" + g.mixed(AL, 48))),
+    # a hex token named in prose, by its account id or as "auth token", no provider named
+    ("Hex tokens in prose", "auth-token-by-account", _account_token(
+        "SMS sender: account {a}, auth token {v}")),
+    ("Hex tokens in prose", "token-beside-account", _account_token(
+        "gateway creds: {a} / {v}")),
+    ("Hex tokens in prose", "auth-token-prose", _one(
+        "For the call-center account the auth token is {v} (rotated quarterly).",
+        lambda g: g.s(HEX, 32))),
+    ("Hex tokens in prose", "auth-token-before-account", _account_token(
+        "auth token {v} for account {a}")),
+    ("Hex tokens in prose", "api-secret-hex-prose", _one(
+        "The webhook's API secret: {v}", lambda g: g.s(HEX, 64))),
+]
+
+
 def _uuid(g: _Gen) -> str:
     return "-".join(g.s(HEX, n) for n in (8, 4, 4, 4, 12))
 
@@ -764,10 +854,43 @@ def _log(g: _Gen) -> str:
     ])
 
 
+def _framework_code(g: _Gen) -> str:
+    """What issue #37's rules look at, without a secret: framework settings read from the
+    environment, connection URLs without a password, tokens named but not given."""
+    p = g.rng.choice(PROJECTS)
+    return g.rng.choice([
+        "SECRET_KEY = os.environ['DJANGO_SECRET_KEY']",
+        "SECRET_KEY = env('SECRET_KEY', default=get_random_secret_key())",
+        "app.config['SECRET_KEY'] = os.getenv('FLASK_SECRET_KEY')",
+        "app.secret_key = secrets.token_hex(32)",
+        "secret_key_base: <%= ENV['SECRET_KEY_BASE'] %>",
+        "config.secret_key_base = Rails.application.credentials.secret_key_base",
+        "APP_KEY=\nAPP_ENV=local\nAPP_DEBUG=true",
+        "php artisan key:generate writes APP_KEY=base64:... into .env",
+        "SECRET_KEY_FILE=/run/secrets/django_secret_key",
+        "secret_key: SecretStr = Field(..., alias='SECRET_KEY')",
+        "The django-insecure- prefix marks a key startproject made; replace it in prod.",
+        f"REDIS_URL=redis://localhost:6379/{g.rng.randrange(16)}",
+        f"redis://:${{REDIS_PASSWORD}}@cache:6379/0 is read from the env in {p}",
+        f"DATABASE_URL=postgres://{p.replace('-', '_')}@db.internal:5432/{p.replace('-', '_')}",
+        "postgres://:@localhost/test uses peer auth, no password",
+        f"npm_config_cache=/tmp/npm-{g.s(DI, 4)} npm ci",
+        "hf_hub_download(repo_id='sentence-transformers/all-MiniLM-L6-v2', filename='config.json')",
+        "Stripe keys start with sk_live_ or rk_live_; never paste one here.",
+        "GitLab tokens look like glpat-xxxxxxxxxxxxxxxxxxxx; use CI variables.",
+        f"The auth token expires after {g.rng.randrange(1, 48)} hours; refresh it with the CLI.",
+        f"account AC{g.s(HEX, 32)} sends the SMS alerts (the auth token is in Vault)",
+        f"api key id {g.s(HEX, 32)} belongs to the {p} service account",
+        f"The API key hash is sha256; commit {_sha(g)} stores only the hash.",
+        f"session token count: {g.rng.randrange(9999)} ({_sha(g, 12)})",
+        f"access key rotation for {p} is tracked in OPS-{g.rng.randrange(9999)}",
+    ])
+
+
 _NOTE_PARTS: list[tuple[str, Callable[[_Gen], str]]] = [
     ("journal", _journal), ("env-code", _env_code), ("llm-config", _llm_config),
     ("password-prose", _password_prose), ("hash", _hashes), ("uuid", _uuids), ("url", _urls),
-    ("image", _image), ("code", _code), ("log", _log),
+    ("image", _image), ("code", _code), ("log", _log), ("framework-code", _framework_code),
 ]
 
 

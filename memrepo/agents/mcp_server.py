@@ -32,7 +32,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
-from memrepo import __version__, compression
+from memrepo import __version__, compression, worktree
 from memrepo.agents.resident import SERVICES
 from memrepo.context.compiler import CompileRequest, compile_context
 from memrepo.errors import MemrepoError
@@ -310,9 +310,11 @@ class Memory:
 
     def _lines(self, rel: str) -> list[str]:
         """A memory file's lines as a model reads them (no empty last one after the final
-        newline); a compressed archive inflated, capped at ``validation.max_file_kb``."""
-        data = compression.read_plain(self.root / rel, rel, compression.limit_of(
-            self.repo.config))
+        newline); a compressed archive inflated, capped at ``validation.max_file_kb``.
+        Opened as :mod:`memrepo.worktree` opens a repo file: never through a symlink (one
+        swapped in since :func:`update.memory_path` checked the path included), never a
+        hard link."""
+        data = worktree.read_plain(self.root, rel, compression.limit_of(self.repo.config))
         lines = data.decode("utf-8", "replace").split("\n")
         if lines and lines[-1] == "":
             lines.pop()

@@ -17,10 +17,12 @@ from pathlib import Path
 
 from memrepo import scaffold
 from memrepo.atomic import atomic_write
+from memrepo.config import load_config
 from memrepo.documents import parse_document, read_document, render_document
 from memrepo.errors import MemrepoError
 from memrepo.layout import STATE_DIR, journal_path
 from memrepo.locks import file_lock
+from memrepo.secrets import find_secrets
 
 #: One lock for every journal: a write takes milliseconds, and one file per day would be
 #: left behind in .memrepo/ for good.
@@ -73,8 +75,20 @@ def remember(root: Path, text: str, tags: Sequence[str] = (),
     said = " ".join(text.split())
     if not said:
         raise MemrepoError("nothing to remember: TEXT is empty")
+    refuse_secrets(root, said)
     tag_list = [t.strip().lstrip("#") for t in tags if t.strip().lstrip("#")]
     now = now or dt.datetime.now().astimezone()
     suffix = ("  " + " ".join(f"#{t}" for t in tag_list)) if tag_list else ""
     line = add_bullets(root, now.date(), [f"- {now:%H:%M} {said}{suffix}"], tag_list)
     return journal_path(now.date()), line
+
+
+def refuse_secrets(root: Path, text: str) -> None:
+    """Refuse a credential before it is written (the commit would refuse it anyway, and a
+    refused commit must not leave it on disk)."""
+    allow = load_config(root)["validation"]["secrets_allowlist"]
+    found = find_secrets(text, allow)
+    if found:
+        raise MemrepoError(
+            f"the text holds what looks like a {found[0].kind}: leave credentials out of memory"
+        )

@@ -33,7 +33,6 @@ from memrepo import compression
 from memrepo import entries as E
 from memrepo.atomic import atomic_write
 from memrepo.commit import write
-from memrepo.config import load_config
 from memrepo.documents import decode, parse_document, with_line_count
 from memrepo.errors import FormatError, MemrepoError
 from memrepo.git import git
@@ -41,7 +40,6 @@ from memrepo.index.paths import is_markdown
 from memrepo.layout import JOURNAL_PATH, category_of, journal_path
 from memrepo.lifecycle import journal
 from memrepo.locks import LockBusy, file_lock
-from memrepo.secrets import find_secrets
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +164,7 @@ def update_entry(
         )
     root = Path(root)
     rel = memory_path(root, given, knowledge=True)
-    _no_secrets(root, said)
+    journal.refuse_secrets(root, said)
     day = (today or dt.date.today()).isoformat()
     with _lock(root):
         before = (root / rel).read_bytes()
@@ -208,7 +206,7 @@ def remember(
     rel = None
     if file is not None and file.strip():
         rel = _knowledge_target(root, file, today)
-    _no_secrets(root, said)
+    journal.refuse_secrets(root, said)
     if rel is None or rel == today:
         # before, the write, after, and the undo of a refused commit all under the lock:
         # a note another writer adds in between is neither in ``before`` nor undone
@@ -260,17 +258,6 @@ def _one_line(text: str, what: str) -> str:
     if not said:
         raise MemrepoError(f"{what} is empty")
     return said
-
-
-def _no_secrets(root: Path, text: str) -> None:
-    """Refuse a credential before it is written (the commit would refuse it anyway, and a
-    refused commit must not leave it on disk)."""
-    allow = load_config(root)["validation"]["secrets_allowlist"]
-    found = find_secrets(text, allow)
-    if found:
-        raise MemrepoError(
-            f"the text holds what looks like a {found[0].kind}: leave credentials out of memory"
-        )
 
 
 @contextlib.contextmanager
