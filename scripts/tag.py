@@ -44,7 +44,7 @@ def tag(ctx: click.Context, kind: str, name: str | None, day: dt.date | None,
 @click.argument("path")
 @click.pass_context
 def log_at(ctx: click.Context, at: str, path: str) -> None:
-    """Show what PATH said at a memory tag, or on a date (the newest daily tag on or
-    before it, else the last commit of that day)."""
+    """Show what PATH said at a memory tag, or on a date (the last commit made by the end
+    of that day; its daily tag when the tag names that commit)."""
     root = discover((ctx.obj or {}).get("repo")).root
     click.echo(tags.show_at(root, at, path), nl=False)

@@ -65,6 +65,25 @@ def test_a_tag_for_a_past_date_names_the_state_of_that_date(
     assert not run_git(lrepo, "tag", "--list", "memory/daily/2001-01-01").stdout.strip()
 
 
+def test_log_at_a_date_answers_from_the_last_commit_not_a_stale_tag(
+    lrepo: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Issue #37: a daily tag older than the commits before the date is not the answer."""
+    mem = "knowledge/memory/MEMORY.md"
+    _dated(monkeypatch, "2026-04-01")
+    _note(lrepo, "the April 1 state")
+    assert invoke_memory(lrepo, "tag", "daily", "--date", "2026-04-01").returncode == 0
+    _dated(monkeypatch, "2026-04-02")
+    _note(lrepo, "changed on April 2")
+    _dated(monkeypatch, "2026-04-03")
+    _note(lrepo, "changed again on April 3")
+    _dated(monkeypatch, "2026-04-07")
+    _note(lrepo, "after the date asked")
+    on_3rd = invoke_memory(lrepo, "log", "--at", "2026-04-03", mem).stdout
+    assert "changed on April 2" in on_3rd and "changed again on April 3" in on_3rd
+    assert "after the date asked" not in on_3rd
+    on_1st = invoke_memory(lrepo, "log", "--at", "2026-04-01", mem).stdout  # the tag's own day
+    assert "the April 1 state" in on_1st and "April 2" not in on_1st
 
 
 def test_log_at_a_date_and_a_milestone_message(lrepo: Path, monkeypatch: pytest.MonkeyPatch):
@@ -79,7 +98,8 @@ def test_log_at_a_date_and_a_milestone_message(lrepo: Path, monkeypatch: pytest.
     on_3rd = invoke_memory(lrepo, "log", "--at", "2026-03-03", mem).stdout  # the 1st's tag
     assert "tagged on March 1" in on_3rd and "March 4" not in on_3rd
     on_5th = invoke_memory(lrepo, "log", "--at", "2026-03-05", mem).stdout  # no tag since
-    assert "tagged on March 1" in on_5th and "March 4" not in on_5th
+    assert "tagged on March 1" in on_5th and "March 4" in on_5th  # not the stale tag's
+    assert "March 9" not in on_5th
     before = invoke_memory(lrepo, "log", "--at", "2026-02-28", mem)  # before any tag: commit
     assert before.returncode == 1 and "no commit on or before 2026-02-28" in before.stderr
     made = invoke_memory(lrepo, "tag", "milestone", "launch", "-m", "Ledger v2 shipped")

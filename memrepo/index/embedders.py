@@ -338,3 +338,14 @@ def available(name: str) -> str | None:
     if any(importlib.util.find_spec(mod) is None for mod in needs):
         return f"pip install 'memrepo[{name}]'"
     return None
+
+
+def not_installed(name: str | None) -> str | None:
+    """Why the configured embedder ``name`` gives a search no vectors on this machine (its
+    extra is not installed: what to install), or None. A search says so itself, in
+    ``--explain`` and on stderr, not only ``memory doctor``: FTS5 alone answers meanwhile."""
+    base = (name or "").partition("-")[0]
+    if base not in _NEEDS:
+        return None  # none, hash: nothing to install
+    missing = available(base)
+    return f"search.embedder {base} is not installed ({missing}); FTS5 alone" if missing else None

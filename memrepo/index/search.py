@@ -21,7 +21,7 @@ from memrepo.index import cjk, expand, gitsource, names, schema, signals
 from memrepo.index import db as dbmod
 from memrepo.index import query as q
 from memrepo.index.dates import date_ranges, holding, window
-from memrepo.index.embedders import get_embedder
+from memrepo.index.embedders import get_embedder, not_installed
 from memrepo.index.paths import db_path
 from memrepo.index.ranking import (
     ChunkHit,
@@ -141,7 +141,10 @@ class Searcher:
         self._documents: int | None = None
         self._known_name: Callable[[str], bool] | None = None
         recorded = self.meta.get("embedder", "none")
-        if recorded != "none":
+        self.vectors_why = not_installed(embedder_name)  # configured, not installed
+        if self.vectors_why:
+            self.notes.append(f"vectors off: {self.vectors_why}")
+        elif recorded != "none":
             wanted = get_embedder(embedder_name) if embedder_name else None
             if embedder_name is not None and (wanted is None or wanted.id != recorded):
                 self.notes.append(

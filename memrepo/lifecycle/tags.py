@@ -92,17 +92,22 @@ def make(root: Path, kind: str, value: str | dt.date, force: bool = False,
 
 def resolve_at(root: Path, at: str) -> str:
     """What ``memory log --at`` names: a tag (``memory/daily/2026-02-01`` or
-    ``daily/2026-02-01``), or a date ``YYYY-MM-DD``: the newest daily tag on or before it,
-    else the last commit made by the end of that day."""
+    ``daily/2026-02-01``), or a date ``YYYY-MM-DD``: the last commit made by the end of
+    that day. The daily tag on or before the date names it only when it is that commit:
+    a tag is a shortcut, and a stale one (commits came after it, still before the date)
+    would answer with what the memory said days earlier."""
     try:
         day = dt.date.fromisoformat(at.strip())
     except ValueError:
         day = None
     if day is not None:
+        commit = target(root, "daily", day)
         name = tag_name("daily", day)
-        prev = name if git(["tag", "--list", name], root).strip() else previous(
+        tagged = name if git(["tag", "--list", name], root).strip() else previous(
             root, "daily", before=name)
-        return prev or target(root, "daily", day)
+        if tagged and git(["rev-parse", f"{tagged}^{{commit}}"], root).strip() == commit:
+            return tagged
+        return commit
     if not at.startswith("memory/") and not git(["tag", "--list", at], root).strip():
         return f"memory/{at}"
     return at
