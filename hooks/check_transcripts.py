@@ -19,7 +19,7 @@ from memrepo import documents, git, layout
 from memrepo.errors import FormatError
 
 from .check_frontmatter import date_value, line_of, require_fields, require_frontmatter
-from .engine import Context, run_main
+from .engine import BlobContext, Context, run_main
 
 CHECK_ID = "check-transcripts"
 #: Malformed turn headers reported per file before the rest are summed up.
@@ -118,24 +118,30 @@ def _doc(data: bytes, path: str) -> documents.Document | None:
 def check_history(path: str, old: bytes, new: bytes, ctx: Context) -> None:
     """Compare a staged transcript with its HEAD version."""
     report = ctx.report
-    crlf = b"\r\n" in new  # a Windows checkout: git stores LF (.gitattributes eol=lf)
-    old, new = old.replace(b"\r\n", b"\n"), new.replace(b"\r\n", b"\n")
+    # A work tree's CRLF (a Windows checkout) is not a change: git stores LF on add
+    # (.gitattributes eol=lf). Blobs (a pushed commit's, the index's) are what history
+    # holds: compared to the byte, so a transcript re-committed with CRLF is a rewrite.
+    crlf = b"\r\n" in new and not isinstance(ctx, BlobContext)
+    if crlf:
+        old, new = old.replace(b"\r\n", b"\n"), new.replace(b"\r\n", b"\n")
     if old == new:
         return
+    eol = (" (its line endings changed: only its bytes as committed count)"
+           if old.replace(b"\r\n", b"\n") == new.replace(b"\r\n", b"\n") else "")
     old_doc = _doc(old, path)
     if old_doc is None:  # HEAD's copy is broken (committed with --no-verify): bytes only grow
         if not new.startswith(old):
             line = first_diff_line(old.decode("utf-8", "replace"), new.decode("utf-8", "replace"))
             report.error(
-                path, line, "a committed transcript may only grow; this line was changed", CHECK_ID
-            )
+                path, line, f"a committed transcript may only grow; this line was changed{eol}",
+                CHECK_ID)
         return
     if old_doc.meta.get("ended") is not None:
         line = first_diff_line(old.decode("utf-8", "replace"), new.decode("utf-8", "replace"))
         report.error(
             path,
             line,
-            "transcript is closed in HEAD (it has 'ended') and may not change; "
+            f"transcript is closed in HEAD (it has 'ended') and may not change{eol}; "
             + _RESTORE.format(path=path),
             CHECK_ID,
         )
@@ -149,8 +155,8 @@ def check_history(path: str, old: bytes, new: bytes, ctx: Context) -> None:
         report.error(
             path,
             line,
-            "an open transcript may only grow: this line differs from HEAD (the body is "
-            "append-only; add new turns at the end)",
+            f"an open transcript may only grow: this line differs from HEAD{eol} (the body "
+            "is append-only; add new turns at the end)",
             CHECK_ID,
         )
     for key, value in old_doc.meta.items():

@@ -35,6 +35,8 @@ from mcp.types import ToolAnnotations
 from memrepo import __version__, compression, worktree
 from memrepo.agents.resident import SERVICES
 from memrepo.context.compiler import CompileRequest, compile_context
+from memrepo.context.sections import DATA_LABEL, fence, stored
+from memrepo.context.tokens import counter
 from memrepo.errors import MemrepoError
 from memrepo.git import git
 from memrepo.index import refs, signals
@@ -66,6 +68,9 @@ INSTRUCTIONS = (
 
 #: Index categories a search may filter on, and the folder names a model may use instead.
 MAX_LIMIT = 50
+#: What heads a ``memory_context`` result (its fenced blocks label themselves).
+CONTEXT_INTRO = ("memrepo context for this message: what the user's memory repo holds "
+                 "that bears on it.")
 #: A read returns at most this much; the rest is one more call away.
 READ_LINES = 400
 READ_CHARS = 40_000
@@ -279,11 +284,26 @@ class Memory:
             raise ToolError(f"budget must be between {lo} and {hi} tokens, got {budget}")
         # P3 asks this server's open search: its connection, counts and model stay warm
         s = self.search()
-        compiled = compile_context(self.repo, CompileRequest(message=message, budget=budget,
-                                                             engine=s))
+        # stored text as the hooks show it (memrepo.context.sections.stored): fenced,
+        # topics labelled as the user's instructions, the rest as reference data; the
+        # wrapper is in the budget too (compiled again, smaller, if its fences outgrow it)
+        count = counter(str(self.repo.config["context_compiler"].get("tokenizer", "fast")))
+        spare = count(f"{CONTEXT_INTRO}\n{fence(DATA_LABEL, '')}")
+        text = ""
+        for _ in range(3):
+            compiled = compile_context(self.repo, CompileRequest(
+                message=message, budget=max(budget - spare, 1), engine=s, record_hits=False))
+            text = stored(CONTEXT_INTRO, compiled.sections)
+            over = count(text) - budget
+            if over <= 0:
+                break
+            spare += over
+        if self.repo.config["search"].get("record_hits", True):  # what compile records
+            record_hits(self.root, [(x.path, x.start_line) for x in compiled.sections
+                                    if x.slot in (2, 3) and x.kind != "topic"])
         if self._vectors_lost(s):
             self._close_search()
-        return compiled.prompt() or "Nothing in memory fits this message within the budget."
+        return text or "Nothing in memory fits this message within the budget."
 
     def read_text(self, ref: str) -> str:
         given, a, b = update.parse_span(ref)
