@@ -132,10 +132,9 @@ class Searcher:
         self.embedder = None
         self._vsearch: Any = None
         self._has_cjk: bool | None = None
-        #: how many chunks hold each word, as of _counts_version (a long-lived searcher,
-        #: the MCP server or --batch, counts each word once)
-        self.words = WordCounts(self.con)
-        self._counts_version: int | None = None
+        #: how many chunks hold each word (a long-lived searcher, the MCP server or --batch,
+        #: counts each word once); a commit since forgets them, and who is named where
+        self.words = WordCounts(self.con, on_change=self._forget_people)
         #: name word -> the files naming that person (None: too many), as of the same
         self._people_files: dict[str, frozenset[str] | None] = {}
         self._documents: int | None = None
@@ -160,14 +159,8 @@ class Searcher:
                     self.notes.append(f"vectors off: {why}; FTS5 alone")
 
     # -- candidates ---------------------------------------------------------
-    def _counts_fresh(self) -> None:
-        """Forget the word counts, and who is named where, when another connection has
-        committed since they were read."""
-        (version,) = self.con.execute("PRAGMA data_version").fetchone()
-        if version != self._counts_version:
-            self.words.clear()
-            self._counts_version = version
-            self._people_files, self._documents, self._known_name = {}, None, None
+    def _forget_people(self) -> None:
+        self._people_files, self._documents, self._known_name = {}, None, None
 
     def _fts(self, words: list[str], f: Filters, files: dict[str, FileInfo]
              ) -> list[ChunkHit]:
@@ -244,7 +237,7 @@ class Searcher:
 
     def _names(self) -> Callable[[str], bool]:
         """Whether a word is a person's name in this index (as of its last commit)."""
-        self._counts_fresh()
+        self.words.check()
         if self._known_name is None:
             self._known_name = names.lookup(self.con)
         return self._known_name
@@ -456,7 +449,6 @@ class Searcher:
         k = nearest_k(limit, schema.replies_recorded(self.meta)) if vtext is not None else 0
         early = self._ask_early(vtext, k)
         try:
-            self._counts_fresh()
             chosen, unsearched = self.words.rarest(words)
             ranked_words, dropped = self.words.prune_common(
                 chosen, int(self.meta.get("chunks") or 0))

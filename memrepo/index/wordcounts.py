@@ -9,6 +9,8 @@ each step; ``bench/quality/eval_locomo_at_scale.py`` shows what the caps cost in
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from memrepo.index import cjk
 from memrepo.index import db as dbmod
 from memrepo.index import query as q
@@ -34,13 +36,21 @@ MATCH_BUDGET = 50_000
 class WordCounts:
     """Chunks holding each word of one index (a count below its limit is exact)."""
 
-    def __init__(self, con: dbmod.Connection):
+    def __init__(self, con: dbmod.Connection, on_change: Callable[[], None] = lambda: None):
         self.con = con
-        #: word -> (chunks holding it, the limit it was counted to)
+        #: called when another connection has committed since the counts were read (the
+        #: caller's own caches of the index go stale with them)
+        self.on_change = on_change
+        #: word -> (chunks holding it, the limit it was counted to), as of _version
         self._counts: dict[str, tuple[int, int]] = {}
+        self._version: int | None = None
 
-    def clear(self) -> None:
-        self._counts = {}
+    def check(self) -> None:
+        """Forget the counts when another connection has committed since they were read."""
+        (version,) = self.con.execute("PRAGMA data_version").fetchone()
+        if version != self._version:
+            self._counts, self._version = {}, version
+            self.on_change()
 
     def count(self, word: str, at_most: int) -> int:
         """Chunks that hold ``word``, counted up to ``at_most`` (a count below its limit is
@@ -64,6 +74,7 @@ class WordCounts:
         last limit, the commoner ones fill the places left, in the prompt's order."""
         if len(words) <= q.QUERY_TERMS:
             return words, []
+        self.check()
         pool = words[:LONG_PROMPT_WORDS]
         runs = [w for w in pool if cjk.has_run(w)][:q.QUERY_TERMS]
         places = q.QUERY_TERMS - len(runs)
@@ -94,6 +105,7 @@ class WordCounts:
         cap = max(COMMON_MIN, int(total * COMMON_FRAC))
         if len(words) < 2 or total <= cap:
             return words, []
+        self.check()
         counts = {w: self.count(w, cap) for w in words}
         keep = [w for w in words if counts[w] < cap] or words
         matches, within = 0, set()
