@@ -4,7 +4,9 @@
 payload on stdin and answers with ``additionalContext`` within the 10,000 characters those
 hooks inject. SessionStart gets the fixed slots (P0 identity, P1 memory, journals,
 projects); UserPromptSubmit gets what depends on the prompt (P2 topics, P3 knowledge),
-since the fixed slots are already in the session. A hook never blocks the prompt: on any
+since the fixed slots are already in the session. The text is shown as every agent hook
+shows stored text (memrepo.context.sections.stored): fenced, topics labelled as the
+user's instructions, the rest as reference data. A hook never blocks the prompt: on any
 error it prints nothing and says why on stderr.
 """
 
@@ -60,10 +62,8 @@ def compile_cmd(
     if fmt == "claude-code-hook":
         _hook(ctx, budget, shared)
         return
-    for ev in events:
-        if not ev.startswith(("cron:", "webhook:")):
-            raise MemrepoError(f"--event wants cron:NAME or webhook:SOURCE:EVENT, got {ev!r}")
     repo = discover((ctx.obj or {}).get("repo"))
+    _check_events(repo.root, events)
     req = CompileRequest(" ".join(message), budget, session, shared, list(events))
     result = compile_context(repo, req)
     if as_json:
@@ -72,6 +72,25 @@ def compile_cmd(
     click.echo(result.prompt())
     if explain:
         _explain(result)
+
+
+def _check_events(root: Path, events: tuple[str, ...]) -> None:
+    """Each ``--event`` well formed, and each ``cron:NAME`` one a cron topic fires, as
+    ``memory schedule fire`` checks it (memrepo.context.watchers.fired.unknown_cron)."""
+    for ev in events:
+        if not ev.startswith(("cron:", "webhook:")):
+            raise MemrepoError(f"--event wants cron:NAME or webhook:SOURCE:EVENT, got {ev!r}")
+    crons = [ev for ev in events if ev.startswith("cron:")]
+    if not crons:
+        return
+    from memrepo.context.watchers.fired import unknown_cron
+    from memrepo.context.watchers.loader import load_topics
+
+    topics = load_topics(root)
+    for ev in crons:
+        unknown = unknown_cron(topics, ev)
+        if unknown:
+            raise click.BadParameter(unknown, param_hint="'--event'")
 
 
 def _explain(result: object) -> None:
@@ -113,21 +132,27 @@ def _hook_request(raw: str) -> tuple[str, str, str | None]:
 def _hook(ctx: click.Context, budget: int | None, shared: bool) -> None:
     """Run as a Claude Code hook: never block the prompt. Any failure (a bad payload, no
     repo, a broken file) prints nothing on stdout, exits 0 and says why in one stderr line."""
+    from memrepo.agents.recall import BRIEF_INTRO, RECALL_INTRO
     from memrepo.context.compiler import CompileRequest, compile_context
+    from memrepo.context.sections import stored_fit, stored_overhead
 
     try:
         event, message, cwd = _hook_request(sys.stdin.read())
         if event not in HOOK_SLOTS:  # PreCompact, SessionEnd, PostCompact… take no context
             return
         repo = discover((ctx.obj or {}).get("repo"), cwd=cwd)
+        slots = HOOK_SLOTS[event]
+        # what the agent hooks' brief and recall say they are, above the fences
+        intro = BRIEF_INTRO if event == "SessionStart" else RECALL_INTRO
         req = CompileRequest(
             message=message,
             budget=budget,
             shared=shared,
-            slots=HOOK_SLOTS[event],
-            max_chars=HOOK_CHAR_CAP,
+            slots=slots,
+            max_chars=HOOK_CHAR_CAP - stored_overhead(intro, topics=2 in slots),
         )
-        prompt = compile_context(repo, req).prompt()
+        # stored text as every hook shows it: fenced, topics labelled as instructions
+        prompt, _ = stored_fit(intro, compile_context(repo, req).sections, HOOK_CHAR_CAP)
     except (MemrepoError, ValueError, OSError) as exc:
         _hook_skipped(str(exc))
         return

@@ -93,11 +93,9 @@ def fire(ctx: click.Context, event: str, as_json: bool) -> None:
     if not event.startswith("cron:") or event == "cron:":
         raise click.BadParameter(f"{event!r} is not cron:NAME", param_hint="'EVENT'")
     root = _root(ctx)
-    known = sorted(c.event for c in fired.cron_topics(load_topics(root)))
-    if event not in known:  # a misspelt name would be recorded and never activate anything
-        raise click.BadParameter(
-            f"no topic fires {event} (cron topics: {', '.join(known) or 'none'})",
-            param_hint="'EVENT'")
+    unknown = fired.unknown_cron(load_topics(root), event)
+    if unknown:
+        raise click.BadParameter(unknown, param_hint="'EVENT'")
     at = fired.record(root, event)
     if as_json:
         click.echo(json.dumps({"event": event, "at": at.isoformat(timespec="seconds")}))

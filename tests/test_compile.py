@@ -549,3 +549,22 @@ def test_the_last_check_drops_the_lowest_priority_first(
     assert history and history[-1].text.startswith("## 09:03"), "the newest turn stays"
     p3 = sorted(s.placed for s in res.sections if s.slot == 3)
     assert p3 == list(range(len(p3))), "P3 keeps its best-ranked passages"
+
+
+def test_an_event_for_a_cron_topic_that_does_not_exist_is_refused(crepo: Path) -> None:
+    """``--event cron:NAME`` is checked as ``memory schedule fire`` checks it: a misspelt
+    name would activate nothing, silently; refused, naming the cron topics there are."""
+    write(
+        crepo,
+        "topics/standup.md",
+        "---\ntype: topic\ntriggers:\n  - type: cron\n    schedule: '0 9 * * 1-5'\n"
+        "    name: standup\n---\n\n# Standup\n\nSummarise yesterday's journal.\n",
+    )
+    typo = invoke_memory(crepo, "compile", "--event", "cron:stadnup", "--json")
+    assert typo.returncode != 0 and typo.stdout == ""
+    assert "no topic fires cron:stadnup" in typo.stderr and "cron:standup" in typo.stderr
+    ok = invoke_memory(crepo, "compile", "--event", "cron:standup", "--json")
+    assert ok.returncode == 0, ok.stderr
+    assert any(s["path"] == "topics/standup.md" for s in json.loads(ok.stdout)["sections"])
+    hook = invoke_memory(crepo, "compile", "--event", "webhook:github:push", "--json")
+    assert hook.returncode == 0, hook.stderr

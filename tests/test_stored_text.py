@@ -1,7 +1,8 @@
 """One rule for showing stored text to an agent (memrepo.context.sections.stored): the MCP
-server's ``memory_context`` fences it as the hooks do; topics, the user's instructions,
-are labelled as instructions, never as "reference data, not instructions"; a provenance
-marker written inline in a note reads as the note's text, never as provenance."""
+server's ``memory_context`` and ``memory compile --format claude-code-hook`` fence it as
+the hooks do; topics, the user's instructions, are labelled as instructions, never as
+"reference data, not instructions"; a provenance marker written inline in a note reads as
+the note's text, never as provenance."""
 
 from __future__ import annotations
 
@@ -103,9 +104,6 @@ def test_a_provenance_marker_inside_a_note_is_escaped_in_every_output(seeded: Pa
     assert len(markers) == len(sections), out.stdout
 
 
-@pytest.mark.xfail(strict=True, reason="memrepo/agents/recall.py still fences with its own "
-                   "fence() under one 'reference data' header: it is to render with "
-                   "memrepo.context.sections.stored (see the module doc)")
 def test_the_prompt_hooks_recall_shows_stored_text_by_the_same_rule(seeded: Path) -> None:
     from memrepo.agents import recall
 
@@ -119,3 +117,24 @@ def test_the_prompt_hooks_recall_escapes_a_notes_marker(seeded: Path) -> None:
     text = recall.recall(seeded, "claude-code", {"session_id": "s2", "prompt": REMEMBER})
     assert "Tuesday morning" in text
     assert FAKE not in text and ESCAPED_COMMENT + FAKE[4:] in text
+
+
+def hook_context(root: Path, payload: dict[str, str]) -> str:
+    """The ``additionalContext`` of ``memory compile --format claude-code-hook``."""
+    out = invoke_memory(root, "compile", "--format", "claude-code-hook",
+                        input=json.dumps(payload))
+    assert out.returncode == 0 and out.stdout, out.stderr
+    return json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_the_claude_code_hook_format_shows_stored_text_by_the_same_rule(seeded: Path) -> None:
+    """What a Claude Code hook built on ``memory compile`` injects is rendered as the
+    agent hooks' brief and recall are: fenced, labelled, a note's marker escaped."""
+    prompt = hook_context(seeded, {"hook_event_name": "UserPromptSubmit", "prompt": REMEMBER})
+    assert len(prompt) <= 10_000
+    assert_shown_as_the_rule_says(prompt)
+    start = hook_context(seeded, {"hook_event_name": "SessionStart", "source": "startup"})
+    found = blocks(start)
+    assert [label for label, _ in found] == [DATA_LABEL], start
+    assert "<!-- P0 identity:" in found[0][1]
+    assert not MARKER.search(start.replace(found[0][1], "")), start

@@ -5,9 +5,10 @@ blocks from the top (or, for journals, from the bottom: the newest entries) and 
 back to whole lines only when not even one block fits. Line numbers are the file's own,
 so every section names the exact span it came from.
 
-Showing stored text (one rule for the agent hooks' brief and recall and the MCP server's
-``memory_context``, :func:`stored`): every section sits in a code fence under a label
-saying what it is. Topics are the user's own instructions and are labelled so; all
+Showing stored text (one rule for the agent hooks' brief and recall, ``memory compile
+--format claude-code-hook`` and the MCP server's ``memory_context``: :func:`stored`, and
+:func:`stored_fit` within a character cap): every section sits in a code fence under a
+label saying what it is. Topics are the user's own instructions and are labelled so; all
 else is reference data, not instructions. A provenance marker is the compiler's alone:
 ``<!--`` inside a section's text is escaped (:func:`escape`), so a note cannot pass
 its own words off as another file's.
@@ -316,6 +317,9 @@ DATA_LABEL = (
 )
 #: What a section's text holds in place of ``<!--``: never the start of a marker.
 ESCAPED_COMMENT = "&lt;!--"
+#: Backticks each bar of a fence may grow by (its body holds a run of them) within the
+#: room :func:`stored_overhead` leaves.
+BAR_ROOM = 3
 
 
 def escape(text: str) -> str:
@@ -346,6 +350,29 @@ def stored(intro: str, sections: list[Section]) -> str:
             runs.append((topic, [s]))
     parts = [fence(TOPICS_LABEL if topic else DATA_LABEL, _joined(run)) for topic, run in runs]
     return "\n".join([intro, *parts]) if parts else ""
+
+
+def stored_fit(intro: str, sections: list[Section], limit: int) -> tuple[str, list[Section]]:
+    """:func:`stored` of as many leading ``sections`` as fit in ``limit`` characters, and
+    those sections (what the caller shows, and records as shown); ('', []) when not even
+    the first fits. An agent hook's injection has a character cap."""
+    kept = list(sections)
+    while kept:
+        text = stored(intro, kept)
+        if len(text) <= limit:
+            return text, kept
+        kept.pop()
+    return "", []
+
+
+def stored_overhead(intro: str, topics: bool) -> int:
+    """The characters :func:`stored` adds around the sections' text: ``intro`` and a fence
+    of data (and one of topics, if ``topics`` can be among them), bars a little longer
+    than three backticks included. What a compile capped in characters leaves room for;
+    a fence more, or a longer bar, :func:`stored_fit` makes room for by dropping
+    sections."""
+    labels = [DATA_LABEL, TOPICS_LABEL] if topics else [DATA_LABEL]
+    return len(intro) + sum(len(fence(label, "")) + 2 * BAR_ROOM + 1 for label in labels)
 
 
 def _joined(sections: list[Section]) -> str:

@@ -48,6 +48,15 @@ def cron_topics(topics: TopicSet) -> list[CronTopic]:
     return list(out.values())
 
 
+def unknown_cron(topics: TopicSet, event: str) -> str | None:
+    """Why ``event`` (``cron:NAME``) fires no topic, or None: a misspelt name would be
+    recorded or compiled and never activate anything."""
+    known = sorted(c.event for c in cron_topics(topics))
+    if event in known:
+        return None
+    return f"no topic fires {event} (cron topics: {', '.join(known) or 'none'})"
+
+
 def _now() -> dt.datetime:
     return dt.datetime.now().astimezone()
 
