@@ -42,9 +42,9 @@ def git_bytes(
 ) -> bytes:
     if isinstance(input, str):
         input = input.encode("utf-8")
-    full_env = None
-    if env:
-        full_env = {**os.environ, **env}
+    # memrepo's reads (status, diff) never take index.lock to save refreshed stat data:
+    # a person's `git add` / `git commit` starting then would find it taken and fail.
+    full_env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", **(env or {})}
     try:
         proc = subprocess.run(
             ["git", *args], cwd=cwd, input=input, capture_output=True, env=full_env

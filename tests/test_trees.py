@@ -141,9 +141,12 @@ def test_a_refused_commit_leaves_the_index_as_it_was(
     assert run_git(repo, "diff", "--cached", "--name-only").stdout == ""
 
 
-def test_a_commit_that_changes_nothing_says_so(repo: Path) -> None:
-    with pytest.raises(MemrepoError, match="nothing to commit"):
-        write.commit_paths(repo, ["top.md"], "memory: nothing\n")
+def test_paths_already_committed_as_on_disk_are_head(repo: Path) -> None:
+    """Nothing to commit for ``paths`` means another writer committed them first: HEAD,
+    not a failure (a writer that then undid its work would delete them from disk)."""
+    head = run_git(repo, "rev-parse", "HEAD").stdout.strip()
+    assert write.commit_paths(repo, ["top.md"], "memory: nothing\n") == head
+    assert run_git(repo, "rev-parse", "HEAD").stdout.strip() == head
 
 
 def test_random_batches_make_the_trees_git_makes(repo: Path) -> None:

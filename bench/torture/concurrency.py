@@ -8,10 +8,15 @@ of each (``--writers``):
   remember       400 calls in all (``--notes``)      commit         `memory commit` loops
   index          `memory index --rebuild` / `memory index` loops
   reinforce      `memory reinforce` of one ref
+  person         one person committing by hand (`git add` + `git commit`, a pre-commit
+                 hook slowed by --person-hook seconds before memrepo's own, then
+                 --person-pause seconds of work), plain and `-a` commits in turn: none
+                 may be refused
 
 When every writer is done, the sessions are ended and `memory commit` runs once more;
 then every acknowledged (exit 0) turn, note, end and reinforce must be on disk and in
-HEAD, every transcript must parse and ``git fsck`` must be clean.
+HEAD, every transcript must parse and ``git fsck`` must be clean; every one of the
+person's commits must have been accepted, and its file must be in HEAD.
 
     .venv/bin/python bench/torture/concurrency.py            # 8 writers of each kind
     .venv/bin/python bench/torture/concurrency.py --quick    # fewer calls (< 1 min)
@@ -24,6 +29,7 @@ from __future__ import annotations
 import argparse
 import re
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -39,6 +45,7 @@ from results import add_record_option, record_summary
 REF = "knowledge/memory/MEMORY.md"
 #: Seconds between two runs of a commit or index loop (the 2 cores are shared by all).
 PAUSE = 0.5
+PERSON_LOST = "person's commit not in HEAD"
 
 
 @dataclass
@@ -77,6 +84,10 @@ def main() -> int:
     ap.add_argument("--notes", type=int, default=None, help="remember calls in all (400)")
     ap.add_argument("--memory", help="the memory executable (default: beside this python)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary repo")
+    ap.add_argument("--person-hook", type=float, default=0.5,
+                    help="seconds the person's pre-commit hook sleeps (0.5)")
+    ap.add_argument("--person-pause", type=float, default=1.0,
+                    help="seconds the person works between two commits (1.0)")
     add_record_option(ap)
     a = ap.parse_args()
     w = a.writers
@@ -132,6 +143,34 @@ def main() -> int:
         for _ in range(turns):
             t.done("reinforce", env.run("reinforce", REF))
 
+    hooks = slow_hooks(env.repo, env.base / "person-hooks", a.person_hook)
+    by_hand: list[str] = []
+    tried: list[str] = []
+
+    def person() -> None:
+        n = 0
+        while not stop.is_set() or n == 0:
+            rel = f"by-hand/note-{n:03d}.md"
+            (env.repo / "by-hand").mkdir(exist_ok=True)
+            (env.repo / rel).write_text(f"# Note {n}\n\nwritten by hand\n", "utf-8")
+            added = subprocess.run(["git", "add", rel], cwd=env.repo, env=env.env,
+                                   capture_output=True)
+            tried.append(rel)
+            if not t.done("person", added):  # refused as a commit would be: counted
+                n += 1
+                continue
+            args = ["-c", f"core.hooksPath={hooks}", "commit", "-q",
+                    *(["-a"] if n % 2 else []), "-m", f"by hand: note {n}"]
+            proc = subprocess.run(["git", *args], cwd=env.repo, env=env.env,
+                                  capture_output=True)
+            t.calls["person"] -= 1  # one attempt: the add and the commit
+            if t.done("person", proc):
+                by_hand.append(rel)
+            else:  # a person commits again: this one's file goes in the next
+                env.git("reset", "-q", "--", rel, check=False)
+            n += 1
+            stop.wait(a.person_pause)
+
     try:
         if not start("shared"):
             raise SystemExit(f"capture start fails: {t.samples}")
@@ -139,6 +178,7 @@ def main() -> int:
                    for f in (own, shared, ender, rememberer, reinforcer)]
         loops = [threading.Thread(target=looper, args=("commit", "commit")) for _ in range(w)]
         loops += [threading.Thread(target=indexer, args=(i,)) for i in range(w)]
+        loops.append(threading.Thread(target=person))
         for th in writers + loops:
             th.start()
         for th in writers:
@@ -194,6 +234,10 @@ def main() -> int:
         head_events = "".join(head_files(env, "raw/signals/").values()).count('"reinforce"')
         if head_events < min(on_disk, t.reinforced):
             lost["reinforce not in HEAD"] += min(on_disk, t.reinforced) - head_events
+        in_head = set(env.git("ls-tree", "-r", "--name-only", "HEAD", "--", "by-hand").split())
+        for rel in by_hand:
+            if rel not in in_head:
+                lose(PERSON_LOST, rel)
         bad = unparseable(env.repo)
         problem = fsck(env)
     finally:
@@ -224,11 +268,27 @@ def main() -> int:
                f"ends_lost={lost['ended session not in HEAD']} "
                f"reinforce_lost={lost['reinforce lost'] + lost['reinforce not in HEAD']} "
                f"unendable={len(unendable)} "
+               f"person_refused={t.errors['person']}/{len(tried)} "
+               f"person_lost={lost[PERSON_LOST]} "
                f"unparseable={len(bad)} fsck={'dirty' if problem else 'clean'} "
                f"refused={sum(t.errors.values())} seconds={elapsed:.0f}")
     print(summary)
     record_summary(__file__, summary, a)
-    return 1 if (sum(lost.values()) or bad or problem or unendable) else 0
+    return 1 if (sum(lost.values()) or bad or problem or unendable or t.errors["person"]) else 0
+
+
+def slow_hooks(repo: Path, folder: Path, seconds: float) -> Path:
+    """A hooks folder for the person's commits: each of memrepo's installed hooks, the
+    pre-commit one after a sleep (a linter, the tests), so memrepo's own route is
+    unchanged (it reads the repo's hooks, not ``core.hooksPath`` given on one command)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for shim in (repo / ".git/hooks").iterdir():
+        if shim.name.endswith(".sample") or not shim.is_file():
+            continue
+        pause = f"sleep {seconds}\n" if shim.name == "pre-commit" else ""
+        (folder / shim.name).write_text(f'#!/bin/sh\n{pause}exec "{shim}" "$@"\n')
+        (folder / shim.name).chmod(0o755)
+    return folder
 
 
 if __name__ == "__main__":

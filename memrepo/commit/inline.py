@@ -9,7 +9,9 @@ each hook runner). So when every installed hook is memrepo's own
 on the staged content, the commit is written with git's plumbing (or by ``git commit``
 with hooks off, when it must sign or record a merge), and the index is brought up to date
 here. Each entry is one straight line: validate, update the index, write the commit,
-post-commit.
+post-commit. The index update and the commit are made on a copy of the index and land
+under git's ``index.lock`` once no person's commit is in progress
+(:mod:`memrepo.commit.person`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import sys
 from pathlib import Path
 
 from memrepo import git
-from memrepo.commit import trees
+from memrepo.commit import person, trees
 from memrepo.errors import GitError, MemrepoError
 from memrepo.hooks.engine import run_checks
 from memrepo.hooks.post_commit import run_git_event
@@ -44,23 +46,36 @@ def commit(
     "git-no-hooks" route: it knows signing and merge parents)."""
     validate_staged(root, rows)
     if git_writes:
+        person.wait_for_person(root)
         no_hooks = ["-c", f"core.hooksPath={os.devnull}"]
         git.git([*no_hooks, "commit", "-q", "--no-verify", "-F", "-"], root, input=message)
     else:
         # ``git commit`` would first re-stat every tracked file to refresh the index (a cost
         # that grows with the repo); the callers have just staged exactly what they commit.
-        _write_commit(root, git.git(["write-tree"], root).strip(), git.head(root), message)
+        def build(env: dict[str, str]) -> tuple[str, str, str]:
+            # write-tree may fill in the index's cache of trees: the copy keeps it
+            tree = git.git(["write-tree"], root, env=env).strip()
+            return _commit_object(root, tree, git.head(root), message)
+
+        person.land(root, build, lambda made: _move_head(root, *made))
+        _maintain(root)
     run_git_event(root, "post-commit")
 
 
 def commit_tree(root: Path, message: str, prepared: trees.Prepared) -> None:
     """Commit a :func:`memrepo.commit.trees.prepare` result: the validators over its
     changes, the index set for its paths, the commit written on its parent, then the
-    search index. The index is set before the commit, as ``git add`` would have; a
-    refused commit leaves it untouched."""
+    search index. The index is set as ``git add`` would have; a refused commit leaves it
+    untouched (:func:`memrepo.commit.person.land`: a person's commit runs before or after)."""
     validate_staged(root, prepared.rows)
-    trees.update_index(root, prepared)
-    _write_commit(root, prepared.tree, prepared.parent, message, prepared.base_tree)
+
+    def build(env: dict[str, str]) -> tuple[str, str, str]:
+        trees.update_index(root, prepared, env=env)
+        return _commit_object(root, prepared.tree, prepared.parent, message,
+                              prepared.base_tree)
+
+    person.land(root, build, lambda made: _move_head(root, *made))
+    _maintain(root)
     run_git_event(root, "post-commit")
 
 
@@ -74,11 +89,12 @@ def validate_staged(root: Path, rows: list[git.StagedRow] | None = None) -> None
     sys.stderr.write(said.getvalue())  # warnings (MEMORY.md near its cap), as the hook shows
 
 
-def _write_commit(
+def _commit_object(
     root: Path, tree: str, parent: str | None, message: str, parent_tree: str | None = None
-) -> None:
-    """commit-tree and update-ref (HEAD must still be ``parent``), as ``git commit`` would;
-    ``parent_tree``: the parent's tree, when the caller has read it already."""
+) -> tuple[str, str, str]:
+    """commit-tree on ``parent``, as ``git commit`` would: the commit, ``parent`` (what
+    HEAD must still be) and the subject; ``parent_tree``: the parent's tree, when the
+    caller has read it."""
     if parent and parent_tree is None:
         parent_tree = git.git(["rev-parse", f"{parent}^{{tree}}"], root).strip()
     if parent and parent_tree == tree:
@@ -86,13 +102,21 @@ def _write_commit(
     text = git.git(["stripspace"], root, input=message)
     sha = git.git(["commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-"], root,
                   input=text).strip()
-    subject = text.split("\n", 1)[0]
+    return sha, parent or "", text.split("\n", 1)[0]
+
+
+def _move_head(root: Path, sha: str, parent: str, subject: str) -> None:
+    """update-ref HEAD from ``parent`` to ``sha``; HeadMoved when another commit landed."""
     what = "commit" if parent else "commit (initial)"
     try:
-        git.git(["update-ref", "-m", f"{what}: {subject}", "HEAD", sha, parent or ""], root)
+        git.git(["update-ref", "-m", f"{what}: {subject}", "HEAD", sha, parent], root)
     except GitError:
-        if git.head(root) != parent:
+        if (git.head(root) or "") != parent:
             raise HeadMoved(f"HEAD moved while committing (another commit landed first): "
                             f"{subject}") from None
         raise
-    git.git(["maintenance", "run", "--auto", "--quiet"], root, check=False)  # as commit does
+
+
+def _maintain(root: Path) -> None:
+    """As ``git commit`` does after a commit (outside index.lock: it may take a while)."""
+    git.git(["maintenance", "run", "--auto", "--quiet"], root, check=False)

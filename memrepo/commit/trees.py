@@ -169,7 +169,7 @@ def _new_trees(trees: dict[str, Entries], dirs: list[str], changed: set[str],
     return tree, written
 
 
-def update_index(root: Path, prepared: Prepared) -> None:
+def update_index(root: Path, prepared: Prepared, env: dict[str, str] | None = None) -> None:
     """Set the index entries of the prepared paths (others stay as they are).
 
     ``update-index --add --remove`` records each file's stat data, as ``git add`` does
@@ -177,18 +177,19 @@ def update_index(root: Path, prepared: Prepared) -> None:
     file); a file written again since it was hashed is then set to the committed blob
     by ``--index-info``, so the index never holds what the commit does not. With the
     untracked cache on, as ``memory commit``'s status asks for it: otherwise the
-    rewritten index drops it and the next status walks every directory again.
+    rewritten index drops it and the next status walks every directory again. ``env``:
+    ``GIT_INDEX_FILE`` when the caller holds index.lock (:mod:`memrepo.commit.person`).
     """
     if not prepared.index_lines:
         return
     cache = ["-c", "core.untrackedCache=true"]
     paths = list(prepared.index_lines)
     git.git([*cache, "update-index", "--add", "--remove", "-z", "--stdin"], root,
-            input="".join(p + "\0" for p in paths))
+            input="".join(p + "\0" for p in paths), env=env)
     drifted = [p for p in paths if file_state(root / p) != prepared.stats[p]]
     if drifted:
         info = "".join(prepared.index_lines[p] + "\0" for p in drifted)
-        git.git([*cache, "update-index", "-z", "--index-info"], root, input=info)
+        git.git([*cache, "update-index", "-z", "--index-info"], root, input=info, env=env)
 
 
 # -- helpers ---------------------------------------------------------------------------

@@ -13,6 +13,8 @@ step is atomic for git, but the line is not (prepare, set the index, update HEAD
 ``git commit`` writes back the index it read before taking ``index.lock``. Two memrepo
 writers side by side then lost index entries (a transcript in HEAD and on disk but not
 in the index: the next commit was refused as deleting it) or raced on HEAD (issue #14).
+A person's ``git commit`` in progress is waited for (:mod:`memrepo.commit.person`): a
+memrepo commit landing while its hook ran made git refuse it (issue #37).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
-from memrepo.commit import inline, trees
+from memrepo.commit import inline, person, trees
 from memrepo.errors import MemrepoError
 from memrepo.git import (
     StagedRow,
@@ -97,16 +99,26 @@ def _git_must_write(root: Path) -> bool:
 
 
 def commit_paths(root: Path, paths: Sequence[str], message: str) -> str | None:
-    """Stage ``paths`` and commit exactly them (other staged work is left alone)."""
+    """Stage ``paths`` and commit exactly them (other staged work is left alone); HEAD.
+
+    When HEAD already holds ``paths`` as they are on disk (another writer, a ``memory
+    commit`` beside this one, committed them first) there is nothing to do: that is
+    HEAD, not a failure (a flush whose notes cron took was logged as failed; an import
+    that then undid its work would have deleted them from disk)."""
     paths = list(dict.fromkeys(paths))
     with commit_lock(root):
+        person.wait_for_person(root)  # build on the HEAD a person's commit in progress makes
         how = route(root)
         prepared = prepare_trees(root, paths, how)
-        if prepared is not None and not prepared.moving:
-            commit_prepared(root, paths, message, prepared)
-        else:
-            retry_locked(lambda: git(["add", "-A", "--", *paths], root))
-            commit_staged(root, paths, message, how=how)
+        try:
+            if prepared is not None and not prepared.moving:
+                commit_prepared(root, paths, message, prepared)
+            else:
+                retry_locked(lambda: git(["add", "-A", "--", *paths], root))
+                commit_staged(root, paths, message, how=how)
+        except inline.NothingToCommit:
+            # the tree built from disk for ``paths`` is HEAD's: they are committed
+            pass
         return head(root)
 
 
@@ -171,6 +183,7 @@ def _commit_staged(
     rows = staged_blobs(root) if rows is None else rows
     staged = {p for _status, path, new, _sha in rows for p in (path, new) if p}
     only = [] if staged <= set(paths) else ["--", *paths]
+    person.wait_for_person(root)
     if not only and how != "git":
         retry_locked(
             lambda: inline.commit(root, message, rows, git_writes=how == "git-no-hooks")
