@@ -22,6 +22,7 @@ from memrepo import git, scaffold, worktree, yamlsafe
 from memrepo.agents import install as agent_install
 from memrepo.agents import state as agent_state
 from memrepo.atomic import TMP_GRACE, atomic_write, leftover_tmp_files
+from memrepo.commit import person
 from memrepo.config import IGNORED_KEYS
 from memrepo.context.watchers.feedback import judge_ended
 from memrepo.documents import count_lines, stated_line_count, with_line_count
@@ -236,6 +237,18 @@ def leftover_tmp_checks(repo: MemoryRepo) -> list[Check]:
                   warning=True)]
 
 
+def index_lock_checks(repo: MemoryRepo) -> list[Check]:
+    """git's index.lock left by a memrepo commit that was killed: every git command that
+    writes the index (a person's ``git add``, ``git commit``) fails until it is gone."""
+    left = person.left_by_killed(repo.root)
+    if left is None:
+        return [Check("git index lock", True, "not left by a killed memrepo")]
+    return [Check("git index lock", False,
+                  f"{left} was left by a memrepo commit that was killed: git refuses to "
+                  "write the index until it is removed",
+                  "memory doctor --fix (removes it; the next memrepo commit does too)")]
+
+
 def link_checks(repo: MemoryRepo) -> list[Check]:
     """Links and special files in the memory's own folders: commits refuse them, search
     and the compiler skip them, writers and capture stop at them (memrepo.worktree)."""
@@ -322,7 +335,7 @@ def _fix_line_count(repo: MemoryRepo) -> list[str]:
 #: Every check, in report order (foundation first).
 CHECKS: list[CheckFn] = [foundation_checks, recovery.health_checks, index_health.checks,
                          agent_state.health_checks, agent_install.health_checks,
-                         leftover_tmp_checks, link_checks, merge_driver_checks,
+                         leftover_tmp_checks, index_lock_checks, link_checks, merge_driver_checks,
                          memory_line_count_checks]
 
 
@@ -365,6 +378,10 @@ def fix(repo: MemoryRepo) -> tuple[list[str], list[str]]:
     for ok, line in recovery.close_stale_sessions(repo, after_end=judge_ended):
         (done if ok else failed).append(line)
     done += _remove_leftover_tmp(repo)
+    left = person.left_by_killed(repo.root)
+    if left is not None:
+        left.unlink(missing_ok=True)
+        done.append(f"removed {left} (left by a killed memrepo commit)")
     try:
         done += _fix_line_count(repo)
     except (MemrepoError, OSError, LockBusy) as exc:

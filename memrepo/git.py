@@ -20,6 +20,11 @@ LOCK_WAIT_SECONDS = 15.0
 T = TypeVar("T")
 
 
+#: memrepo's reads (status, diff) never take index.lock to save refreshed stat data: a
+#: person's ``git add`` / ``git commit`` starting then would find it taken and fail.
+NO_OPTIONAL_LOCKS = {"GIT_OPTIONAL_LOCKS": "0"}
+
+
 def git(
     args: Sequence[str],
     cwd: str | Path,
@@ -42,9 +47,7 @@ def git_bytes(
 ) -> bytes:
     if isinstance(input, str):
         input = input.encode("utf-8")
-    # memrepo's reads (status, diff) never take index.lock to save refreshed stat data:
-    # a person's `git add` / `git commit` starting then would find it taken and fail.
-    full_env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", **(env or {})}
+    full_env = {**os.environ, **NO_OPTIONAL_LOCKS, **(env or {})}
     try:
         proc = subprocess.run(
             ["git", *args], cwd=cwd, input=input, capture_output=True, env=full_env

@@ -19,7 +19,7 @@ import pytest
 
 from memrepo.commit import person
 from memrepo.commit.write import commit_paths
-from tests.conftest import run_git
+from tests.conftest import run_git, run_memory
 
 SLEEP = 1.0
 
@@ -170,3 +170,48 @@ def test_the_index_lock_is_held_only_to_move_head(
     assert "mine.md" not in run_git(root, "ls-tree", "-r", "--name-only", "HEAD").stdout
     assert run_git(root, "diff", "--cached", "--name-only").stdout.split() == ["mine.md"]
     assert run_git(root, "status", "--porcelain", "--", rel).stdout == ""
+
+
+def test_doctor_names_and_fixes_the_lock_a_killed_memrepo_left(memrepo_root: Path) -> None:
+    """A person should not have to wait for memrepo's next commit to use git again."""
+    root = memrepo_root
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    lock = root / ".git/index.lock"
+    lock.write_bytes(person.OWNER + f"{dead.pid}\n".encode())
+    out = run_memory(root, "doctor")
+    assert "git index lock" in out.stdout and "killed" in out.stdout, out.stdout
+    fixed = run_memory(root, "doctor", "--fix")
+    assert "left by a killed memrepo commit" in fixed.stdout, fixed.stdout
+    assert not lock.exists()
+    assert subprocess.run(["git", "add", "-A", "--", "knowledge"], cwd=root).returncode == 0
+    # a lock git holds is not memrepo's to remove
+    lock.write_bytes((root / ".git/index").read_bytes())
+    run_memory(root, "doctor", "--fix")
+    assert lock.exists()
+    lock.unlink()
+
+
+def test_head_moved_after_the_trees_were_built_is_said_and_leaves_no_lock(
+    memrepo_root: Path,
+) -> None:
+    """The HEAD update is prepared in one update-ref transaction: a commit that landed
+    after the trees were built is HeadMoved (the writers build again), the index is as it
+    was, and neither index.lock nor the ref's lock is left."""
+    from memrepo.commit import inline, trees
+
+    root = memrepo_root
+    rel = "knowledge/journal/2030-01-06.md"
+    (root / rel).parent.mkdir(parents=True, exist_ok=True)
+    (root / rel).write_text("---\ntype: journal\ndate: 2030-01-06\n---\n\n# 2030-01-06\n\n"
+                            "- built on a HEAD that moved\n")
+    prepared = trees.prepare(root, [rel])
+    assert prepared is not None
+    run_git(root, "commit", "-q", "--allow-empty", "--no-verify", "-m", "someone else")
+    index_before = (root / ".git/index").read_bytes()
+    with pytest.raises(inline.HeadMoved):
+        inline.commit_tree(root, "remember: too late", prepared)
+    assert (root / ".git/index").read_bytes() == index_before
+    gdir = root / ".git"
+    assert not [*gdir.glob("*.lock"), *(gdir / "refs").rglob("*.lock")]
+    assert run_git(root, "log", "-1", "--format=%s").stdout.strip() == "someone else"

@@ -16,9 +16,13 @@ under git's ``index.lock`` once no person's commit is in progress
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import io
 import os
+import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from memrepo import git
@@ -57,7 +61,7 @@ def commit(
             tree = git.git(["write-tree"], root, env=env).strip()
             return _commit_object(root, tree, git.head(root), message)
 
-        person.land(root, build, lambda made: _move_head(root, *made))
+        person.land(root, build, functools.partial(_move_head, root=root))
         _maintain(root)
     run_git_event(root, "post-commit")
 
@@ -74,9 +78,41 @@ def commit_tree(root: Path, message: str, prepared: trees.Prepared) -> None:
         return _commit_object(root, prepared.tree, prepared.parent, message,
                               prepared.base_tree)
 
-    person.land(root, build, lambda made: _move_head(root, *made))
+    person.land(root, build, functools.partial(_move_head, root=root))
     _maintain(root)
     run_git_event(root, "post-commit")
+
+
+def commit_only(root: Path, message: str, paths: list[str], rows: list[git.StagedRow]) -> None:
+    """Commit the staged entries of ``paths`` alone, leaving what else is staged (a
+    person's ``git add``) staged. ``git commit -- PATHS`` would hold index.lock through
+    every hook it runs, and a person's ``git add`` meanwhile fails: the tree is HEAD's
+    with those entries, made in a private index, and the lock is held only to move HEAD."""
+    wanted = set(paths)
+    validate_staged(root, [r for r in rows if r[1] in wanted or r[2] in wanted])
+    parent = git.head(root)
+    tree = _tree_with_staged(root, parent, paths)
+    person.land(root, lambda _env: _commit_object(root, tree, parent, message),
+                functools.partial(_move_head, root=root))
+    _maintain(root)
+    run_git_event(root, "post-commit")
+
+
+def _tree_with_staged(root: Path, parent: str | None, paths: list[str]) -> str:
+    """HEAD's tree with the index's entries for ``paths`` (absent ones removed)."""
+    staged = git.git(["ls-files", "-s", "-z", "--", *paths], root)
+    rows = [r for r in staged.split("\0") if r]
+    present = {r.split("\t", 1)[1] for r in rows}
+    gone = [f"0 {'0' * 40}\t{p}" for p in paths if p not in present]
+    private = git.git_dir(root) / f"{person.COPY_PREFIX}{os.getpid()}.only"
+    env = {"GIT_INDEX_FILE": str(private)}
+    try:
+        git.git(["read-tree", *([parent] if parent else ["--empty"])], root, env=env)
+        git.git(["update-index", "-z", "--index-info"], root, env=env,
+                input="".join(r + "\0" for r in [*gone, *rows]))
+        return git.git(["write-tree"], root, env=env).strip()
+    finally:
+        private.unlink(missing_ok=True)
 
 
 def validate_staged(root: Path, rows: list[git.StagedRow] | None = None) -> None:
@@ -105,16 +141,49 @@ def _commit_object(
     return sha, parent or "", text.split("\n", 1)[0]
 
 
-def _move_head(root: Path, sha: str, parent: str, subject: str) -> None:
-    """update-ref HEAD from ``parent`` to ``sha``; HeadMoved when another commit landed."""
+@contextlib.contextmanager
+def _move_head(made: tuple[str, str, str], root: Path) -> Iterator[Callable[[], None]]:
+    """HEAD from ``parent`` to ``sha`` in one ``git update-ref --stdin`` transaction,
+    prepared here (the ref locked, its value checked: HeadMoved when another commit
+    landed) and committed by the call yielded, so that the caller's index.lock is held
+    for a line on a pipe, not a process start; aborted when the call is not made."""
+    sha, parent, subject = made
     what = "commit" if parent else "commit (initial)"
+    proc = subprocess.Popen(["git", "update-ref", "-m", f"{what}: {subject}", "--stdin"],
+                            cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, **git.NO_OPTIONAL_LOCKS})
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def say(lines: str, answers: int) -> None:
+        proc.stdin.write(lines.encode())  # type: ignore[union-attr]
+        proc.stdin.flush()  # type: ignore[union-attr]
+        for _ in range(answers):
+            if not proc.stdout.readline().endswith(b": ok\n"):  # type: ignore[union-attr]
+                proc.kill()
+                err = proc.communicate()[1].decode("utf-8", "replace").strip()
+                if (git.head(root) or "") != parent:
+                    raise HeadMoved(f"HEAD moved while committing (another commit landed "
+                                    f"first): {subject}")
+                raise GitError(f"git update-ref failed: {err}")
+
+    done = False
+
+    def commit() -> None:
+        nonlocal done
+        say("commit\n", 1)
+        done = True
+
     try:
-        git.git(["update-ref", "-m", f"{what}: {subject}", "HEAD", sha, parent], root)
-    except GitError:
-        if (git.head(root) or "") != parent:
-            raise HeadMoved(f"HEAD moved while committing (another commit landed first): "
-                            f"{subject}") from None
-        raise
+        say(f"start\nupdate HEAD {sha} {parent or '0' * 40}\nprepare\n", 2)
+        yield commit
+    finally:
+        if proc.returncode is None:
+            if not done:
+                with contextlib.suppress(OSError):
+                    proc.stdin.write(b"abort\n")
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+            proc.wait()
 
 
 def _maintain(root: Path) -> None:

@@ -91,18 +91,25 @@ def wait_for_person(root: Path, wait: float | None = None, index: Path | None = 
         time.sleep(POLL)
 
 
-def land(root: Path, build: Callable[[dict[str, str]], T], move_head: Callable[[T], None],
+#: ``move_head(built)``: a context manager that makes the HEAD update ready (its ref
+#: locked and checked) and yields the call that commits it.
+HeadMove = Callable[[T], contextlib.AbstractContextManager[Callable[[], None]]]
+
+
+def land(root: Path, build: Callable[[dict[str, str]], T], move_head: HeadMove[T],
          wait: float | None = None) -> T:
-    """``build(env)`` on a private copy of the index (``env`` names it), then, holding
-    index.lock only for it, ``move_head(built)`` and the copy put in place. When the
-    index changed meanwhile (a person's ``git add``), build again on the new one."""
+    """``build(env)`` on a private copy of the index (``env`` names it); the HEAD update
+    made ready; then, holding index.lock only for it, the update committed and the copy
+    put in place. When the index changed meanwhile (a person's ``git add``), build
+    again on the new one."""
     wait = PERSON_WAIT if wait is None else wait
     deadline = time.monotonic() + wait
     index = index_path(root)
     if not index.exists():  # nothing to copy: git takes its locks, as it always did
         wait_for_person(root, wait, index)
         built = build({})
-        move_head(built)
+        with move_head(built) as commit:
+            commit()
         return built
     lock = index.with_name(index.name + ".lock")
     copy = index.with_name(f"{COPY_PREFIX}{os.getpid()}.{threading.get_ident()}")
@@ -113,9 +120,9 @@ def land(root: Path, build: Callable[[dict[str, str]], T], move_head: Callable[[
             before = _stamp(index)
             shutil.copyfile(index, copy)
             built = build({"GIT_INDEX_FILE": str(copy)})
-            with _taken(lock) as taken:
+            with move_head(built) as commit, _taken(lock) as taken:
                 if taken and _stamp(index) == before and not git_commits(root):
-                    move_head(built)
+                    commit()
                     os.replace(copy, index)
                     return built
             if time.monotonic() >= deadline:
@@ -150,20 +157,28 @@ def _stamp(index: Path) -> tuple[int, int, int, int] | None:
     return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
-def _take_back_stale(lock: Path) -> bool:
-    """Remove ``lock`` when a memrepo that died holds it (it says ``memrepo PID`` and
-    PID is gone). True when the lock is gone."""
+def left_by_killed(root: Path) -> Path | None:
+    """The index.lock a memrepo killed while committing left (``memory doctor``), or
+    None: git's own locks, and a live memrepo's, are not it."""
+    lock = index_path(root).with_name(index_path(root).name + ".lock")
+    return lock if _killed_owner(lock) else None
+
+
+def _killed_owner(lock: Path) -> bool:
+    """``lock`` says ``memrepo PID`` and PID is gone."""
     try:
         with lock.open("rb") as fh:
             head = fh.read(64)
-        if not head.startswith(OWNER) or _alive(int(head[len(OWNER):].split()[0])):
-            return False
-        lock.unlink()
-    except FileNotFoundError:
-        return True
+        return head.startswith(OWNER) and not _alive(int(head[len(OWNER):].split()[0]))
     except (OSError, ValueError, IndexError):
         return False
-    return True
+
+
+def _take_back_stale(lock: Path) -> bool:
+    """Remove ``lock`` when a memrepo that died holds it. True when the lock is gone."""
+    if _killed_owner(lock):
+        lock.unlink(missing_ok=True)
+    return not lock.exists()
 
 
 def _drop_stale_copies(folder: Path) -> None:

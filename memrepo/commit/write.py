@@ -184,6 +184,9 @@ def _commit_staged(
     staged = {p for _status, path, new, _sha in rows for p in (path, new) if p}
     only = [] if staged <= set(paths) else ["--", *paths]
     person.wait_for_person(root)
+    if only and how == "plumbing":  # someone else's staged work stays staged
+        retry_locked(lambda: inline.commit_only(root, message, list(paths), rows))
+        return
     if not only and how != "git":
         retry_locked(
             lambda: inline.commit(root, message, rows, git_writes=how == "git-no-hooks")
