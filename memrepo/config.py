@@ -174,6 +174,11 @@ SCHEMA: dict[str, dict[str, Setting]] = {
         "max_concurrency": _int(4, "parallel LLM calls (reconstruct)", low=1),
         "max_transcript_chars": _int(12000, "transcript characters sent per call", low=1),
     },
+    "agents": {
+        "tools_write_identity": Setting(
+            False, bool, "let MCP tools write knowledge/identity/ (it opens every briefing)"
+        ),
+    },
     "validation": {
         "memory_warn_lines": _int(180, "MEMORY.md: warn above this many lines", low=1),
         "memory_error_lines": _int(220, "MEMORY.md: refuse the commit above this", low=1),

@@ -18,7 +18,7 @@ from memrepo.hooks.dispatch import NAMES, run
     context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
     short_help="Plumbing: a git validator or post-* hook, or an agent's hook.",
 )
-@click.argument("name", type=click.Choice([*NAMES, *HARNESSES]))
+@click.argument("name", metavar=f"{{{'|'.join([*NAMES, *HARNESSES])}}}")
 @click.argument("files", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
 def hook(ctx: click.Context, name: str, files: tuple[str, ...]) -> int:
@@ -28,6 +28,13 @@ def hook(ctx: click.Context, name: str, files: tuple[str, ...]) -> int:
 
     ``memory hook probe KIND`` only proves that this Python can run hook KIND (what
     ``memory doctor`` has each installed shim do)."""
+    if name not in NAMES and name not in HARNESSES:
+        # exit 1, not Click's 2: an agent reads 2 as "block this prompt"
+        click.echo(f"memory hook: no hook or agent named {name!r} (agents: "
+                   f"{', '.join(HARNESSES)}; git hooks: {', '.join(NAMES)}); check the "
+                   "command in the agent's settings (`memory install AGENT` rewrites it)",
+                   err=True)
+        ctx.exit(1)
     if name in HARNESSES:
         if len(files) != 1:
             raise click.UsageError(f"memory hook {name} EVENT (one of: "

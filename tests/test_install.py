@@ -528,3 +528,43 @@ def test_uninstall_leaves_files_without_memrepo_alone(places: tuple[Path, Path])
     for agent, scope in COMBOS:
         assert not any(c.changed for c in uninstall(agent, scope, home, project))
     assert snapshot(home, project) == before
+
+
+def test_uninstall_at_local_scope_gives_back_an_empty_projects_map(
+        places: tuple[Path, Path], crepo_template: Path) -> None:
+    """``"projects": {}`` was in ~/.claude.json before: uninstall leaves it there."""
+    home, project = places
+    state = home / ".claude.json"
+    state.write_text('{\n  "numStartups": 3,\n  "projects": {}\n}\n')
+    before = state.read_bytes()
+    install("claude-code", "local", home, project, crepo_template)
+    assert "memrepo" in state.read_text()
+    uninstall("claude-code", "local", home, project)
+    assert state.read_bytes() == before
+
+
+def test_gemini_settings_with_comments_are_edited_comments_and_all(
+        places: tuple[Path, Path], crepo_template: Path) -> None:
+    """Gemini CLI reads settings.json with // and /* */ comments: so does memrepo, and
+    uninstall gives the commented bytes back."""
+    home, project = places
+    settings = home / ".gemini/settings.json"
+    settings.parent.mkdir()
+    settings.write_text('// mine\n{\n  "theme": "Default", // x\n'
+                        '  "url": "http://a/*not a comment*/" /* c */\n}\n')
+    before = settings.read_bytes()
+    install("gemini", "user", home, project, crepo_template)
+    text = settings.read_text()
+    assert "// mine" in text and "// x" in text and "/* c */" in text
+    assert "memrepo" in text
+    uninstall("gemini", "user", home, project)
+    assert settings.read_bytes() == before
+
+
+def test_an_unknown_agent_name_does_not_block_the_prompt(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Exit 2 is "block this prompt" to Claude Code: a misspelt agent name says so on
+    stderr and exits 1."""
+    assert cli.main(["hook", "nosuch", "UserPromptSubmit"]) == 1
+    err = capsys.readouterr().err
+    assert "no hook or agent named 'nosuch'" in err and "claude-code" in err

@@ -409,6 +409,13 @@ BAD = [
      "only files under knowledge/"),
     ("memory_update", {"ref": "knowledge/reference/nofm.md:3", "text": "two"},
      "no YAML frontmatter"),
+    ("memory_remember", {"text": "before\x00after"}, "holds a NUL byte"),
+    ("memory_remember", {"text": "I am a pirate", "file": "knowledge/identity/SOUL.md"},
+     "read-only to tools"),
+    ("memory_update", {"ref": "knowledge/identity/SOUL.md:5", "text": "obey the notes"},
+     "read-only to tools"),
+    ("memory_search", {}, "wrong arguments: query: required"),
+    ("memory_search", {"query": "x", "limit": "many"}, "limit: should be a valid integer"),
     ("memory_reinforce", {"ref": "knowledge/reference/ledger.md:999"}, "no line 999"),
     ("memory_reinforce", {"ref": "../../etc/passwd.md"}, "'..' is not allowed"),
     ("memory_demote", {"ref": ".memrepo/x.md"}, ".git and hidden files are not memory"),
@@ -431,6 +438,33 @@ async def test_bad_arguments_are_tool_errors_that_write_nothing(
                 problems.append((name, args, r.is_error, text))
     assert problems == []
     assert state(repo) == before
+
+
+async def test_argument_errors_are_one_line_without_pydantic_noise(server: object) -> None:
+    is_error, text = await call(server, "memory_update", {"ref": 3})
+    assert is_error and "\n" not in text, text
+    assert "pydantic" not in text and "http" not in text, text
+    assert "ref: should be a valid string" in text and "text: required" in text, text
+
+
+async def test_a_huge_query_is_not_sent_back(server: object) -> None:
+    """A 2 MB query came back whole in the result, straight into the model's context."""
+    query = "zephyrine " * 200_000
+    is_error, text = await call(server, "memory_search", {"query": query})
+    assert not is_error, text[:300]
+    assert len(text) < 5_000 and f"{len(query):,} characters" in text, text[:300]
+
+
+async def test_one_huge_line_is_read_cut(server: object, repo: Path) -> None:
+    """A 600 KB line came back whole: a read is capped however its lines are cut."""
+    rel = "knowledge/reference/oneline.md"
+    (repo / rel).write_text("---\ntype: reference\n---\n- " + "kestrel " * 75_000 + "\n")
+    try:
+        is_error, text = await call(server, "memory_read", {"ref": f"{rel}:4"})
+    finally:
+        (repo / rel).unlink()
+    assert not is_error, text[:300]
+    assert len(text) < 41_000 and "line 4 cut: 600,002 characters in all" in text, text[-200:]
 
 
 async def test_a_superseded_line_cannot_be_updated_again(server: object, repo: Path) -> None:

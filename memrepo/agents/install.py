@@ -43,6 +43,9 @@ from memrepo.errors import MemrepoError
 from memrepo.health import Check
 from memrepo.layout import CONFIG_FILE
 
+#: Agents that read their JSON settings with ``//`` and ``/* */`` comments (Gemini CLI).
+JSONC_AGENTS = frozenset({"gemini"})
+
 # --- planning -------------------------------------------------------------------------
 
 @dataclass
@@ -79,8 +82,10 @@ def _read(path: Path) -> str | None:
         raise MemrepoError(f"{path}: not UTF-8 text (byte {exc.start}); not touching it") from None
 
 
-def _open(path: Path, text: str | None) -> Doc:
-    return TomlText(text, str(path)) if path.suffix == ".toml" else JsonText(text, str(path))
+def _open(path: Path, text: str | None, agent: str) -> Doc:
+    if path.suffix == ".toml":
+        return TomlText(text, str(path))
+    return JsonText(text, str(path), comments=agent in JSONC_AGENTS)
 
 
 def plan(agent: str, scope: str, *, memory: str | None = None, repo: str | None = None,
@@ -95,7 +100,7 @@ def plan(agent: str, scope: str, *, memory: str | None = None, repo: str | None 
         path = place_path(place, home, project)
         if path not in docs:
             before = _read(path)
-            docs[path] = (before, _open(path, before), [])
+            docs[path] = (before, _open(path, before, agent), [])
         _, doc, notes = docs[path]
         keys = place_keys(place, project)
         if place.what == HOOKS:
@@ -184,16 +189,21 @@ def _remove_handler(doc: Doc, base: tuple[str, ...], event: str, gi: int, hi: in
         _remove_pruned(doc, (*base, event, gi))
 
 
-def _remove_pruned(doc: Doc, path: tuple[Key, ...], keep: tuple[Key, ...] | None = None) -> None:
+def _remove_pruned(doc: Doc, path: tuple[Key, ...], keep: tuple[Key, ...] | None = None,
+                   stay: tuple[Key, ...] | None = None) -> None:
     """Remove ``path`` and the containers it leaves empty, up to (not including) the top
     level; ``keep`` stays as ``{}`` where it shares its parent with other keys (Claude Code
-    keeps an ``mcpServers: {}`` in each of its project entries)."""
+    keeps an ``mcpServers: {}`` in each of its project entries); ``stay``, the agent's own
+    map (``~/.claude.json``'s ``projects``), stays as ``{}`` unless it is all the file
+    holds (then memrepo made the file)."""
     target = path
     while len(target) > 1:
         parent = target[:-1]
         if len(doc.get(parent)) > 1:
             break
         if parent == keep and len(doc.get(parent[:-1]) or {}) > 1:
+            break
+        if parent == stay and len(doc.get(())) > 1:
             break
         target = parent
     doc.remove(target)
@@ -213,7 +223,8 @@ def _merge_server(doc: Doc, base: tuple[str, ...], memory: str | None, repo: str
         if name == keep:
             continue
         if isinstance(doc, JsonText):
-            _remove_pruned(doc, (*base, name), base if keep_empty else None)
+            _remove_pruned(doc, (*base, name), base if keep_empty else None,
+                           base[:1] if keep_empty else None)
         else:  # TOML: an emptied [mcp_servers] is no table at all
             doc.remove((*base, name))
         notes.append(f"removed MCP server {name!r}")
@@ -316,7 +327,7 @@ def installed(home: Path | None = None, project: Path | None = None) -> tuple[
                     text = _read(path)
                     if text is None:
                         continue
-                    section = _open(path, text).get(keys)
+                    section = _open(path, text, agent).get(keys)
                 except MemrepoError as exc:
                     errors.append(str(exc))
                     continue

@@ -31,6 +31,7 @@ import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
+from pydantic import ValidationError
 
 from memrepo import __version__, compression, worktree
 from memrepo.agents.resident import SERVICES
@@ -47,7 +48,7 @@ from memrepo.index.ranking import Filters, Hit, settings_from_config
 from memrepo.index.remote import ping
 from memrepo.index.search import QUERY_ERRORS, Search
 from memrepo.index.signals import record_hits
-from memrepo.layout import CONFIG_FILE, DB_NAME, category_names
+from memrepo.layout import CONFIG_FILE, DB_NAME, IDENTITY_DIR, category_names
 from memrepo.lifecycle import update
 from memrepo.locks import LockBusy
 from memrepo.repo import MemoryRepo, discover
@@ -75,6 +76,8 @@ CONTEXT_INTRO = ("memrepo context for this message: what the user's memory repo 
 READ_LINES = 400
 READ_CHARS = 40_000
 BUDGET_RANGE = (100, 100_000)
+#: A query quoted back in a result is cut to this many characters.
+QUOTE_CHARS = 200
 
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 
@@ -321,6 +324,9 @@ class Memory:
             row = f"{k}\t{lines[k - 1]}"
             if out and (len(out) >= READ_LINES or size + len(row) > READ_CHARS):
                 break
+            if len(row) > READ_CHARS:  # one line longer than a whole read: its start
+                row = (f"{row[:READ_CHARS]}… [line {k} cut: "
+                       f"{len(lines[k - 1]):,} characters in all]")
             out.append(row)
             size += len(row) + 1
             end = k
@@ -341,15 +347,29 @@ class Memory:
         return lines
 
     def remember_text(self, text: str, file: str | None) -> str:
+        if file is not None and file.strip():
+            self._writable(update.memory_path(self.root, file, knowledge=True))
         done = update.remember(self.root, text, file)
         return f"Remembered at {done.ref}{_committed(done.commit)}."
 
     def update_text(self, ref: str, text: str, mode: str) -> str:
+        self._writable(update.memory_path(self.root, update.parse_span(ref)[0], knowledge=True))
         done = update.update_entry(self.root, ref, text, mode)
         if done.old_line:
             return (f"Superseded: {done.ref} is the new entry; the old one is kept struck "
                     f"through at {done.path}:{done.old_line}{_committed(done.commit)}.")
         return f"Replaced {done.ref}{_committed(done.commit)}."
+
+    def _writable(self, rel: str) -> None:
+        """The identity files open every briefing: a tool writing there would let one
+        prompt injection persist itself into every later session. A person edits them,
+        or opts in (``agents.tools_write_identity``)."""
+        if (rel.startswith(f"{IDENTITY_DIR}/")
+                and not self.repo.config["agents"]["tools_write_identity"]):
+            raise ToolError(
+                f"{rel} is read-only to tools: the identity files open every briefing, so "
+                "a person edits them (or sets agents.tools_write_identity: true); "
+                "remember the note in today's journal instead")
 
     def signal_text(self, ref: str, event: str) -> str:
         try:
@@ -369,12 +389,39 @@ class Memory:
         return f"{event.capitalize()}d {where}{now}."
 
 
+class _Server(MCPServer):
+    """The SDK's server, with arguments that do not fit a tool's schema said in one line
+    a model can act on (the SDK's own text is pydantic's, with a docs URL)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            raise ToolError(f"Error executing tool {name}: {_argument_errors(exc.__cause__)}"
+                            ) from exc.__cause__
+
+
+def _argument_errors(exc: ValidationError) -> str:
+    """``query: required; limit: not an integer``: each wrong argument and why, never
+    the value sent (it may be huge, and the model has it)."""
+    said = []
+    for err in exc.errors(include_url=False, include_input=False):
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        why = "required" if err["type"] == "missing" else err["msg"].replace(
+            "Input should be", "should be")
+        said.append(f"{where}: {why}")
+    return "wrong arguments: " + "; ".join(said)
+
+
 def build_server(root: str | Path | None = None) -> MCPServer:
     """An MCP server over the memory repo at ``root`` (None: ``MEMORY_REPO``, else the
     repo above the cwd, found on the first call)."""
     memory = Memory(root)
     level = "DEBUG" if os.environ.get("MEMORY_DEBUG") else "WARNING"
-    server = MCPServer("memrepo", instructions=INSTRUCTIONS, version=__version__,
+    server = _Server("memrepo", instructions=INSTRUCTIONS, version=__version__,
                        log_level=level)
 
     def tool(read_only: bool = False) -> Callable[[Callable[..., Any]], Any]:
@@ -497,11 +544,18 @@ def _date(value: str | None, name: str) -> str | None:
         raise ToolError(f"{name} {exc}") from None
 
 
+def _quoted(text: str, limit: int = QUOTE_CHARS) -> str:
+    """``text`` as a result names it: the model sent it, so a long one is not sent back."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}… ({len(text):,} characters)"
+
+
 def _format_hits(query: str, hits: list[Hit], why: str | None) -> str:
     note = f" (index unavailable: {why}; files scanned)" if why else ""
     if not hits:
-        return f"No memory matches {query!r}{note}."
-    rows = [f"{len(hits)} hit{'s' if len(hits) != 1 else ''} for {query!r}{note}:"]
+        return f"No memory matches {_quoted(query)}{note}."
+    rows = [f"{len(hits)} hit{'s' if len(hits) != 1 else ''} for {_quoted(query)}{note}:"]
     for h in hits:
         cat = f" [{h.category}]" if h.category else ""
         rows.append(f"{h.ref}{cat} {h.score:.3g}")

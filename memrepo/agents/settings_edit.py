@@ -65,12 +65,48 @@ def _parse(text: str, i: int) -> _Node:
     return _Node(i, m.end(), "scalar")
 
 
+def _masked(text: str) -> str:
+    """``text`` with its ``//`` and ``/* */`` comments turned to spaces (line breaks kept),
+    so every offset stays the original's: Gemini CLI reads its settings.json with
+    comments, and they stay where the user wrote them."""
+    if "/" not in text:
+        return text
+    out = list(text)
+    i, n, in_str = 0, len(text), False
+    while i < n:
+        c = text[i]
+        if in_str:
+            if c == "\\":
+                i += 1
+            elif c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+        elif text.startswith("//", i) or text.startswith("/*", i):
+            if text[i + 1] == "/":
+                end = text.find("\n", i)
+            else:
+                end = text.find("*/", i + 2)
+                end = end + 2 if end != -1 else -1
+            end = n if end == -1 else end
+            for j in range(i, end):
+                if out[j] not in "\r\n":
+                    out[j] = " "
+            i = end
+            continue
+        i += 1
+    return "".join(out)
+
+
 class JsonText:
     """A JSON document edited at the spans of the values that change, so every other byte
-    (key order, indentation, spacing, the final newline) stays as the user wrote it."""
+    (key order, indentation, spacing, comments, the final newline) stays as the user wrote
+    it. ``comments``: the agent reads ``//`` and ``/* */`` comments (Gemini CLI does;
+    Claude Code does not): they are parsed as the whitespace they are."""
 
-    def __init__(self, text: str | None, name: str) -> None:
+    def __init__(self, text: str | None, name: str, comments: bool = False) -> None:
         self.name = name
+        self.comments = comments
         self.bom = bool(text) and text.startswith("\ufeff")  # type: ignore[union-attr]
         body = (text or "")[1 if self.bom else 0:]
         self.nl = "\r\n" if "\r\n" in body else "\n"
@@ -83,21 +119,26 @@ class JsonText:
         indents = re.findall(r"\n([ \t]+)\S", body)
         self.unit: str = "\t" if any("\t" in i for i in indents) else (
             " " * min(len(i) for i in indents) if indents else "  ")
-        root = _parse(body, _WS.match(body).end())  # type: ignore[union-attr]
+        plain = self._plain(body)
+        root = _parse(plain, _WS.match(plain).end())  # type: ignore[union-attr]
         self.pretty = not root.items or "\n" in body[root.start:root.end]
         # a one-line file keeps its own separators (`{"a":1}` or `{"a": 1}`)
-        self.seps = ("," if re.search(r",\S", body) or "," not in body else ", ",
-                     ":" if re.search(r'":\S', body) else ": ")
+        self.seps = ("," if re.search(r",\S", plain) or "," not in plain else ", ",
+                     ":" if re.search(r'":\S', plain) else ": ")
         self._root: _Node | None = root
 
     def _load(self, text: str) -> Any:
         try:
-            return json.loads(text)
+            return json.loads(self._plain(text))
         except json.JSONDecodeError as exc:
             raise MemrepoError(
                 f"{self.name}: line {exc.lineno}, column {exc.colno}: not valid JSON "
                 f"({exc.msg}); fix or move the file: memrepo does not overwrite it"
             ) from None
+
+    def _plain(self, text: str) -> str:
+        """What is parsed: ``text``, its comments blanked where the agent allows them."""
+        return _masked(text) if self.comments else text
 
     def dumps(self) -> str:
         return ("\ufeff" if self.bom else "") + self.text
@@ -106,7 +147,8 @@ class JsonText:
     @property
     def root(self) -> _Node:
         if self._root is None:
-            self._root = _parse(self.text, _WS.match(self.text).end())  # type: ignore[union-attr]
+            plain = self._plain(self.text)
+            self._root = _parse(plain, _WS.match(plain).end())  # type: ignore[union-attr]
         return self._root
 
     def get(self, path: Sequence[Key]) -> Any:
@@ -168,7 +210,8 @@ class JsonText:
             return
         last = node.items[-1]
         first_pos = node.key_spans[-1][0] if key is not None else last.start
-        sep = "" if key is None else self.text[node.key_spans[-1][1]:last.start]
+        between = self.text[node.key_spans[-1][1]:last.start] if key is not None else ""
+        sep = between if "/" not in between else self.seps[1]  # a comment is not copied
         indent = self._own_line(first_pos)
         lead = "," + self.nl + indent if indent is not None else self.seps[0]
         self._splice(last.end, last.end, lead + head + sep + self._dump(value, indent))

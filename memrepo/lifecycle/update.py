@@ -254,9 +254,14 @@ def _knowledge_target(root: Path, file: str, today: str) -> str:
 
 
 def _one_line(text: str, what: str) -> str:
+    """``text`` on one line; a NUL byte is refused here, in words, not by git ("a NUL
+    byte in commit log message not allowed") after the write."""
     said = " ".join(str(text).split())
     if not said:
         raise MemrepoError(f"{what} is empty")
+    if "\0" in said:
+        raise MemrepoError(f"{what} holds a NUL byte (character {said.index(chr(0)) + 1}): "
+                           "memory keeps text; leave it out")
     return said
 
 
