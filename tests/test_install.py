@@ -568,3 +568,21 @@ def test_an_unknown_agent_name_does_not_block_the_prompt(
     assert cli.main(["hook", "nosuch", "UserPromptSubmit"]) == 1
     err = capsys.readouterr().err
     assert "no hook or agent named 'nosuch'" in err and "claude-code" in err
+
+
+def test_a_trust_the_user_gave_memrepos_gemini_server_is_kept(
+        places: tuple[Path, Path], crepo_template: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`gemini -p` offers only trusted servers' tools: the install says how, and a
+    reinstall (another repo) keeps the user's `"trust": true`."""
+    home, project = places
+    assert cli.main(["install", "gemini", "--repo", str(crepo_template), "--home", str(home),
+                     "--project", str(project)]) == 0
+    assert '"trust": true' in capsys.readouterr().out
+    settings = home / ".gemini/settings.json"
+    data = json.loads(settings.read_text())
+    data["mcpServers"]["memrepo"]["trust"] = True
+    settings.write_text(json.dumps(data, indent=2) + "\n")
+    install("gemini", "user", home, project, "/elsewhere/repo")
+    entry = json.loads(settings.read_text())["mcpServers"]["memrepo"]
+    assert entry["trust"] is True and "/elsewhere/repo" in entry["args"]

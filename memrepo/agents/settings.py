@@ -107,8 +107,10 @@ AGENTS: dict[str, Agent] = {
             "project": (Place(HOOKS, "project", ".codex/hooks.json", ("hooks",)),
                         Place(MCP, "project", ".codex/config.toml", ("mcp_servers",))),
         },
-        next_step="Codex runs new hooks only once trusted: review them with `/hooks` in "
-                  "Codex.",
+        next_step="Codex runs new hooks only once trusted, and until then captures "
+                  "nothing: start `codex` in this folder and approve memrepo's hooks in "
+                  "`/hooks` (a one-off `codex exec` can pass "
+                  "`--dangerously-bypass-hook-trust`).",
     ),
     # Hooks and MCP servers in one settings.json; timeouts in ms (review §4.2).
     "gemini": Agent(
@@ -119,8 +121,12 @@ AGENTS: dict[str, Agent] = {
             "project": (Place(HOOKS, "project", ".gemini/settings.json", ("hooks",)),
                         Place(MCP, "project", ".gemini/settings.json", ("mcpServers",))),
         },
-        next_step="Gemini CLI runs hooks when its hooks system is on (`/settings` → "
-                  "Advanced → Enable Hooks System); `/hooks panel` lists them.",
+        next_step="Gemini CLI runs the hooks (before 0.61: turn on `/settings` → Advanced "
+                  "→ Enable Hooks System; `/hooks panel` lists them) and the MCP server in "
+                  "trusted folders only: trust the folder when Gemini asks. `gemini -p` "
+                  "offers the model only trusted servers' tools: to have memrepo's there, "
+                  "add `\"trust\": true` to `mcpServers.memrepo` in settings.json (its "
+                  "tools then run without asking).",
     ),
 }
 assert set(AGENTS) == set(HARNESSES), "one installer entry per harness of harness.py"
