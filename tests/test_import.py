@@ -50,6 +50,36 @@ def test_a_claude_code_log_may_open_with_any_of_its_record_types(tmp_path: Path)
         detect(log, log.read_bytes())
 
 
+def test_slash_commands_and_their_output_are_not_user_turns(
+        crepo: Path, tmp_path: Path) -> None:
+    """`/compact` is recorded by Claude Code as a user record in command markup: neither
+    it nor its local output is something the user said."""
+    def rec(uuid: str, kind: str, content: object, ts: str) -> bytes:
+        message = {"role": kind, "content": content}
+        if kind == "assistant":
+            message |= {"id": uuid, "model": "claude-x", "usage": {}}
+        return json.dumps({"type": kind, "uuid": uuid, "sessionId": "s-cmd",
+                           "timestamp": ts, "message": message}).encode() + b"\n"
+
+    log = tmp_path / "s-cmd.jsonl"
+    log.write_bytes(
+        rec("u1", "user", "Which cluster builds kestrel-7?", "2026-11-28T16:30:00Z")
+        + rec("a1", "assistant", [{"type": "text", "text": "Zephyrine."}],
+              "2026-11-28T16:30:05Z")
+        + rec("u2", "user", "<command-name>/compact</command-name>\n"
+              "<command-message>compact</command-message>\n<command-args></command-args>",
+              "2026-11-28T16:38:00Z")
+        + rec("u3", "user", [{"type": "text", "text": "<local-command-stdout>Not enough "
+                              "messages to compact.</local-command-stdout>"}],
+              "2026-11-28T16:38:01Z"))
+    [result] = import_file(crepo, log, "claude-code", timezone="UTC")
+    doc = documents.read_document(crepo / result.path, result.path)
+    assert "command-name" not in doc.body and "local-command" not in doc.body
+    assert [h.split(" — ")[1] for h in doc.body.split("\n") if h.startswith("## ")] == [
+        "user", "agent"]
+    assert str(doc.meta["ended"]).startswith("2026-11-28 16:30:05")
+
+
 def test_claude_code_session(crepo: Path) -> None:
     [doc] = imported(crepo, "claude_code_session.jsonl")
     body, meta = doc.body, doc.meta

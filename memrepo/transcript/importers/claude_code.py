@@ -6,8 +6,10 @@ each with one content block (text, thinking, tool_use). Tool results come back a
 ``tool_result`` blocks in the next user record. ``summary`` records title the session.
 Sidechain (sub-agent) and meta records are not part of the conversation, nor is the
 summary Claude Code writes as a user record after a compaction (``isCompactSummary``: the
-turns it retells are above it in the same file); thinking is dropped; each tool call
-becomes one line with its result.
+turns it retells are above it in the same file), nor a slash command (``/compact``) and
+its local output, which Claude Code records as user records in ``<command-name>`` /
+``<local-command-stdout>`` markup; thinking is dropped; each tool call becomes one line
+with its result.
 """
 
 from __future__ import annotations
@@ -79,13 +81,15 @@ def parse(data: bytes, ictx: Any) -> list[Conversation]:
             sid = rec.get("sessionId")
             sid_source = sid_source or (str(sid) if sid not in (None, "") else None)
             when = timestamp(rec.get("timestamp"), "timestamp", line)
-            if when:
-                times.append(when)
             msg = need_dict(rec.get("message"), "message", line)
             content = msg.get("content")
             if content is not None and not isinstance(content, (str, list)):
                 raise ShapeError("message.content", "must be a string or a list of blocks",
                                  line)
+            if kind == "user" and _local_command(content):
+                continue  # `/compact`, `/model`: the client's own, not the user's words
+            if when:
+                times.append(when)
             if kind == "assistant":
                 model = model or need_str(msg.get("model"), "message.model", line) or None
                 usage = need_dict(msg.get("usage"), "message.usage", line)
@@ -116,6 +120,22 @@ def parse(data: bytes, ictx: Any) -> list[Conversation]:
         tokens_out=tokens_out or None,
     )
     return [conv]
+
+
+#: How Claude Code records a slash command and its local output as a user record.
+LOCAL_COMMAND = ("<command-name>", "<command-message>", "<command-args>",
+                 "<local-command-stdout>", "<local-command-stderr>")
+
+
+def _local_command(content: Any) -> bool:
+    """A user record that is a slash command (``/compact``) or its local output."""
+    if isinstance(content, list):
+        texts = [b.get("text") for b in content if isinstance(b, dict)
+                 and b.get("type") == "text"]
+        if len(texts) != len(content):
+            return False
+        content = "".join(t for t in texts if isinstance(t, str))
+    return isinstance(content, str) and content.lstrip().startswith(LOCAL_COMMAND)
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
