@@ -160,3 +160,20 @@ def test_a_cut_never_splits_a_secret() -> None:
         kept = state.clip_prompt(text, [])
         assert "AKIA" not in kept and "IOSFODNN7" not in kept and "EXAMPLE" not in kept
         assert "characters cut by memrepo" in kept
+
+
+def test_gemini_hands_memrepos_briefing_back_and_it_is_not_the_users_words(
+        crepo: Path, env: dict[str, str]) -> None:
+    """Gemini CLI 0.61 puts the SessionStart context into later prompts, in
+    <hook_context>: captured verbatim it became the user's turn and the recall query."""
+    sid = "gemini-ctx"
+    said = "Which build cluster runs kestrel-7?"
+    prompt = ("<hook_context>memrepo briefing: what the user's memory repo holds\n"
+              "## 2026-11-28\n- an old note</hook_context>\n\n" + said)
+    hook(crepo, "gemini", "BeforeAgent", {"session_id": sid, "prompt": prompt}, env)
+    hook(crepo, "gemini", "AfterAgent", {"session_id": sid, "prompt": prompt,
+                                         "prompt_response": "Zephyrine."}, env)
+    wait_detached(crepo, 1)
+    assert turns(crepo, "gemini", sid) == [("user", said), ("agent", "Zephyrine.")]
+    assert events.without_hook_context("<hook_context>x" * 50_000) == (
+        "<hook_context>x" * 50_000)  # unclosed: kept, and in one pass

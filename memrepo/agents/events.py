@@ -165,7 +165,29 @@ def parse_payload(raw: bytes) -> dict[str, Any]:
         value = payload.get(key)
         if value is not None and not isinstance(value, str):
             raise ValueError(f"hook payload field {key!r} is not a string")
+    if payload.get("prompt") and HOOK_CONTEXT[0] in payload["prompt"]:
+        payload["prompt"] = without_hook_context(payload["prompt"])
     return payload
+
+
+#: How Gemini CLI hands a hook's injected context back inside later prompts.
+HOOK_CONTEXT = ("<hook_context>", "</hook_context>")
+
+
+def without_hook_context(prompt: str) -> str:
+    """``prompt`` without the ``<hook_context>…</hook_context>`` blocks Gemini CLI puts
+    back into it: memrepo's own briefing is not the user's words, nor a recall query.
+    One pass with ``str.find`` (a regex would rescan a huge prompt per opening tag)."""
+    opening, closing = HOOK_CONTEXT
+    out, i = [], 0
+    while (a := prompt.find(opening, i)) != -1:
+        b = prompt.find(closing, a + len(opening))
+        if b == -1:
+            break
+        out.append(prompt[i:a])
+        i = b + len(closing)
+    out.append(prompt[i:])
+    return "".join(out).strip()
 
 
 def find_root(repo_opt: str | None, payload: dict[str, Any]) -> Path:
