@@ -2,13 +2,15 @@
 
 The agent loads MEMORY.md whole, so it has a hard cap: a warning above
 validation.memory_warn_lines (the commit still lands), an error above
-validation.memory_error_lines or validation.memory_max_kb.
+validation.memory_error_lines or validation.memory_max_kb, and an error for a ``<!--``
+never closed (everything after it would be hidden from the agent).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from memrepo.documents import unclosed_comment
 from memrepo.layout import MEMORY_FILE
 
 from .engine import Context, kb, run_main
@@ -27,6 +29,15 @@ def check(paths: Sequence[str], ctx: Context) -> None:
     warn_lines = int(ctx.setting("memory_warn_lines"))
     error_lines = int(ctx.setting("memory_error_lines"))
     max_kb = float(ctx.setting("memory_max_kb"))
+    opened = unclosed_comment(data.decode("utf-8", "replace").split("\n"))
+    if opened is not None:
+        ctx.report.error(
+            MEMORY_FILE,
+            opened + 1,
+            "this `<!--` is never closed: every line after it is hidden (close it with "
+            "`-->` on the same or a later line, or remove it)",
+            CHECK_ID,
+        )
     if len(data) > max_kb * 1024:
         ctx.report.error(
             MEMORY_FILE,

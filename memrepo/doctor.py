@@ -25,7 +25,12 @@ from memrepo.atomic import TMP_GRACE, atomic_write, leftover_tmp_files
 from memrepo.commit import person
 from memrepo.config import IGNORED_KEYS
 from memrepo.context.watchers.feedback import judge_ended
-from memrepo.documents import count_lines, stated_line_count, with_line_count
+from memrepo.documents import (
+    count_lines,
+    stated_line_count,
+    unclosed_comment,
+    with_line_count,
+)
 from memrepo.errors import MemrepoError
 from memrepo.health import Check, CheckFn
 from memrepo.hooks import install
@@ -321,6 +326,21 @@ def memory_line_count_checks(repo: MemoryRepo) -> list[Check]:
                   "memory doctor --fix (sets it; commit with memory commit)", warning=True)]
 
 
+def memory_comment_checks(repo: MemoryRepo) -> list[Check]:
+    """A ``<!--`` never closed in MEMORY.md hides every later line in any Markdown view
+    (the briefing shows them; the commit refuses the file)."""
+    try:
+        lines = worktree.read_file(repo.root, MEMORY_FILE).decode("utf-8", "replace")
+    except OSError:
+        return []
+    opened = unclosed_comment(lines.split("\n"))
+    if opened is None:
+        return [Check("MEMORY.md comments", True, "every <!-- is closed")]
+    return [Check("MEMORY.md comments", False,
+                  f"{MEMORY_FILE}:{opened + 1}: this <!-- is never closed: every line after "
+                  "it is hidden", "close it with --> or remove it, then memory commit")]
+
+
 def _fix_line_count(repo: MemoryRepo) -> list[str]:
     """Doctor --fix: MEMORY.md's ``line_count`` set right (written under the lock every
     writer of knowledge files takes, not committed)."""
@@ -336,7 +356,7 @@ def _fix_line_count(repo: MemoryRepo) -> list[str]:
 CHECKS: list[CheckFn] = [foundation_checks, recovery.health_checks, index_health.checks,
                          agent_state.health_checks, agent_install.health_checks,
                          leftover_tmp_checks, index_lock_checks, link_checks, merge_driver_checks,
-                         memory_line_count_checks]
+                         memory_line_count_checks, memory_comment_checks]
 
 
 def run_checks(repo: MemoryRepo) -> list[Check]:

@@ -282,3 +282,21 @@ def with_line_count(text: str, add: bool = True) -> str:
     lines[at] = f"{LINE_COUNT_KEY}: {count}{eol}"
     out = "\n".join(lines)
     return text if out == text else out
+
+
+#: A whole-line HTML comment opens (a line starting ``<!--``) and closes (ending ``-->``).
+COMMENT_OPEN = re.compile(r"^\s*<!--")
+COMMENT_CLOSE = re.compile(r"-->\s*$")
+
+
+def unclosed_comment(lines: list[str]) -> int | None:
+    """The index of a line that opens a whole-line HTML comment never closed, or None:
+    Markdown hides everything after it, and the briefing would too."""
+    opened = None
+    for i, line in enumerate(lines):
+        if opened is None:
+            if COMMENT_OPEN.match(line) and not COMMENT_CLOSE.search(line):
+                opened = i
+        elif COMMENT_CLOSE.search(line):
+            opened = None
+    return opened

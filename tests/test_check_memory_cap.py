@@ -86,3 +86,23 @@ def test_only_memory_md_is_capped(vrepo: VRepo) -> None:
         vrepo.write(path, memory(400))
     vrepo.add()
     assert vrepo.run_staged(main) == (0, "")
+
+
+def test_a_comment_never_closed_is_an_error_naming_its_line(vrepo: VRepo) -> None:
+    """Everything after an unclosed `<!--` was hidden from the briefing, and the commit
+    accepted it; a closed comment is fine."""
+    head = "---\ntype: memory\nupdated: 2026-02-16\n---\n"
+    vrepo.write(MEMORY, head + "- one\n<!-- a note to self\n- two\n- three\n")
+    code, out = vrepo.run(main, MEMORY)
+    assert code == 1 and f"{MEMORY}:6: error: this `<!--` is never closed" in out, out
+    vrepo.write(MEMORY, head + "- one\n<!-- a note\nto self -->\n- two\n")
+    assert vrepo.run(main, MEMORY) == (0, "")
+
+
+def test_the_briefing_shows_the_lines_after_a_comment_never_closed() -> None:
+    from memrepo.context.sections import body_lines
+
+    shown = body_lines("- one\n<!-- to self\n- two\n", 5, "m.md").numbered
+    assert [t for _, t in shown] == ["- one", "<!-- to self", "- two"]
+    shown = body_lines("- one\n<!-- to\nself -->\n- two\n", 5, "m.md").numbered
+    assert [t for _, t in shown] == ["- one", "- two"]

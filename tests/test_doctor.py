@@ -161,3 +161,11 @@ def test_interrupted_sessions_and_uncommitted_transcripts_are_reported_and_fixed
     assert loose.path in tracked and half.path in tracked
     checks = {c.name: c for c in doctor.run_checks(discover(root))}
     assert checks["interrupted sessions"].ok and "uncommitted transcripts" not in checks
+
+
+def test_a_comment_never_closed_in_memory_md_is_named(memrepo_root: Path) -> None:
+    path = memrepo_root / "knowledge/memory/MEMORY.md"
+    path.write_text(path.read_text() + "<!-- to self\n- hidden in any Markdown view\n")
+    checks = {c.name: c for c in doctor.run_checks(discover(memrepo_root))}
+    check = checks["MEMORY.md comments"]
+    assert not check.ok and "never closed" in check.detail, check

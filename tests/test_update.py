@@ -226,3 +226,20 @@ def test_a_journal_note_is_written_committed_and_undone_under_the_journal_lock(
     text = (mem / rel).read_text(encoding="utf-8")
     assert "kept note" in text and "refused note" not in text
     assert run_git(mem, "status", "--porcelain").stdout == ""
+
+
+def test_one_huge_note_is_refused_and_cannot_blank_the_briefing(mem: Path) -> None:
+    """A 12 KB note made the whole day's journal vanish from the SessionStart briefing;
+    600 KB was accepted. A note is one line of at most 4,000 characters, and a long line
+    already in a journal is shown cut, the day's other notes beside it."""
+    from memrepo.agents import recall
+
+    with pytest.raises(MemrepoError, match="a note is one line of at most 4,000"):
+        update.remember(mem, "padding " * 1500)
+    day = mem / update.remember(mem, "Zephyrine builds on kestrel-7.").path
+    with day.open("a", encoding="utf-8") as fh:  # written by hand, past the cap
+        fh.write("- 23:59 " + "padding " * 1500 + "\n")
+    run_git(mem, "commit", "-qam", "by hand", "--no-verify")
+    assert run_memory(mem, "index").returncode == 0
+    text = recall.brief(mem, "claude-code", {"session_id": "s-big"})
+    assert "kestrel-7" in text and "[cut: 12," in text, text[-600:]

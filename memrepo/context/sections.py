@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memrepo import layout
+from memrepo.documents import COMMENT_CLOSE, COMMENT_OPEN, unclosed_comment
 from memrepo.layout import source_ref
 
 SLOT_NAMES = {0: "P0", 1: "P1", 2: "P2", 3: "P3", 4: "P4"}
@@ -30,8 +31,6 @@ SLOT_NAMES = {0: "P0", 1: "P1", 2: "P2", 3: "P3", 4: "P4"}
 SEP = "\n\n"
 _HEADING = re.compile(r"^#{1,6}\s")
 _FENCE = re.compile(r"^\s*(```|~~~)")
-_COMMENT_OPEN = re.compile(r"^\s*<!--")
-_COMMENT_CLOSE = re.compile(r"-->\s*$")
 
 #: a token count, or a budget's charge for the text (memrepo.context.tokens.cost)
 Count = Callable[[str], float]
@@ -136,17 +135,20 @@ class Lines:
 
 
 def body_lines(body: str, first_line: int, path: str, strip_comments: bool = True) -> Lines:
-    """The body's lines with their file line numbers, minus whole-line HTML comments."""
+    """The body's lines with their file line numbers, minus whole-line HTML comments (an
+    opening never closed is not one: the lines after it are shown)."""
     out: list[tuple[int, str]] = []
     in_comment = False
     blank = False
-    for i, line in enumerate(body.split("\n")):
-        if strip_comments:
+    rows = body.split("\n")
+    unclosed = unclosed_comment(rows) if strip_comments else None
+    for i, line in enumerate(rows):
+        if strip_comments and (unclosed is None or i < unclosed):
             if in_comment:
-                in_comment = not _COMMENT_CLOSE.search(line)
+                in_comment = not COMMENT_CLOSE.search(line)
                 continue
-            if _COMMENT_OPEN.match(line):
-                in_comment = not _COMMENT_CLOSE.search(line)
+            if COMMENT_OPEN.match(line):
+                in_comment = not COMMENT_CLOSE.search(line)
                 continue
         if not line.strip():
             if blank or not out:
@@ -220,16 +222,31 @@ def fit(
         taken = trial
     if taken:
         return (taken, True) if _worth(taken, text_only) else None
-    # not one whole block fits: whole lines of the first (or last) block
+    # not one whole block fits: whole lines of the first (or last) block; a line too long
+    # to fit is shown cut, so that one huge note does not hide every line past it
     block = parts[0]
     rows = block[::-1] if tail else block
     for n, text in rows:
-        trial = [(n, text), *taken] if tail else [*taken, (n, text)]
-        if not fits(trial):
+        for said in (text, _cut_line(text)):
+            trial = [(n, said), *taken] if tail else [*taken, (n, said)]
+            if fits(trial):
+                taken = trial
+                break
+        else:
             break
-        taken = trial
     taken = _trim_blank(taken)
     return (taken, True) if _worth(taken, text_only) else None
+
+
+#: A line too long for its section is shown as its first this many characters.
+CUT_LINE_CHARS = 300
+
+
+def _cut_line(text: str) -> str:
+    """``text`` cut to :data:`CUT_LINE_CHARS`, saying how long it is (a read gets it all)."""
+    if len(text) <= CUT_LINE_CHARS:
+        return text
+    return f"{text[:CUT_LINE_CHARS]}… [cut: {len(text):,} characters]"
 
 
 def _worth(rows: list[tuple[int, str]], text_only: bool) -> bool:

@@ -253,12 +253,19 @@ def _knowledge_target(root: Path, file: str, today: str) -> str:
 # ---------------------------------------------------------------------------
 
 
+#: The longest note or entry: one line a briefing can show beside the day's others.
+MAX_NOTE_CHARS = 4000
+
+
 def _one_line(text: str, what: str) -> str:
     """``text`` on one line; a NUL byte is refused here, in words, not by git ("a NUL
     byte in commit log message not allowed") after the write."""
     said = " ".join(str(text).split())
     if not said:
         raise MemrepoError(f"{what} is empty")
+    if len(said) > MAX_NOTE_CHARS:
+        raise MemrepoError(f"{what} is {len(said):,} characters: a note is one line of at "
+                           f"most {MAX_NOTE_CHARS:,}; write longer text as a knowledge file")
     if "\0" in said:
         raise MemrepoError(f"{what} holds a NUL byte (character {said.index(chr(0)) + 1}): "
                            "memory keeps text; leave it out")
