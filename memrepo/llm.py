@@ -5,8 +5,8 @@ commit messages) needs the same things — a model chosen per task from the conf
 templates from ``templates/prompts/``, answers validated before anything is written, the
 long shared instructions marked for prompt caching, timeouts and retries, and a token and
 cost account printed at the end of a run. Offline (no ``ANTHROPIC_API_KEY``,
-``MEMREPO_OFFLINE`` set, or ``--offline``) nothing is called and callers take their
-deterministic path.
+``MEMREPO_OFFLINE`` set, ``--offline``, or in an agent hook's worker without
+``MEMREPO_AGENT_LLM=1``) nothing is called and callers take their deterministic path.
 
 Templates: ``templates/prompts/NAME.md``; the text above a line ``<<<INPUT>>>`` is the
 system prompt (the instructions), the text below it is the user message. A line
@@ -40,6 +40,7 @@ from memrepo.atomic import atomic_write
 from memrepo.config import load_config
 from memrepo.layout import STATE_DIR
 from memrepo.resources import templates_dir
+from memrepo.spawn import AGENT_WORKER_ENV
 
 #: Short names of the config to API model ids.
 #: Short names in the config -> model ids (none the SDK lists as deprecated on 2026-11-22).
@@ -88,7 +89,14 @@ def resolve_model(name: str) -> str:
     return MODEL_ALIASES.get(name.strip().lower(), name.strip())
 
 
+#: Set (to 1) in the agent's environment to let its hooks' worker use the LLM with the
+#: agent's credentials (:data:`memrepo.spawn.AGENT_WORKER_ENV`).
+AGENT_LLM_ENV = "MEMREPO_AGENT_LLM"
+
+
 def online_by_default() -> bool:
+    if os.environ.get(AGENT_WORKER_ENV) and not os.environ.get(AGENT_LLM_ENV):
+        return False
     return bool(os.environ.get("ANTHROPIC_API_KEY")) and not os.environ.get("MEMREPO_OFFLINE")
 
 

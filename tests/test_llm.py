@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pytest
 from conftest import fake_anthropic
 
 from memrepo.config import defaults
@@ -118,3 +120,27 @@ def test_helpers():
     p = load_template("extract")
     assert p.system and "$transcript" in p.shared and "$extractor" in p.user and len(p.hash) == 16
     assert json.loads('{"x": 1}') == {"x": 1}
+
+
+def test_an_agent_hooks_worker_does_not_spend_the_agents_key(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The detached worker inherits Claude Code's ANTHROPIC_API_KEY / BASE_URL: it sent
+    every transcript to that endpoint, 12 requests a session, silently. It stays offline
+    unless the user sets MEMREPO_AGENT_LLM=1."""
+    from memrepo import llm
+    from memrepo.agents import events
+    from memrepo.spawn import AGENT_WORKER_ENV
+
+    seen: dict[str, str] = {}
+    monkeypatch.setattr(events, "detached", lambda argv, err, stdin, env: seen.update(env))
+    (tmp_path / ".memrepo").mkdir()
+    events.detach(tmp_path, "claude-code", "SessionEnd", b"{}")
+    assert seen[AGENT_WORKER_ENV] == "claude-code"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    monkeypatch.delenv("MEMREPO_OFFLINE", raising=False)
+    assert llm.online_by_default()
+    monkeypatch.setenv(AGENT_WORKER_ENV, "claude-code")
+    assert not llm.online_by_default()
+    assert not llm.LLM({"extract": "haiku"}).available
+    monkeypatch.setenv(llm.AGENT_LLM_ENV, "1")
+    assert llm.online_by_default()

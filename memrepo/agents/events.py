@@ -32,7 +32,7 @@ from memrepo.agents import harness as H
 from memrepo.agents import state
 from memrepo.agents.recall import brief, park, recall, recall_served
 from memrepo.layout import CONFIG_FILE
-from memrepo.spawn import detached
+from memrepo.spawn import AGENT_WORKER_ENV, detached
 
 #: How long a hook waits for more of its payload on stdin: agents write it at once, and
 #: a stdin that is never closed (seen with ``claude --resume``) must not hang the hook.
@@ -244,7 +244,7 @@ def detach(root: Path, harness: str, event: str, raw: bytes) -> None:
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
         argv = [sys.executable, "-m", "memrepo.agents.worker", harness, event, str(root)]
-        env = {**os.environ, H.GUARD_ENV: "1"}
+        env = {**os.environ, H.GUARD_ENV: "1", AGENT_WORKER_ENV: harness}
         detached(argv, root / state.AGENTS_DIR / "worker.err", stdin=tmp, env=env)
     finally:
         os.unlink(tmp)  # the child has it open
