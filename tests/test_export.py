@@ -21,7 +21,10 @@ def test_export_lists_entries_with_sources_and_filters_by_date(lrepo: Path) -> N
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
     assert rows and all(set(r) == {"path", "line", "category", "section", "date", "text",
                                    "sources", "superseded"} for r in rows)
-    assert any(r["sources"] for r in rows if r["path"].startswith("knowledge/journal/"))
+    journal = [r for r in rows if r["path"].startswith("knowledge/journal/")]
+    assert any(r["sources"] for r in journal)
+    # a journal's `- HH:MM` bullets carry its day (they were `date: null`)
+    assert journal and all(r["date"] == r["path"][-13:-3] for r in journal), journal
     pg = next(r for r in rows if r["text"] == "Use PostgreSQL for the ledger")
     assert pg["sources"] == ["2026/03/05/0900-s2"] and pg["section"] == "Key Decisions"
     assert mem.read_text().split("\n")[pg["line"] - 1].startswith("- 2026-03-05: Use Postgre")

@@ -21,7 +21,7 @@ from memrepo import compression
 from memrepo.documents import decode, parse_document
 from memrepo.entries import HEADING, parse_entry
 from memrepo.errors import FormatError
-from memrepo.layout import category_of
+from memrepo.layout import JOURNAL_PATH, category_of
 
 FORMATS = ("jsonl", "markdown")
 #: Trees whose bullets are entries (transcripts are the sources, not entries).
@@ -78,6 +78,8 @@ def _files(folder: Path, packed: bool) -> list[Path]:
 def _file_entries(rel: str, body: str, first_line: int, file_date: str | None,
                   since: dt.date | None) -> Iterator[Exported]:
     section = ""
+    journal = JOURNAL_PATH.match(rel)
+    day = journal["date"] if journal else None  # a journal's `- HH:MM` bullets: its day
     for i, line in enumerate(body.split("\n")):
         heading = HEADING.match(line)
         if heading:
@@ -89,7 +91,8 @@ def _file_entries(rel: str, body: str, first_line: int, file_date: str | None,
         when = entry.date or file_date
         if since is not None and (when is None or when < since.isoformat()):
             continue
-        yield Exported(rel, first_line + i, category_of(rel), section, entry.date, entry.text,
+        yield Exported(rel, first_line + i, category_of(rel), section, entry.date or day,
+                       entry.text,
                        list(entry.srcs), entry.superseded)
 
 
