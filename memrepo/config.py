@@ -66,6 +66,8 @@ SCHEMA: dict[str, dict[str, Setting]] = {
         "journal_budget_kb": _num(4, "today's and yesterday's journal"),
         "topic_budget_kb": _num(6, "activated topics and their subscriptions"),
         "projects_budget_kb": _num(1, "knowledge/projects/_active.md"),
+        "project_context_budget_kb": _num(
+            2, "the context.md of the projects _active.md lists, shared"),
         "history_share": _num(
             0.25, "share of what P0-P2 leave that P3 keeps free for --session history", high=1
         ),

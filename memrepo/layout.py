@@ -79,6 +79,9 @@ IDENTITY_DIR = "knowledge/identity"
 JOURNAL_DIR = "knowledge/journal"
 PROJECTS_INDEX = "knowledge/projects/_active.md"
 PEOPLE_INDEX = "knowledge/people/_index.md"
+#: A project's line in PROJECTS_INDEX: ``- **slug** — what it is, where it stands``.
+_ACTIVE_PROJECT = re.compile(r"^[-*][ \t]+\*\*(?P<slug>[A-Za-z0-9][A-Za-z0-9._-]{0,59})\*\*",
+                             re.MULTILINE)
 CONFIG_FILE = "memory-config.yaml"
 DB_NAME = "memory.db"
 #: Per-clone working state (gitignored): sessions, caches, locks, logs.
@@ -267,3 +270,9 @@ def superseded_share(lines: list[str]) -> float:
             bullets += 1
             superseded += bool(SUPERSEDED_LINE.match(line))
     return superseded / bullets if bullets else 0.0
+
+
+def project_contexts(index_text: str) -> list[str]:
+    """The ``context.md`` of each project the active-projects index lists, in its order."""
+    slugs = dict.fromkeys(m["slug"] for m in _ACTIVE_PROJECT.finditer(index_text))
+    return [f"knowledge/projects/{slug}/context.md" for slug in slugs]

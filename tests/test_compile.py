@@ -568,3 +568,22 @@ def test_an_event_for_a_cron_topic_that_does_not_exist_is_refused(crepo: Path) -
     assert any(s["path"] == "topics/standup.md" for s in json.loads(ok.stdout)["sections"])
     hook = invoke_memory(crepo, "compile", "--event", "webhook:github:push", "--json")
     assert hook.returncode == 0, hook.stderr
+
+
+def test_an_active_projects_context_is_in_the_briefing(crepo: Path) -> None:
+    """_active.md names the projects; their context.md (the current state) was never
+    loaded, only the one-line index."""
+    write(crepo, "knowledge/projects/_active.md", "---\ntype: project_index\n---\n\n"
+          "# Active Projects\n\n- **kestrel** — build cluster migration, halfway\n"
+          "- **ghost** — listed, no context file\n")
+    write(crepo, "knowledge/projects/kestrel/context.md",
+          "---\ntype: project_context\nproject: kestrel\n---\n\n# Kestrel\n\n"
+          "## Current State\n\n- Zephyrine builds kestrel-7 since Tuesday\n")
+    write(crepo, "knowledge/projects/old/context.md",
+          "---\ntype: project_context\nproject: old\n---\n\n# Old\n\n- not active\n")
+    out = compile_context(MemoryRepo(crepo), CompileRequest(slots=frozenset({1})))
+    shown = {s.path for s in out.sections}
+    assert "knowledge/projects/kestrel/context.md" in shown, shown
+    assert "knowledge/projects/old/context.md" not in shown
+    assert "Zephyrine builds kestrel-7" in out.prompt()
+    assert not any("ghost" in n for n in out.notes)

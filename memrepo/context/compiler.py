@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrepo import worktree
+from memrepo import layout, worktree
 from memrepo.context import retrieve as retr
 from memrepo.context.sections import (
     SEP,
@@ -315,13 +315,8 @@ class _Compiler:
         if self.req.shared:
             self._omit(1, "memory", MEMORY_FILE, f"--shared: {SHARED_WHY}")
         elif (self.root / MEMORY_FILE).is_file():
-            self._place_file(
-                1,
-                "memory",
-                MEMORY_FILE,
-                kb_to_tokens(cc["memory_budget_kb"]),
-                "curated memory: main session",
-            )
+            self._place_file(1, "memory", MEMORY_FILE, kb_to_tokens(cc["memory_budget_kb"]),
+                             "curated memory: main session")
         today = self.req.today or dt.date.today()
         days = {today: "today's journal", today - dt.timedelta(days=1): "yesterday's journal"}
         rels, why = [], {}
@@ -333,7 +328,11 @@ class _Compiler:
         self._place_group(1, "journal", rels, kb_to_tokens(cc["journal_budget_kb"]), why, tail=True)
         if (self.root / PROJECTS_INDEX).is_file():
             cap = kb_to_tokens(cc.get("projects_budget_kb", 1))
-            self._place_file(1, "projects", PROJECTS_INDEX, cap, "active projects index")
+            index = self._place_file(1, "projects", PROJECTS_INDEX, cap, "active projects index")
+            rels = [r for r in layout.project_contexts(index.text if index else "")
+                    if (self.root / r).is_file()]  # its projects' current state beside it
+            self._place_group(1, "projects", rels, kb_to_tokens(cc["project_context_budget_kb"]),
+                              dict.fromkeys(rels, "an active project's context"))
 
     def match(self) -> None:
         from memrepo.context.watchers.fired import live
