@@ -58,13 +58,18 @@ def ref_fuse(hits: list[ChunkHit], s: Settings, have_vectors: bool) -> None:
             h.fused *= 1.0 - h.stale * (1.0 - s.superseded_factor)
 
 
-def ref_days_since(date: str | None, today: dt.date) -> int | None:
+def ref_days_since(date: str | None, today: dt.date,
+                   dates: list[DateRange] | None = None) -> int | None:
     if not date:
         return None
     try:
-        return max((today - dt.date.fromisoformat(date[:10])).days, 0)
+        day = dt.date.fromisoformat(date[:10])
     except ValueError:
         return None
+    if dates:  # a query naming a time: closeness to it
+        return min(0 if a <= day <= b else min(abs((a - day).days), abs((day - b).days))
+                   for a, b in dates)
+    return max((today - day).days, 0)
 
 
 def ref_rank(hits: list[ChunkHit], files: dict[str, FileInfo],
@@ -89,7 +94,7 @@ def ref_rank(hits: list[ChunkHit], files: dict[str, FileInfo],
                     reinforced = when
         signal_f = math.exp(score * s.reinforce_factor)
         ref_date = max(filter(None, (info.modified, reinforced)), default=None)
-        days = ref_days_since(ref_date, today)
+        days = ref_days_since(ref_date, today, dates)
         recency_f = 1.0 / (1.0 + days * s.recency_per_day) if days is not None else 1.0
         status_f = {"superseded": s.superseded_factor, "archived": s.archived_factor}.get(
             info.status, 1.0

@@ -470,3 +470,26 @@ def test_the_scanner_takes_a_long_prompts_longest_words_before_its_ids() -> None
     assert chosen[-3:] == ["rollback", "postgres", "ledger"] and len(chosen) == 24
     assert sum(w in ids for w in chosen) == 1  # 3 long words, 20 short, then one id
     assert _scanned_words(words[:24]) == words[:24]
+
+
+def test_a_month_the_query_names_outranks_the_recent_files() -> None:
+    """"billing … in March" ranked the March journal 4th of 4: a ×2 date boost could not
+    beat 261 days of recency decay. A query naming a time weighs closeness to that time."""
+    from memrepo.index.ranking import ChunkHit, FileInfo, fuse, rank
+
+    today = dt.date(2026, 11, 25)
+    march = date_ranges("what did we decide about billing in March", today)
+    paths = {"knowledge/journal/2026-03-09.md": "2026-03-09",
+             "knowledge/journal/2026-11-20.md": "2026-11-20",
+             "knowledge/journal/2026-11-23.md": "2026-11-23",
+             "knowledge/reference/billing.md": "2026-11-24"}
+    files = {p: FileInfo(p, "journal", d, "") for p, d in paths.items()}
+
+    def ranked(dates: list | None) -> list[str]:
+        hits = [ChunkHit(i, p, 0, 1, 5, bm25=10.0) for i, p in enumerate(paths)]
+        fuse(hits, Settings(), False)
+        return [r.path for r in rank(hits, files, {}, Settings(), 4, today=today,
+                                     dates=dates)]
+
+    assert ranked(march)[0] == "knowledge/journal/2026-03-09.md", ranked(march)
+    assert ranked(None)[-1] == "knowledge/journal/2026-03-09.md"  # no date named: recency

@@ -278,7 +278,9 @@ def test_a_reinforce_follows_its_entry_through_edits_and_git_mv(irepo_indexed: I
     assert events[-1]["line"] == 7 and events[-1]["text"].startswith("- The backup runs")
 
 
-def test_an_entry_that_is_gone_keeps_its_number(irepo_indexed: IRepo) -> None:
+def test_an_entry_that_is_gone_takes_its_signal_with_it(irepo_indexed: IRepo) -> None:
+    """Kept at its old number, a deleted entry's -1 (or +3) counted for whatever entry
+    took that line."""
     r = irepo_indexed
     r.write("knowledge/reference/backups.md", ENTRIES)
     r.commit("backups")
@@ -288,7 +290,7 @@ def test_an_entry_that_is_gone_keeps_its_number(irepo_indexed: IRepo) -> None:
                                                                 "- Something else entirely.\n"))
     r.commit("rewritten")
     r.event()
-    assert _signal_rows(r.root, "knowledge/reference/backups.md") == [(8, -1.0)]
+    assert _signal_rows(r.root, "knowledge/reference/backups.md") == []
 
 
 def test_a_symlinked_signal_file_is_never_read(irepo: IRepo, tmp_path) -> None:

@@ -6,8 +6,9 @@ and every fold re-finds it: the same line if it still says that, else the neares
 that does, else (an entry edited in place: ``memory update --replace``, a typo fixed) the
 nearest line at least :data:`SIMILAR` alike; a file that is gone is followed through git's
 rename detection, and into its ``.md.gz`` when ``memory prune`` compressed it. An entry
-that cannot be found keeps its old number, as before anchors. Events written before
-anchors (no text) keep their number too.
+that cannot be found was deleted: its signal goes with it (kept at its old number, it
+counted for whatever entry took that line). Events written before anchors (no text)
+keep their number.
 """
 
 from __future__ import annotations
@@ -63,8 +64,8 @@ class Relocator:
             self._files[rel] = _read(self.root, rel)
         return self._files[rel]
 
-    def locate(self, rel: str, line: int, text: str | None) -> tuple[str, int]:
-        """Where the entry ``text`` once at ``rel:line`` is now."""
+    def locate(self, rel: str, line: int, text: str | None) -> tuple[str, int] | None:
+        """Where the entry ``text`` once at ``rel:line`` is now; None when it is gone."""
         if not text or line <= 0:
             return rel, line
         here = rel
@@ -81,7 +82,7 @@ class Relocator:
         if same:
             return here, min(same, key=lambda n: (abs(n - line), n))
         near = _most_alike(lines, text, line)
-        return (here, near) if near else (rel, line)
+        return (here, near) if near else None
 
     def renamed(self, rel: str) -> str | None:
         """The path ``rel`` was renamed to (following chains), if git saw it renamed."""

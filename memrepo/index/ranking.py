@@ -192,7 +192,11 @@ def _fuse(hits: list[ChunkHit], s: Settings, have_vectors: bool, vector_floor: f
         h.fused = bw * (max(b, 0.0) / bhi) + vw * (max(v - vlo, 0.0) / vspan)
 
 
-def _days_since(date: str | None, today: dt.date) -> int | None:
+def _days_since(date: str | None, today: dt.date,
+                dates: list[DateRange] | None = None) -> int | None:
+    """Days from ``date`` to ``today``; when the query names ``dates`` (in March), days
+    from ``date`` to the nearest of them instead (0 inside one): the user asks about that
+    time, so closeness to it, not to today, is what recency weighs."""
     if not date:
         return None
     day = _ORDINALS.get(date[:10], False)
@@ -204,7 +208,11 @@ def _days_since(date: str | None, today: dt.date) -> int | None:
         except ValueError:
             day = None
         _ORDINALS[date[:10]] = day
-    return None if day is None else max(today.toordinal() - day, 0)
+    if day is None:
+        return None
+    if dates:
+        return min(max(a.toordinal() - day, day - b.toordinal(), 0) for a, b in dates)
+    return max(today.toordinal() - day, 0)
 
 
 #: day number of each date string seen (a query weighs ~1,000 files' dates, mostly the same
@@ -295,7 +303,7 @@ def _score(chunks: list[ChunkHit], info: FileInfo | None,
         ref_date = max(filter(None, (modified, reinforced)), default=None)
     else:
         score, signal_f, ref_date = 0.0, 1.0, modified or None  # exp(0 x factor)
-    days = _days_since(ref_date, today)
+    days = _days_since(ref_date, today, dates)
     recency_f = 1.0 / (1.0 + days * s.recency_per_day) if days is not None else 1.0
     status_f = statuses.get(status, 1.0)
     date_f = 1.0 + s.date_boost if dates and in_ranges(modified, dates) else 1.0

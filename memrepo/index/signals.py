@@ -195,13 +195,16 @@ def aggregate(root: Path, hits: bool = True) -> dict[Key, Aggregate]:
                 events.append(ev)
     anchored = [date for _k, _e, date, text in events if text]
     finder = Relocator(root, since=min(anchored)) if anchored else None
-    moved: dict[tuple[Key, str], Key] = {}
+    moved: dict[tuple[Key, str], Key | None] = {}
     out: dict[Key, Aggregate] = {}
     for key, kind, date, text in events:
         if text and finder is not None:
             if (key, text) not in moved:
                 moved[key, text] = finder.locate(key[0], key[1], text)
-            key = moved[key, text]
+            now = moved[key, text]
+            if now is None:  # the entry was deleted: its signal goes with it
+                continue
+            key = now
         out.setdefault(key, Aggregate()).add(kind, date)
     return out
 
