@@ -22,7 +22,7 @@ from memrepo import git, scaffold, worktree, yamlsafe
 from memrepo.agents import install as agent_install
 from memrepo.agents import state as agent_state
 from memrepo.atomic import TMP_GRACE, atomic_write, leftover_tmp_files
-from memrepo.commit import person
+from memrepo.commit import person, remotes
 from memrepo.config import IGNORED_KEYS
 from memrepo.context.watchers.feedback import judge_ended
 from memrepo.documents import (
@@ -326,6 +326,17 @@ def memory_line_count_checks(repo: MemoryRepo) -> list[Check]:
                   "memory doctor --fix (sets it; commit with memory commit)", warning=True)]
 
 
+def remote_checks(repo: MemoryRepo) -> list[Check]:
+    """What guards each remote on the server side (memrepo.commit.remotes): a warning for
+    one only the local hooks guard, which a `--no-verify` push walks past."""
+    out = []
+    for name in git.git(["remote"], repo.root).split():
+        p = remotes.protection(repo.root, name)
+        out.append(Check(f"remote {name}", p.ok, p.detail,
+                         None if p.ok else f"memory remote protect {name}", warning=True))
+    return out
+
+
 def memory_comment_checks(repo: MemoryRepo) -> list[Check]:
     """A ``<!--`` never closed in MEMORY.md hides every later line in any Markdown view
     (the briefing shows them; the commit refuses the file)."""
@@ -356,7 +367,7 @@ def _fix_line_count(repo: MemoryRepo) -> list[str]:
 CHECKS: list[CheckFn] = [foundation_checks, recovery.health_checks, index_health.checks,
                          agent_state.health_checks, agent_install.health_checks,
                          leftover_tmp_checks, index_lock_checks, link_checks, merge_driver_checks,
-                         memory_line_count_checks, memory_comment_checks]
+                         memory_line_count_checks, memory_comment_checks, remote_checks]
 
 
 def run_checks(repo: MemoryRepo) -> list[Check]:

@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "capture": "memrepo.scripts.capture:capture",
     "commit": "memrepo.scripts.commit:commit",
     "sync": "memrepo.scripts.sync:sync",
+    "remote": "memrepo.scripts.remote:remote",
     "merge-driver": "memrepo.scripts.merge_driver:merge_driver",
     "verify": "memrepo.scripts.verify:verify",
     "compile": "memrepo.scripts.compile:compile_cmd",
@@ -49,6 +50,7 @@ COMMANDS: dict[str, str] = {
     "log": "memrepo.scripts.tag:log_at",
     "export": "memrepo.scripts.export:export_cmd",
     "reconstruct": "memrepo.scripts.reconstruct:reconstruct",
+    "import": "memrepo.scripts.migrate:import_cmd",
     "schedule": "memrepo.scripts.schedule:schedule",
 }
 

@@ -9,7 +9,6 @@ memrepo's own route stays the plumbing one), and memrepo commits while it sleeps
 
 from __future__ import annotations
 
-import os
 import subprocess
 import threading
 import time
