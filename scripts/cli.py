@@ -50,6 +50,7 @@ COMMANDS: dict[str, str] = {
     "log": "memrepo.scripts.tag:log_at",
     "export": "memrepo.scripts.export:export_cmd",
     "reconstruct": "memrepo.scripts.reconstruct:reconstruct",
+    "import": "memrepo.scripts.migrate:import_cmd",
     "schedule": "memrepo.scripts.schedule:schedule",
 }
 

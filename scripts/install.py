@@ -10,6 +10,7 @@ import click
 from memrepo.agents import install as agents
 from memrepo.agents.harness import HARNESSES
 from memrepo.agents.settings import AGENTS, check_scope
+from memrepo.lifecycle.migrate_sources import find_sources
 from memrepo.repo import discover
 from memrepo.scripts.cli import accepts_repo
 
@@ -75,7 +76,20 @@ def install(ctx: click.Context, agent: str, scope: str, memory_exe: str | None, 
         click.echo(f"installed: {exe} --repo {repo}")
         click.echo(AGENTS[agent].next_step)
         click.echo(f"Undo: memory uninstall {agent} --scope {scope}")
+    _offer_import(agent, home, project)
     return 0
+
+
+def _offer_import(agent: str, home: Path | None, project: Path | None) -> None:
+    """What the agent already remembers (its memory notes, CLAUDE.md / AGENTS.md /
+    GEMINI.md): the command that brings it in (never done unasked)."""
+    found = find_sources(agent, home, project)
+    if found:
+        where = " ".join(f"--{k} {v}" for k, v in (("home", home), ("project", project)) if v)
+        click.echo(f"{len(found)} file(s) of {agent}'s own memory found "
+                   f"({', '.join(sorted({s.path.name for s in found})[:4])}): "
+                   f"`memory import --from {agent}{' ' + where if where else ''}` brings "
+                   "them in (`--dry-run` shows where each goes)")
 
 
 @click.command(short_help="Take memrepo's hooks and MCP server out of an agent.")

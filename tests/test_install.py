@@ -586,3 +586,17 @@ def test_a_trust_the_user_gave_memrepos_gemini_server_is_kept(
     install("gemini", "user", home, project, "/elsewhere/repo")
     entry = json.loads(settings.read_text())["mcpServers"]["memrepo"]
     assert entry["trust"] is True and "/elsewhere/repo" in entry["args"]
+
+
+def test_install_offers_to_import_what_the_agent_already_remembers(
+        places: tuple[Path, Path], crepo_template: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    home, project = places
+    (home / ".claude").mkdir()
+    (home / ".claude/CLAUDE.md").write_text("# Mine\n\n- Always answer in French.\n")
+    assert cli.main(["install", "claude-code", "--repo", str(crepo_template), "--home",
+                     str(home), "--project", str(project)]) == 0
+    out = capsys.readouterr().out
+    assert "1 file(s) of claude-code's own memory found (CLAUDE.md)" in out, out
+    assert f"memory import --from claude-code --home {home}" in out
+    assert not (crepo_template / "knowledge/reference/agent-instructions").exists()
