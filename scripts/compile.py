@@ -18,6 +18,7 @@ from pathlib import Path
 
 import click
 
+from memrepo.context.sections import steering
 from memrepo.errors import MemrepoError
 from memrepo.repo import discover
 
@@ -70,6 +71,9 @@ def compile_cmd(
         click.echo(json.dumps(result.as_json(explain), indent=1, ensure_ascii=False))
         return
     click.echo(result.prompt())
+    steer = steering(result.topics.corrections() if result.topics else [])
+    if steer:  # the output watchers the --session's last reply fired
+        click.echo("\n" + steer)
     if explain:
         _explain(result)
 

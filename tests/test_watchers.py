@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -298,3 +299,39 @@ def test_compile_steers_on_the_agents_last_reply(crepo6_topics: Path) -> None:
                                     str(session), "now", "the", "tests").stdout)
     assert calm["corrections"] == [] and all(
         s["path"] != "topics/python-style.md" for s in calm["sections"])
+
+
+def test_the_prompt_hook_steers_on_the_agents_last_reply(crepo6_topics: Path,
+                                                          tmp_path: Path) -> None:
+    """The installed prompt hook never read the agent's last reply, and a correction hint
+    reached only `compile --json`: now the hook reads the end of Claude Code's log and
+    shows the hint as the user's instruction, and `compile` prints it too."""
+    from memrepo.agents import recall
+    from memrepo.context.sections import TOPICS_LABEL
+
+    log = tmp_path / "s-steer.jsonl"
+
+    def rec(kind: str, content: object) -> str:
+        return json.dumps({"type": kind, "sessionId": "s-steer", "uuid": kind,
+                           "timestamp": "2026-03-10T09:01:00Z",
+                           "message": {"role": kind, "content": content}}) + "\n"
+
+    log.write_text("partial line cut by the tail read\n" + rec("user", "Add a greeting.")
+                   + rec("assistant", [{"type": "text", "text": "Done:\n    print 'hello'"}])
+                   + rec("user", [{"type": "tool_result", "tool_use_id": "t",
+                                    "content": "ok"}]))
+    payload = {"session_id": "s-steer", "transcript_path": str(log),
+               "prompt": "Thanks, now write the tests for the greeting module."}
+    assert recall.last_reply("claude-code", payload) == "Done:\n    print 'hello'"
+    text = recall.recall(crepo6_topics, "claude-code", payload)
+    assert f"{TOPICS_LABEL}\n```\n- Use Python 3 print() calls. (topic: python-style)" in text
+    # a FIFO named as the log is never waited on
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    assert recall.last_reply("claude-code", {**payload, "transcript_path": str(fifo)}) is None
+    session = crepo6_topics / "scratch/session.md"
+    session.parent.mkdir(parents=True, exist_ok=True)
+    session.write_text("---\nsession_id: s9\nstarted: 2026-03-10T09:00:00+00:00\n---\n\n"
+                       "## 09:01 — agent\nDone:\n    print 'hello'\n")
+    out = invoke_memory(crepo6_topics, "compile", "--session", str(session), "the", "tests")
+    assert "- Use Python 3 print() calls. (topic: python-style)" in out.stdout

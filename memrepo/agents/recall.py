@@ -16,13 +16,15 @@ compiler and the index are imported when a brief or a recall runs, not with this
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from memrepo.agents import harness as H
 from memrepo.agents import state
-from memrepo.context.sections import Section, stored_fit, stored_overhead
+from memrepo.context.sections import Section, steering, stored_fit, stored_overhead
 from memrepo.layout import TRANSCRIPT_PATH
 
 #: How long the prompt hook waits for the resident server's recall before it recalls
@@ -153,7 +155,8 @@ def recall(root: Path, harness: str, payload: dict[str, Any], engine: Any = None
     req = CompileRequest(message=prompt, slots=frozenset({2, 3}),
                          budget=H.MAX_CONTEXT_CHARS // CHARS_PER_TOKEN,
                          max_chars=H.MAX_CONTEXT_CHARS, record_hits=False, gate=gate,
-                         passages=RECALL_PASSAGES, engine=engine)
+                         passages=RECALL_PASSAGES, engine=engine,
+                         said=last_reply(harness, payload))
     result = compile_context(repo, req)
     words = terms(prompt)
     if result.topics:
@@ -171,9 +174,13 @@ def recall(root: Path, harness: str, payload: dict[str, Any], engine: Any = None
         if s.slot == 3 and shared_words(words, s.text) < need:
             continue
         fresh.append(s)
-    text, kept = stored_fit(RECALL_INTRO, _take(fresh, RECALL_MAX_CHARS), H.MAX_CONTEXT_CHARS)
+    steer = steering(result.topics.corrections() if result.topics else [])
+    text, kept = stored_fit(RECALL_INTRO, _take(fresh, RECALL_MAX_CHARS),
+                            H.MAX_CONTEXT_CHARS - len(steer))
+    if steer:  # the user's own topics, steering what the agent said last
+        text = f"{text}\n{steer}" if text else f"{RECALL_INTRO}\n{steer}"
     if not kept:
-        return ""
+        return text
     if asked is not None and not asked():
         return text  # its hook recalls itself: these passages are not shown by this one
     if H.RECALL_PERSISTS.get(harness, True):
@@ -183,6 +190,46 @@ def recall(root: Path, harness: str, payload: dict[str, Any], engine: Any = None
 
         record_hits(root, [(s.path, s.start_line) for s in kept if s.kind != "topic"])
     return text
+
+
+#: How much of the end of a Claude Code log the prompt hook reads for the last reply.
+TAIL_BYTES = 256 * 1024
+
+
+def last_reply(harness: str, payload: dict[str, Any]) -> str | None:
+    """What the agent said last, for the output watchers: the payload's own field (Codex
+    sends ``last_assistant_message``), else the end of a Claude Code log; None unknown."""
+    given = payload.get("last_assistant_message")
+    if isinstance(given, str):
+        return given
+    log = payload.get("transcript_path")
+    if H.LOG_FORMAT.get(harness) != "claude-code" or not isinstance(log, str) or not log:
+        return None
+    tail = read_tail(Path(log), TAIL_BYTES)
+    if tail is None:
+        return None
+    from memrepo.transcript.importers.claude_code import last_reply as from_log
+
+    return from_log(tail)
+
+
+def read_tail(path: Path, size: int) -> bytes | None:
+    """The last ``size`` bytes of a regular file (never a FIFO or device a hostile payload
+    names: opened non-blocking, checked once open), or None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        os.lseek(fd, max(0, st.st_size - size), os.SEEK_SET)
+        return os.read(fd, size)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _own_session(root: Path, harness: str, payload: dict[str, Any]) -> str:

@@ -66,6 +66,7 @@ class CompileRequest:
     passages: int = retr.LIMIT  # P3's search: how many ranked passages it asks for
     #: an open memrepo.index.search.Search for P3 (``memory mcp``'s); None: P3 opens one
     engine: Any = None
+    said: str | None = None  # the agent's last reply, for output watchers (else --session)
 
 
 @dataclass
@@ -359,9 +360,9 @@ class _Compiler:
                 self._omit(2, "subscription", p.path, f"refused: {p.message}")
 
     def _last_agent_turn(self) -> str:
-        """What the agent said last in the ``--session`` (without its header line)."""
-        if self.req.session is None:
-            return ""
+        """What the agent said last: as the caller read it, else in the ``--session``."""
+        if self.req.said is not None or self.req.session is None:
+            return self.req.said or ""
         try:
             turns = read_history(self.req.session)
         except (MemrepoError, OSError, ValueError):

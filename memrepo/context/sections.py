@@ -369,6 +369,15 @@ def stored(intro: str, sections: list[Section]) -> str:
     return "\n".join([intro, *parts]) if parts else ""
 
 
+def steering(corrections: list[tuple[str, str]]) -> str:
+    """The correction hints of the output watchers the agent's last reply fired, as
+    (topic, hint): fenced as the user's instructions, '' when none fired."""
+    if not corrections:
+        return ""
+    return fence(TOPICS_LABEL, "\n".join(f"- {hint} (topic: {name})"
+                                          for name, hint in corrections))
+
+
 def stored_fit(intro: str, sections: list[Section], limit: int) -> tuple[str, list[Section]]:
     """:func:`stored` of as many leading ``sections`` as fit in ``limit`` characters, and
     those sections (what the caller shows, and records as shown); ('', []) when not even

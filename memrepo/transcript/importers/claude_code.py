@@ -193,3 +193,34 @@ def _media(b: Builder, role: str, block: dict[str, Any], when: Any, where: str) 
         b.reference(role, need_str(source.get("url"), f"{where}.source.url"), when)
     else:
         b.attach(role, f"{block.get('type')}.{ext}", None, when)
+
+
+def last_reply(tail: bytes, limit: int = 8000) -> str:
+    """The text the assistant said after the user's last words, from the end of a log
+    (``tail``: its last bytes; a line cut at the start is skipped): what output watchers
+    read at the next prompt. At most ``limit`` characters, the end kept."""
+    said: list[str] = []
+    for raw in reversed(tail.split(b"\n")):
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(rec, dict) or rec.get("isSidechain") or rec.get("isMeta"):
+            continue
+        msg = rec.get("message")
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if rec.get("type") == "user" and _spoken(content):
+            break
+        if rec.get("type") == "assistant" and isinstance(content, list):
+            said[:0] = [b["text"] for b in content if isinstance(b, dict)
+                        and b.get("type") == "text" and isinstance(b.get("text"), str)]
+    return "\n".join(said)[-limit:]
+
+
+def _spoken(content: Any) -> bool:
+    """A user record holding the user's words (not a tool result, not a slash command)."""
+    if isinstance(content, str):
+        return bool(content.strip()) and not _local_command(content)
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "text" for b in content
+    ) and not _local_command(content)
