@@ -330,3 +330,23 @@ def test_a_session_that_is_not_utf8_is_a_one_line_error(memrepo_root: Path, tmp_
     assert piped.returncode == 1
     assert piped.stderr.decode() == "memory: stdin:2: not UTF-8 text (byte 0xe9)\n"
     assert run_git(memrepo_root, "status", "--porcelain").stdout == ""
+
+
+def test_a_decision_the_flush_wrote_is_not_written_again_by_the_extraction(
+        memrepo_root: Path) -> None:
+    """After a flush and the session-end extraction, one decision was twice in the day's
+    journal: the flush's `### Flush:` section and the extraction's own section."""
+    root = memrepo_root
+    day = dt.date.today()
+    rel = f"raw/conversations/{day:%Y/%m/%d}/1400-ses_fl02-cache-layer.md"
+    (root / rel).parent.mkdir(parents=True)
+    (root / rel).write_text(TRANSCRIPT.replace("ses_fl01", "ses_fl02").replace(
+        "started: 2026-03-03T14:00:00+01:00",
+        f"started: {day}T14:00:00+00:00\nended: {day}T14:10:00+00:00"), encoding="utf-8")
+    run_git(root, "add", rel)
+    run_git(root, "commit", "-q", "--no-verify", "-m", "transcript")
+    assert invoke_memory(root, "flush", "--session", rel, "--offline").returncode == 0
+    proc = invoke_memory(root, "extract", rel, "--offline")
+    assert proc.returncode == 0, proc.stderr
+    journal = (root / f"knowledge/journal/{day}.md").read_text(encoding="utf-8")
+    assert journal.count("use Redis for the session cache") == 1, journal

@@ -27,7 +27,7 @@ from memrepo import scaffold, worktree
 from memrepo.atomic import atomic_write
 from memrepo.documents import parse_date, parse_document, render_document
 from memrepo.errors import FormatError, MemrepoError
-from memrepo.layout import MEMORY_FILE, PEOPLE_INDEX, PROJECTS_INDEX
+from memrepo.layout import JOURNAL_PATH, MEMORY_FILE, PEOPLE_INDEX, PROJECTS_INDEX
 from memrepo.lifecycle.extract.extractors import Item
 from memrepo.lifecycle.journal import LOCK_FILE, LOCK_WAIT, journal_text
 from memrepo.llm import ResultCache, cache_key, template_hash
@@ -152,6 +152,14 @@ def decide(text: str, existing: list[E.Entry]) -> tuple[str, E.Entry | None]:
     return "ADD", None
 
 
+def said_elsewhere(path: str, lines: list[str], text: str) -> bool:
+    """A day's journal already says ``text`` in another section: the pre-compaction flush
+    wrote the decision, the session-end extraction is about to write it again."""
+    if not JOURNAL_PATH.match(path):
+        return False
+    return decide(text, E.section_entries(lines, (-1, len(lines))))[0] == "NONE"
+
+
 def known(it: Item, existing: list[E.Entry]) -> bool:
     """This source already said this here (a replay): nothing to decide, nothing to ask."""
     new = tokens(it.text)
@@ -238,6 +246,8 @@ class Workspace:
                         action = "ADD"
                 else:
                     action, old = decide(it.text, existing)
+                if action == "ADD" and said_elsewhere(path, lines, it.text):
+                    action = "NONE"
                 edit = self._one(lines, span, it, action, old, text)
                 if edit.action != "NONE":
                     self.changed.add(path)
