@@ -60,10 +60,11 @@ def check(paths: Sequence[str], ctx: Context) -> None:
                 ctx.report.warning(k.src, k.line, f"[[{k.target}]]: no memory file of that name",
                                    CHECK_ID)
         if con is not None:
+            gone = {old for _st, old, _new in moved}  # a source this commit moved away
             for st, old, new in moved:
                 what = f"renamed to {new}" if st.startswith("R") and new else "deleted"
                 for k in L.incoming(con, old):
-                    if k.src not in staged:
+                    if k.src not in staged and k.src not in gone:
                         ctx.report.warning(k.src, k.line, f"links to {old}, which this commit "
                                            f"{what}: update the link", CHECK_ID)
     finally:

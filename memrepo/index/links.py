@@ -137,6 +137,78 @@ def extract(path: str, text: str) -> list[Link]:
     return out
 
 
+@functools.cache
+def _destination_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(inline link or image, reference definition), the destination as group ``dest``.
+
+    Wider than :func:`_patterns`' markdown link, which keeps to what the index stores:
+    whoever rewrites a target must also see ``[a](b.md "title")``, ``[id]: b.md`` and
+    images, or a moved file keeps links that point nowhere. Bounded like it."""
+    title = r"(?:\"[^\"\n]{0,300}\"|'[^'\n]{0,300}'|\([^()\n]{0,300}\))"
+    dest = r"(?P<dest><[^<>\n]{1,300}>|[^()\s<>]{1,300})"
+    inline = re.compile(rf"\[[^\[\]\n]{{0,300}}\]\(\s*{dest}(?:\s+{title})?\s*\)")
+    ref = re.compile(rf"^ {{0,3}}\[(?!\^)[^\[\]\n]{{1,300}}\]:[ \t]*{dest}(?:[ \t]+{title})?"
+                     r"[ \t]*$")
+    return inline, ref
+
+
+@dataclass(frozen=True)
+class Destination:
+    """Where a link's destination is written: ``text[start:end]`` is ``written``."""
+
+    line: int  # 1-based
+    start: int  # offsets in the whole text, angle brackets included
+    end: int
+    written: str  # as written: ``../a.md#x``, ``<a b.md>``, ``https://…``
+
+
+def _code_spans(line: str) -> list[tuple[int, int]]:
+    """The inline code spans of ``line`` (a run of backticks to the next run as long)."""
+    runs = [(m.start(), m.end()) for m in re.finditer(r"`+", line)]
+    spans: list[tuple[int, int]] = []
+    i = 0
+    while i < len(runs):
+        size = runs[i][1] - runs[i][0]
+        close = next((j for j in range(i + 1, len(runs))
+                      if runs[j][1] - runs[j][0] == size), None)
+        if close is None:
+            i += 1
+            continue
+        spans.append((runs[i][0], runs[close][1]))
+        i = close + 1
+    return spans
+
+
+def destinations(text: str) -> list[Destination]:
+    """Every link, image and reference definition destination in ``text`` outside fenced
+    code and inline code, with its place: what a rewrite of link targets replaces (code
+    shows links, it does not make them). URLs included: the caller decides."""
+    out: list[Destination] = []
+    if "[" not in text:
+        return out
+    inline, ref = _destination_patterns()
+    fence = _patterns()[2]
+    fenced = False
+    offset = 0
+    for n, line in enumerate(text.splitlines(keepends=True), 1):
+        body = line.rstrip("\r\n")
+        at, offset = offset, offset + len(line)
+        if fence.match(body):
+            fenced = not fenced
+            continue
+        if fenced or "[" not in body:
+            continue
+        code = _code_spans(body) if "`" in body else []
+        found = [*inline.finditer(body), *ref.finditer(body)]
+        last = -1
+        for m in sorted(found, key=lambda m: m.start("dest")):
+            s, e = m.span("dest")
+            if s >= last and not any(a <= s < b for a, b in code):
+                out.append(Destination(n, at + s, at + e, m["dest"]))
+                last = e
+    return out
+
+
 def store(con: Connection, links: list[Link]) -> None:
     con.executemany("INSERT INTO links(src, line, kind, target, key) VALUES (?,?,?,?,?)",
                     [(k.src, k.line, k.kind, k.target, k.key) for k in links])

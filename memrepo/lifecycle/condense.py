@@ -27,7 +27,7 @@ from memrepo.lifecycle.extract import heuristics as h
 from memrepo.lifecycle.extract.apply import Workspace
 from memrepo.lifecycle.extract.extractors import Context, Item, Journal
 from memrepo.lifecycle.plan import Plan
-from memrepo.lifecycle.prune import journal_moves, stale_reviews
+from memrepo.lifecycle.prune import follow_moves, journal_moves, stale_reviews
 from memrepo.secrets import redact
 from memrepo.transcript.read import read_transcript
 
@@ -170,6 +170,7 @@ def monthly(root: Path, day: dt.date, llm: Any) -> Plan:
     plan.moves += journal_moves(root, day)
     if plan.moves:
         plan.notes.append(f"archived {len(plan.moves)} journals past retention")
+        follow_moves(root, plan)  # their links, and the links to them, follow
     plan.notes += stale_reviews(root, day)
     memory_text = worktree.read_text(root, MEMORY_FILE)
     if memory_text is not None:

@@ -27,6 +27,7 @@ from memrepo.locks import LockBusy, file_lock
 class Plan:
     """New texts by path, ``git mv`` moves, and notes for the person running it."""
 
+    #: a file both moved and rewritten is under its new path (written after the move)
     texts: dict[str, str] = field(default_factory=dict)
     moves: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -55,13 +56,17 @@ class Plan:
         return not self.changed(root) and not self.moves and not self.compress
 
     def diff(self, root: Path) -> str:
+        """The moves, then each new text against what is there now: a file the plan both
+        moves and rewrites against its source (what changes, not the whole file)."""
         parts = [f"move {a} -> {b}" for a, b in self.moves]
         parts += [f"compress {a} -> {b} (gzip -9)" for a, b in self.compress]
+        source = {b: a for a, b in self.moves}
         for p, t in sorted(self.changed(root).items()):
-            full = root / p
+            was = p if (root / p).exists() else source.get(p, p)
+            full = root / was
             old = full.read_text(encoding="utf-8").splitlines(True) if full.exists() else []
             parts.append("".join(difflib.unified_diff(old, t.splitlines(True),
-                                                      f"a/{p}", f"b/{p}")).rstrip("\n"))
+                                                      f"a/{was}", f"b/{p}")).rstrip("\n"))
         return "\n".join(parts)
 
     def _write(self, root: Path) -> list[str]:

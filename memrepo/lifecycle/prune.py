@@ -6,7 +6,8 @@ and that are older than the minimum age move to ``archive/`` — all with ``git 
 history follows the file; archived files past their ``compress_after`` become
 ``NAME.md.gz`` (:mod:`memrepo.lifecycle.retention`, off by default). ``explore/*``
 branches older than a week are listed and, with ``--apply``, deleted after a
-``memory/before/…`` tag keeps their commits reachable.
+``memory/before/…`` tag keeps their commits reachable. Relative markdown links in and to
+the moved files are rewritten in the same commit (:mod:`memrepo.lifecycle.relink`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from memrepo.layout import (
 from memrepo.lifecycle import retention
 from memrepo.lifecycle.cap import cap_plan
 from memrepo.lifecycle.plan import Plan
+from memrepo.lifecycle.relink import Relink, relink
 
 #: Knowledge files never scored for archiving (loaded every session, or indexes).
 NEVER_ARCHIVE = (f"{IDENTITY_DIR}/", "knowledge/memory/", f"{JOURNAL_DIR}/", PROJECTS_INDEX,
@@ -197,6 +199,26 @@ class PruneResult:
     plan: Plan
     stale: list[tuple[str, str, Scored]] = field(default_factory=list)
     branches: list[Branch] = field(default_factory=list)
+    #: the link destinations the plan rewrites so that no link the moves touch breaks
+    links: list[Relink] = field(default_factory=list)
+
+
+def follow_moves(root: Path, plan: Plan) -> list[Relink]:
+    """Add to ``plan`` the rewrites that keep links working across its moves. A file to
+    compress that a rewrite changes is compressed by a later prune: only committed text is
+    compressed, and its links must follow in this commit."""
+    found = relink(root, plan.moves, plan.texts)
+    if not found.links:
+        return []
+    plan.merge(Plan(texts=found.texts, base=found.base))
+    later = {a for a, _ in plan.compress if a in found.texts}
+    plan.compress = [(a, b) for a, b in plan.compress if a not in later]
+    told = tuple(f"compressed {a} " for a in later)
+    plan.notes = [n for n in plan.notes if not n.startswith(told)]
+    plan.notes += [f"not compressed: {a} has links this prune rewrites" for a in sorted(later)]
+    files = len({k.path for k in found.links})
+    plan.notes.append(f"rewrote {len(found.links)} links in {files} files to follow the moves")
+    return found.links
 
 
 def plan_prune(root: Path, today: dt.date, llm: Any = None) -> PruneResult:
@@ -219,4 +241,5 @@ def plan_prune(root: Path, today: dt.date, llm: Any = None) -> PruneResult:
         packed = retention.compress_plan(root, today, cfg, last_changed(root, "archive/"))
         plan.compress += packed.moves
         plan.notes += packed.notes
-    return PruneResult(plan, stale, old_explore_branches(root, today))
+    links = follow_moves(root, plan)
+    return PruneResult(plan, stale, old_explore_branches(root, today), links)
