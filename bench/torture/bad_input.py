@@ -13,7 +13,13 @@ its files, runs one `memory` command as a subprocess (timeout 20 s) and is class
 - ``wrong-refusal``: non-zero exit for a valid input;
 - ``no-file``: a refusal that does not name the file the problem is in;
 - ``no-line``: a refusal that does not name the line (or JSON place) when there is one;
-- ``changed``: the repo differs after a refusal (HEAD, the index, the work tree).
+- ``changed``: the repo differs after a refusal (HEAD, the index, the work tree);
+- for an agent hook (the ``transcripts`` cases: a payload's ``transcript_path`` naming a
+  FIFO, a device, a folder, a link to a file outside, nothing, a 200 MB sparse file),
+  whose detached worker is waited for: ``hang`` when a worker of the case's repo still
+  runs after WORKER_BOUND seconds (killed), ``memory`` when a worker's peak resident
+  memory passed WORKER_MB, ``wrong-acceptance`` when a worker did not log a refusal it
+  owed, or wrote a transcript from what it should have refused.
 
 Prints counts per class and per surface, then one summary line; exits 1 if any class but
 ``ok`` has a case. ``--quick`` runs every fifth case (under a minute).
@@ -23,7 +29,9 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import contextlib
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -43,7 +51,11 @@ from results import add_record_option, record
 BIN = Path(sys.executable).parent
 TIMEOUT = 20.0
 CLASSES = ("traceback", "hang", "wrong-acceptance", "wrong-refusal", "no-file", "no-line",
-           "changed")
+           "changed", "memory")
+#: A detached agent worker still running after this is hung (killed and counted).
+WORKER_BOUND = 60.0
+#: A detached worker whose peak resident memory passes this read an unbounded part of a log.
+WORKER_MB = 400
 #: Files a refused command may still touch: caches and per-clone logs, never memory.
 VOLATILE = re.compile(r"^(memory\.db.*|\.memrepo/.*\.(log|lock|jsonl)|\.memrepo/signals/.*)$")
 
@@ -101,6 +113,74 @@ def leaked(repo: Path) -> list[str]:
     return out + objects
 
 
+def workers(repo: Path) -> list[int]:
+    """Pids of the detached memrepo workers of ``repo`` (their command line names it)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"memrepo.agents.worker" in cmd and str(repo).encode() in cmd:
+            out.append(int(d.name))
+    return out
+
+
+def _peak_kb(pid: int) -> int:
+    """A process's peak resident memory so far (VmHWM), 0 once it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def watch_workers(repo: Path) -> tuple[list[dict], list[int], int]:
+    """Wait for the detached workers of ``repo`` to log their outcome and exit, sampling
+    their peak memory; (their log entries, the pids still running after WORKER_BOUND,
+    killed, the highest peak seen in kB)."""
+    log = repo / ".memrepo" / "agents.log"
+    end = time.monotonic() + WORKER_BOUND
+    peak = 0
+    while True:
+        pids = workers(repo)
+        peak = max([peak, *(_peak_kb(pid) for pid in pids)])
+        try:
+            lines = log.read_text("utf-8", "replace").splitlines()
+        except OSError:
+            lines = []
+        done = [json.loads(ln) for ln in lines if '"detached": true' in ln]
+        if done and not pids:
+            return done, [], peak
+        if time.monotonic() > end:
+            for pid in pids:  # the workers this case started, by their id
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            return done, pids, peak
+        time.sleep(0.02)
+
+
+def judge_workers(case: Case, repo: Path) -> tuple[list[str], str]:
+    """The classes of a hook case's detached work, and what its workers logged."""
+    done, hung, peak = watch_workers(repo)
+    classes = ["hang"] if hung else []
+    if peak > WORKER_MB * 1024:
+        classes.append("memory")
+    last = done[-1] if done else {}
+    wrote = any((repo / "raw").rglob("*.md"))
+    if case.worker == "refuse" and (last.get("status") != "failed" or wrote):
+        classes.append("wrong-acceptance")
+    if not done and not hung:
+        classes.append("setup")
+    note = (f"\nworker: {last.get('status')} {last.get('detail') or last.get('note') or ''}"
+            f" (peak {peak // 1024} MB, read {last.get('read', '-')})")
+    return classes, note
+
+
 def run_case(case: Case, tpl: Path, env: dict[str, str], work: Path, idx: int) -> dict:
     try:
         return _run_case(case, tpl, env, work, idx)
@@ -155,11 +235,14 @@ def _run_case(case: Case, tpl: Path, env: dict[str, str], work: Path, idx: int) 
             shutil.rmtree(where)
         where.symlink_to(base / dest)
     for rel in case.fifos:
-        where = repo / rel
+        where = base / rel if rel.startswith("ext/") else repo / rel
         where.parent.mkdir(parents=True, exist_ok=True)
         if where.is_file():
             where.unlink()
         os.mkfifo(where)
+    for rel, size in case.holes.items():  # a sparse file: zeros, never written
+        with open(base / rel if rel.startswith("ext/") else repo / rel, "ab") as fh:
+            fh.truncate(size)
     memory = str(BIN / "memory")
     for args, stdin in case.setup:
         proc = _run([memory, *args], repo, env, stdin, 120)
@@ -167,15 +250,22 @@ def _run_case(case: Case, tpl: Path, env: dict[str, str], work: Path, idx: int) 
             return {"case": case, "classes": ["setup"],
                     "out": proc.stderr.decode("utf-8", "replace")[-300:], "rc": proc.returncode}
     args = [str(base / a[1:]) if a.startswith("@ext/") else a for a in case.args]
+    stdin = case.stdin.replace(b"@EXT@", str(ext).encode()) if case.stdin else case.stdin
+    if case.detached:  # an agent hook: what keeps hooks from firing in tests must not here
+        env = {k: v for k, v in env.items() if k != "MEMREPO_NO_HOOKS"}
     before = snapshot(repo, env)
     start = time.monotonic()
     try:
-        proc = _run([memory, *args], repo, env, case.stdin, TIMEOUT)
+        proc = _run([memory, *args], repo, env, stdin, TIMEOUT)
     except subprocess.TimeoutExpired:
         return {"case": case, "classes": ["hang"], "out": "", "rc": None, "secs": TIMEOUT}
     secs = time.monotonic() - start
     out = (proc.stdout + proc.stderr).decode("utf-8", "replace")
     classes = []
+    if case.detached:
+        found, note = judge_workers(case, repo.resolve())
+        classes += found
+        out += note
     if "Traceback" in proc.stderr.decode("utf-8", "replace"):
         classes.append("traceback")
     refused = proc.returncode != 0

@@ -40,6 +40,9 @@ class Case:
     mention: str | None = None  # the place a refusal must name when there is no line
     setup: list[tuple[list[str], bytes | None]] = field(default_factory=list)
     sentinel: bool = False  # the outside secret must not end up in the repo
+    holes: dict[str, int] = field(default_factory=dict)  # file -> size it is grown to (zeros)
+    detached: bool = False  # an agent hook: its detached worker is waited for and watched
+    worker: str = "either"  # refuse: the worker must log a failure and write no transcript
 
 
 # ---------------------------------------------------------------------------
@@ -938,9 +941,47 @@ def fifo_cases() -> Iterator[Case]:
         yield Case("fifos", name, args, files, fifos=[fifo], expect=expect, where=where)
 
 
+# ---------------------------------------------------------------------------
+# agent hooks: the transcript_path of a payload naming what is no session log
+# ---------------------------------------------------------------------------
+
+#: What a hook's payload may name as its log (``@EXT@``: the folder beside the repo):
+#: name, path, files, links, FIFOs, holes, what the worker must do.
+HOSTILE_LOGS: tuple[tuple[str, str, dict, dict, list, dict, str], ...] = (
+    ("fifo", "@EXT@/fifo.jsonl", {}, {}, ["ext/fifo.jsonl"], {}, "refuse"),
+    ("dev-zero", "/dev/zero", {}, {}, [], {}, "refuse"),
+    ("dev-urandom", "/dev/urandom", {}, {}, [], {}, "refuse"),
+    ("folder", "@EXT@/dir.jsonl", {"ext/dir.jsonl/.keep": b""}, {}, [], {}, "refuse"),
+    ("symlink-outside", "@EXT@/p/link.jsonl",
+     {"ext/private.jsonl": _cc([_cc_rec(content=json.dumps(SENTINEL.decode() + " plans")),
+                                _cc_rec("assistant", content='"noted"')])},
+     {"ext/p/link.jsonl": "ext/private.jsonl"}, [], {}, "refuse"),
+    ("missing", "@EXT@/gone.jsonl", {}, {}, [], {}, "refuse"),
+    ("sparse-200mb", "@EXT@/big.jsonl", {"ext/big.jsonl": _cc([_cc_rec()])}, {}, [],
+     {"ext/big.jsonl": 200 << 20}, "either"),
+)
+
+
+def transcript_path_cases() -> Iterator[Case]:
+    """`memory hook claude-code EVENT` with a payload whose ``transcript_path`` is a FIFO,
+    a device, a folder, a link to a file outside, nothing, or a huge sparse file: the hook
+    exits 0 at once, and its detached worker must finish within the harness's bound (no
+    hung process), stay within its memory bound, and refuse (a logged failure, no
+    transcript, nothing of the linked file in the repo) all but the sparse file, of which
+    it reads a bounded part."""
+    for event in ("Stop", "PreCompact", "SessionEnd"):
+        for name, path, files, links, fifos, holes, worker in HOSTILE_LOGS:
+            payload = {"hook_event_name": event, "session_id": f"hostile-{name}",
+                       "transcript_path": path}
+            yield Case("transcripts", f"{name}-{event}", ["hook", "claude-code", event],
+                       files, links=links, fifos=fifos, stdin=json.dumps(payload).encode(),
+                       expect="accept", sentinel=True, holes=holes, detached=True,
+                       worker=worker)
+
+
 def all_cases() -> list[Case]:
     out: list[Case] = []
     for gen in (config_cases, frontmatter_cases, topic_cases, import_cases, cli_cases,
-                symlink_cases, fifo_cases):
+                symlink_cases, fifo_cases, transcript_path_cases):
         out.extend(gen())
     return out

@@ -16,8 +16,6 @@ compiler and the index are imported when a brief or a recall runs, not with this
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +23,7 @@ from typing import Any
 from memrepo.agents import harness as H
 from memrepo.agents import state
 from memrepo.context.sections import Section, steering, stored_fit, stored_overhead
+from memrepo.errors import MemrepoError
 from memrepo.layout import TRANSCRIPT_PATH
 
 #: How long the prompt hook waits for the resident server's recall before it recalls
@@ -205,31 +204,16 @@ def last_reply(harness: str, payload: dict[str, Any]) -> str | None:
     log = payload.get("transcript_path")
     if H.LOG_FORMAT.get(harness) != "claude-code" or not isinstance(log, str) or not log:
         return None
-    tail = read_tail(Path(log), TAIL_BYTES)
-    if tail is None:
-        return None
     from memrepo.transcript.importers.claude_code import last_reply as from_log
+    from memrepo.transcript.logfile import open_log
 
-    return from_log(tail)
-
-
-def read_tail(path: Path, size: int) -> bytes | None:
-    """The last ``size`` bytes of a regular file (never a FIFO or device a hostile payload
-    names: opened non-blocking, checked once open), or None."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    except OSError:
+    try:  # a regular file only, never through a link: the payload may name anything
+        with open_log(log) as f:
+            return from_log(f.read(max(0, f.size - TAIL_BYTES), TAIL_BYTES))
+    except (OSError, MemrepoError):
         return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        os.lseek(fd, max(0, st.st_size - size), os.SEEK_SET)
-        return os.read(fd, size)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+
+
 
 
 def _own_session(root: Path, harness: str, payload: dict[str, Any]) -> str:

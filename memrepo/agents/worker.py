@@ -66,12 +66,20 @@ def capture_session(root: Path, harness: str, payload: dict[str, Any], *, final:
                     notes: dict[str, Any] | None = None) -> tuple[str | None, bool]:
     """The session's new turns into its transcript (closed and committed when ``final``);
     (the transcript's path, whether it was closed now). ``notes`` gets what the log
-    should say besides (a torn queue line, an answer that came without a prompt)."""
+    should say besides (a torn queue line, an answer that came without a prompt, the
+    bytes of the agent's log read and why not all of them).
+
+    The agent's log is whatever the payload names: :func:`memrepo.transcript.follow.follow`
+    reads only a regular file, not through a symlink, within its bounds of bytes and time,
+    and refuses anything else with an error the worker logs."""
     log = payload.get("transcript_path")
     if H.LOG_FORMAT.get(harness) == "claude-code" and log:
         from memrepo.transcript.follow import follow
 
-        got = follow(root, Path(log), final=final, lock_wait=lock_wait(), after_end=_judge)
+        got = follow(root, Path(str(log)), final=final, lock_wait=lock_wait(),
+                     after_end=_judge)
+        if notes is not None:
+            notes.update({"read": got.read, **({"note": got.note} if got.note else {})})
         return got.path, got.closed
     return _capture_payload(root, harness, payload, final, notes)
 
@@ -191,12 +199,13 @@ def flush_session(root: Path, harness: str, payload: dict[str, Any]) -> dict[str
     from memrepo.config import load_config
     from memrepo.lifecycle import flush as F
     from memrepo.llm import for_repo
+    from memrepo.transcript.follow import RUN_BYTES
     from memrepo.transcript.messages import read_text
 
     done: dict[str, Any] = {}
     rel = None
     try:
-        rel, _ = capture_session(root, harness, payload, final=False)
+        rel, _ = capture_session(root, harness, payload, final=False, notes=done)
     except Exception as exc:  # the flush can still read the agent's own log
         done["capture"] = failure_detail(exc)
     if rel and (root / rel).is_file():
@@ -206,7 +215,9 @@ def flush_session(root: Path, harness: str, payload: dict[str, Any]) -> dict[str
     else:
         raise ValueError("nothing to flush: no transcript_path and no captured transcript")
     chars = int(load_config(root)["llm"]["max_transcript_chars"]) * 2
-    report = F.flush(root, read_text(path), path=path, llm=for_repo(root), max_chars=chars)
+    # the payload's path, like the log follow reads: a regular file, no link, bounded
+    text = read_text(path, untrusted=True, largest=RUN_BYTES)
+    report = F.flush(root, text, path=path, llm=for_repo(root), max_chars=chars)
     done["flush"] = report.status
     if report.written:
         notes = len(report.new)

@@ -13,6 +13,7 @@ from typing import Any
 
 from memrepo.documents import decode
 from memrepo.errors import MemrepoError
+from memrepo.transcript.logfile import read_whole
 
 #: Block types that open a tool call (seed 002: all the variants runtimes use).
 TOOL_CALL_TYPES = frozenset({"tool_use", "toolUse", "toolCall", "functionCall", "function_call"})
@@ -144,11 +145,17 @@ def tool_results(msg: dict[str, Any]) -> set[str]:
     return ids
 
 
-def read_text(path: Path) -> str:
+def read_text(path: Path, *, untrusted: bool = False, largest: int | None = None) -> str:
     """A session file's text; a missing, unreadable or non-UTF-8 file is a MemrepoError
-    naming it (commands print one line, never a traceback)."""
+    naming it (commands print one line, never a traceback).
+
+    With ``untrusted`` (a path a hook payload names, which may be anything), only a
+    regular file of at most ``largest`` bytes is read, never through a symlink: a FIFO
+    would wait for a writer, a device never end. A person's own path may be a pipe
+    (``memory trim <(…)``)."""
     try:
-        data = path.read_bytes()
+        data = read_whole(path, largest=largest, links=False) if untrusted else (
+            path.read_bytes())
     except FileNotFoundError:
         raise MemrepoError("file not found", path) from None
     except OSError as exc:
