@@ -111,8 +111,9 @@ def _overlap(a: set[Any], b: set[Any]) -> bool:
 
 def _has_nested_repeat(pattern: str) -> bool:
     """True when a pattern can backtrack catastrophically: an unbounded repeat inside
-    another unbounded (or long bounded) repeat, as in ``(a+)+`` or ``(.*a){20}``, or
-    alternatives that can start alike under an unbounded repeat, as in ``(a|ab)*``."""
+    another unbounded (or long bounded) repeat, as in ``(a+)+`` or ``(.*a){20}``,
+    alternatives that can start alike under an unbounded repeat, as in ``(a|ab)*``, or a
+    long bounded repeat of what may match nothing, as in ``(a?){30}``."""
     try:
         tree = sre_parse.parse(pattern)
     except Exception:  # syntax only `regex` knows: rely on the runtime probe
@@ -132,6 +133,8 @@ def _has_nested_repeat(pattern: str) -> bool:
                 if walk(sub, inside or unbounded or long_bounded):
                     return True
                 if unbounded and _ambiguous_branch(sub):
+                    return True
+                if long_bounded and sub.getwidth()[0] == 0:  # (a?){30}a{30}: 2**30 ways
                     return True
                 continue
             if op == sre_parse.SUBPATTERN:
@@ -188,7 +191,8 @@ def regex_problem(pattern: Any) -> str | None:
         return f"does not compile: {exc}"
     if _has_nested_repeat(pattern):
         return ("can backtrack catastrophically: a nested repeat such as (a+)+ or (.*a){20},"
-                " or alternatives that match alike under a repeat such as (a|a)*")
+                " alternatives that match alike under a repeat such as (a|a)*, or a long"
+                " repeat of what may match nothing such as (a?){30}")
     for probe in _probes(pattern):
         try:
             compiled.search(probe, timeout=REGEX_PROBE_TIMEOUT)

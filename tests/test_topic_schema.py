@@ -26,7 +26,8 @@ def test_more_catastrophic_regexes_are_refused_and_long_literals_are_not() -> No
     """A sample of bench/torture/bad_input.py's corpus (issue #14): refused by the static
     check (fast, load-independent) rather than by the probe's timing."""
     for bad in (r"(a*)*b", r"(x+x+)+y", r"(.*){1,32000}[bc]", r"(?:a|a?)+b", r"((ab)*)*c",
-                r"(.*,){12}P", r"(a|b|ab)*c", r"(?:.+)+x", r"(a{1,99}){1,99}b", r"(.*?a){25}"):
+                r"(.*,){12}P", r"(a|b|ab)*c", r"(?:.+)+x", r"(a{1,99}){1,99}b", r"(.*?a){25}",
+                r"(a?){30}a{30}"):  # the last: accepted by the probe, 2**30 ways on "a"*30
         assert "nested repeat" in (regex_problem(bad) or ""), bad
     # a 300-character word is a pattern like any other: accepted (a watcher searches it with
     # a timeout anyway)
