@@ -1,12 +1,15 @@
-"""The two hot paths, served without Click: ``memory hook NAME`` and ``capture append``.
+"""The hot paths, served without Click: ``memory hook NAME``, ``capture append`` and ``mcp``.
 
-Git runs ``memory hook …`` on every commit and a harness runs ``capture append`` on every
-turn; importing Click and the command tree would slow each (bench/perf/bench_commit.py and
-bench/perf/bench_capture.py time them). Only plain forms are taken here:
+Git runs ``memory hook …`` on every commit, a harness runs ``capture append`` on every
+turn and an agent starts ``memory mcp`` for every session; importing Click and the command
+tree would slow each (bench/perf/bench_commit.py, bench/perf/bench_capture.py and
+bench/perf/bench_mcp.py time them). Only plain forms are taken here:
 
     memory hook NAME [ARGS…]            (NAME a validator, a post-* event or pre-receive)
     memory [--repo PATH] hook HARNESS EVENT   (an agent's hook: claude-code, codex, gemini)
     memory [--repo PATH] capture append --session ID --role user|agent|system [--memory] [TEXT]
+    memory [--repo PATH] mcp            (relayed to the resident server when one serves it:
+                                        memrepo.agents.mcp_front; else the Click command)
 
 (``--opt value`` or ``--opt=value``, ``--repo`` anywhere; TEXT or stdin). Anything else
 (``--at``, ``--help``, a typo, a missing option) goes to the Click commands, which stay the
@@ -93,6 +96,13 @@ def parse_agent_hook(argv: Sequence[str]) -> tuple[str, str, str | None] | None:
     return (rest[1], rest[2], repo) if rest[1] in HARNESSES else None
 
 
+def parse_mcp(argv: Sequence[str]) -> tuple[str | None] | None:
+    """(repo,) of ``[--repo R] mcp [--repo R]`` (repo: $MEMORY_REPO when none is given;
+    None: the repo above the cwd), else None (``mcp --help`` too: Click)."""
+    repo, rest = split_repo(argv)
+    return (repo,) if rest == ["mcp"] else None
+
+
 def is_hook(argv: Sequence[str]) -> bool:
     """``hook NAME …`` with a known NAME and no request for help."""
     if len(argv) < 2 or argv[0] != "hook" or "--help" in argv:
@@ -104,6 +114,11 @@ def is_hook(argv: Sequence[str]) -> bool:
 
 def run(argv: Sequence[str]) -> int | None:
     """Exit status of the fast path, or None when Click must handle ``argv``."""
+    mcp = parse_mcp(argv)
+    if mcp is not None:
+        from memrepo.agents.mcp_front import run as mcp_front
+
+        return mcp_front(*mcp)  # None: no resident serves it, the Click command does
     agent = parse_agent_hook(argv)
     if agent is not None:
         from memrepo.agents.events import run as agent_hook

@@ -486,7 +486,10 @@ async def test_a_superseded_line_cannot_be_updated_again(server: object, repo: P
 async def test_stdio_round_trip(repo: Path) -> None:
     memory = shutil.which("memory", path=str(Path(sys.executable).parent))
     assert memory
-    params = StdioServerParameters(command=memory, args=["--repo", str(repo), "mcp"])
+    # in-process, as before the resident front: a resident started here would outlive
+    # the test (tests/test_mcp_front.py covers the relay)
+    params = StdioServerParameters(command=memory, args=["--repo", str(repo), "mcp"],
+                                   env={**os.environ, "MEMREPO_NO_RESIDENT": "1"})
     async with Client(params) as client:
         assert {t.name for t in (await client.list_tools()).tools} == TOOLS
         r = await client.call_tool("memory_search", {"query": "Dana owns"})

@@ -111,6 +111,7 @@ def main() -> int:
     n = 300 if a.quick else a.reads
     started = time.monotonic()
     env = make_env(a.memory)
+    env.env["MEMREPO_NO_RESIDENT"] = "1"  # served in-process: no resident outlives the run
     away = env.base / "away"
     away.mkdir()
     outside = away / "swap.md"

@@ -14,7 +14,8 @@ no-op after memrepo's own commits, which index in-process) and the search reopen
 Errors a model can act on (a bad REF, a path outside the repo, empty text, an unknown
 category) are ``ToolError`` messages, and nothing is written. The protocol owns stdout;
 logs go to stderr. The SDK, slow to import (bench/perf/bench_mcp.py times the server's
-start), is imported only by ``memory mcp``.
+start), is imported only by ``memory mcp`` serving in-process and by the resident server,
+whose sessions ``memory mcp`` relays (:mod:`memrepo.agents.mcp_front`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from mcp.types import ToolAnnotations
 from pydantic import ValidationError
 
 from memrepo import __version__, compression, worktree
-from memrepo.agents.resident import SERVICES
+from memrepo.agents.resident import HOSTED_SERVICES
 from memrepo.context.compiler import CompileRequest, compile_context
 from memrepo.context.sections import DATA_LABEL, fence, stored
 from memrepo.context.tokens import counter
@@ -85,16 +86,19 @@ READ_ONLY = ToolAnnotations(read_only_hint=True)
 class Memory:
     """The server's resident state: the repo, its config and one open search.
 
-    Used from its one worker thread only (:meth:`call`).
+    Used from its one worker thread only (:meth:`call`). ``resident``: the clone's
+    resident server this state lives in (its MCP sessions share it): its model is used,
+    never stopped here.
     """
 
-    def __init__(self, root: str | Path | None = None):
+    def __init__(self, root: str | Path | None = None, resident: Server | None = None):
         self._given = root
         self._repo: MemoryRepo | None = None
         self._search: Search | None = None
         self._embedder: Any = None
         #: the resident model server this process hosts (heavy embedder, none running)
-        self._server: Any = None
+        self._server: Any = resident
+        self._owns_server = resident is None
         self._stamp: tuple[Any, ...] | None = None
         self._git_dirs: tuple[Path, Path] | None = None
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="memrepo-mcp")
@@ -127,7 +131,7 @@ class Memory:
 
         self._pool.submit(shut).result()
         self._pool.shutdown()
-        if self._server is not None:
+        if self._server is not None and self._owns_server:
             self._server.stop()
             self._server = None
 
@@ -231,6 +235,8 @@ class Memory:
             if self._server.embedder.id == emb.id:
                 self._embedder = self._server.embedder
                 return True
+            if not self._owns_server:
+                return False  # the resident runs another model: asked over its socket
             self._server.stop()  # the config changed model: serve the new one
             self._server = None
         if ping(self.root, budget=0.2) is not None:
@@ -239,7 +245,7 @@ class Memory:
             self._embedder = emb
 
         server = Server(self.root, self._embedder, log=log.info, catch_up_on_start=True,
-                        services=SERVICES)
+                        services=HOSTED_SERVICES)
         try:
             server.start()
         except AlreadyRunning:
@@ -416,10 +422,10 @@ def _argument_errors(exc: ValidationError) -> str:
     return "wrong arguments: " + "; ".join(said)
 
 
-def build_server(root: str | Path | None = None) -> MCPServer:
+def build_server(root: str | Path | None = None, memory: Memory | None = None) -> MCPServer:
     """An MCP server over the memory repo at ``root`` (None: ``MEMORY_REPO``, else the
-    repo above the cwd, found on the first call)."""
-    memory = Memory(root)
+    repo above the cwd, found on the first call), or over ``memory`` (a resident's)."""
+    memory = memory or Memory(root)
     level = "DEBUG" if os.environ.get("MEMORY_DEBUG") else "WARNING"
     server = _Server("memrepo", instructions=INSTRUCTIONS, version=__version__,
                        log_level=level)

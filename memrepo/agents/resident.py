@@ -1,55 +1,225 @@
 """The resident server with the agents' services: what ``memory serve`` and ``memory mcp``
 run, and ``python -m memrepo.agents.resident serve ROOT`` (what ``memory serve --detach``
-spawns).
+and ``memory mcp`` spawn).
 
 The server (:mod:`memrepo.resident.server`) knows the model and the index; the ops a hook
-asks of it live here, a floor up, and are handed to it (``services``):
+or an agent asks of it live here, a floor up, and are handed to it (``services``):
 
 - ``recall``: the prompt hook's recall (:func:`memrepo.agents.recall.recall`), compiled in
   the server, where memrepo is imported and the model's nearest index is in memory. The
   hook asks it first (:func:`memrepo.agents.recall.recall_served`) and recalls itself when
   no server answers.
+- ``mcp``: an agent's MCP session (:mod:`memrepo.agents.mcp_front` relays ``memory mcp``'s
+  stdio to it): the MCP SDK, memrepo and the open search are loaded once here, not in
+  every process an agent starts (``bench/perf/bench_mcp.py``). All sessions share one
+  :class:`~memrepo.agents.mcp_server.Memory`, so one worker thread writes; a server
+  started here builds it at start, in a niced thread, not at the first session.
+
+A clone with no model to serve (``search.embedder: none``, or one not installed) still
+gets a server for these services (:class:`NoModel`): ``memory mcp`` starts one on first
+use whatever the embedder.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import io
+import os
+import signal
+import socket
 import sys
-from collections.abc import Callable
+import threading
+import weakref
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from memrepo.agents import recall
 from memrepo.agents.harness import HARNESSES
+from memrepo.agents.mcp_front import SESSION_VERSION
+from memrepo.errors import MemrepoError
+from memrepo.index.remote import private_dir, serve_dir
 from memrepo.resident import serve
-from memrepo.resident.server import Server, Service
+from memrepo.resident.server import SESSION, AlreadyRunning, Server, Service
+
+
+def _other_tree(server: Server, root: object) -> dict[str, Any] | None:
+    """The refusal for a request from another working tree than the server's (a linked
+    worktree shares the git dir, so its hooks and agents reach this socket)."""
+    if not isinstance(root, str) or Path(root).resolve() != server.root.resolve():
+        return {"ok": False, "error": f"this server serves {server.root}, not {root}"}
+    return None
 
 
 def recall_service(server: Server, req: dict[str, Any], asked: Callable[[], bool]
                    ) -> dict[str, Any]:
     """``{op: recall, harness, payload, root}`` -> ``{ok, text}``: what the hook would print.
-    Refused for another working tree than the server's (a linked worktree shares the
-    git dir, so its hooks reach this socket): that hook recalls itself. A hook that gave
-    up waiting recalls itself too, so this one then writes nothing (shown passages, hit
-    signals): the hook's recall must not find its passages already shown."""
-    harness, payload, root = req.get("harness"), req.get("payload"), req.get("root")
+    Refused for another working tree than the server's: that hook recalls itself. A hook
+    that gave up waiting recalls itself too, so this one then writes nothing (shown
+    passages, hit signals): the hook's recall must not find its passages already shown."""
+    harness, payload = req.get("harness"), req.get("payload")
     if not isinstance(harness, str) or harness not in HARNESSES or not isinstance(
             payload, dict):
         return {"ok": False, "error": "recall needs harness (one of "
                 f"{', '.join(HARNESSES)}) and payload (an object)"}
-    if not isinstance(root, str) or Path(root).resolve() != server.root.resolve():
-        return {"ok": False, "error": f"this server serves {server.root}, not {root}"}
+    if wrong := _other_tree(server, req.get("root")):
+        return wrong
     with server.hosted_search() as search:
         text = recall.recall(server.root, harness, payload, search, asked)
     return {"ok": True, "text": text}
 
 
-SERVICES: dict[str, Service] = {"recall": recall_service}
+def mcp_service(server: Server, req: dict[str, Any], asked: Callable[[], bool]
+                ) -> dict[str, Any]:
+    """``{op: mcp, version, root}`` -> ``{ok, pid}``, then the connection carries an MCP
+    session (JSON-RPC lines both ways) until the front hangs up. Refused for another
+    protocol version (the front then serves in-process) or another working tree."""
+    version = req.get("version")
+    if version != SESSION_VERSION:
+        return {"ok": False, "error": f"this server speaks MCP session version "
+                f"{SESSION_VERSION}, not {version!r}"}
+    if wrong := _other_tree(server, req.get("root")):
+        return wrong
+    return {"ok": True, "pid": os.getpid(), SESSION: lambda conn: mcp_session(server, conn)}
+
+
+#: the module of the MCP server sessions run (see :func:`_shared_app`)
+MCP_SERVER = "memrepo.agents.mcp_server"
+#: the one MCP server (and its Memory) each resident server's sessions share
+_APPS: weakref.WeakKeyDictionary[Server, Any] = weakref.WeakKeyDictionary()
+_APPS_LOCK = threading.Lock()
+
+
+def _shared_app(server: Server) -> Any:
+    """The MCP server this resident's sessions run, built at the first one. Its module is
+    imported by name when a session first asks: it imports this one (the server a
+    ``memory mcp`` process hosts offers :data:`HOSTED_SERVICES`), and only a resident an
+    agent asks pays for the SDK."""
+    with _APPS_LOCK:
+        app = _APPS.get(server)
+        if app is None:
+            mcp_server = importlib.import_module(MCP_SERVER)
+            app = mcp_server.build_server(
+                memory=mcp_server.Memory(server.root, resident=server))
+            _APPS[server] = app
+        return app
+
+
+def mcp_session(server: Server, conn: socket.socket) -> None:
+    """Serve one MCP session over ``conn`` until it reads EOF: the SDK's stdio transport
+    over the socket's files (as ``MCPServer.run_stdio_async`` runs it over stdin and
+    stdout), on an event loop of this connection's thread."""
+    # the app first: it imports the SDK under its lock (the warm-up may be importing it
+    # now, and two threads importing the SDK's circular modules at once fail)
+    low = _shared_app(server)._lowlevel_server
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    reader = io.TextIOWrapper(conn.makefile("rb"), encoding="utf-8", errors="replace")
+    writer = io.TextIOWrapper(conn.makefile("wb"), encoding="utf-8")
+
+    async def run() -> None:
+        async with stdio_server(anyio.wrap_file(reader), anyio.wrap_file(writer)) as (r, w):
+            await low.run(r, w, low.create_initialization_options())
+
+    try:
+        anyio.run(run)
+    finally:
+        for fh in (writer, reader):
+            with contextlib.suppress(OSError):  # the front is gone: nothing to flush to
+                fh.close()
+
+
+SERVICES: dict[str, Service] = {"recall": recall_service, "mcp": mcp_service}
+#: what a ``memory mcp`` process hosting the clone's server offers: no MCP sessions,
+#: which would end with that agent
+HOSTED_SERVICES: dict[str, Service] = {"recall": recall_service}
+
+
+class NoModel:
+    """The model of a server for a clone with none to serve: its services run alone.
+    Nothing asks it for vectors (a search with no embedder asks no server; one naming a
+    model is refused as another model's), and its id matches no index, so the nearest
+    index stays empty."""
+
+    id = "no model"
+    dim = 1
+    light = True
+
+    def embed(self, texts: list[str]) -> list[bytes]:
+        return [bytes(4) for _ in texts]
+
+
+def _nothing_to_embed(server: Server, req: dict[str, Any], asked: Callable[[], bool]
+                      ) -> dict[str, Any]:
+    """``catch-up`` on a server with no model (a commit's hook asks): nothing to do."""
+    return {"ok": True, "started": False}
+
+
+def _warm(server: Server) -> None:
+    """Build the MCP server sessions share now, niced, so the first session does not
+    wait for the SDK's import."""
+    with contextlib.suppress(Exception):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+    try:
+        _shared_app(server)
+    except Exception as exc:  # the first session builds it, or says why
+        server.log(f"MCP server not built ahead: {type(exc).__name__}: {exc}")
+
+
+def run_resident(root: Path, embedder: Any, idle: float | None,
+                 services: Mapping[str, Service], note: str | None = None) -> int:
+    """Serve ``embedder`` and ``services`` until stopped (``stop`` op, idle timeout,
+    SIGTERM), the MCP server warmed meanwhile; 1 when a server already runs for the
+    clone. A :class:`NoModel` server runs no catch-up."""
+    sdir = serve_dir(root)
+    private_dir(sdir)
+    log = serve.file_logger(sdir)
+    server = Server(root, embedder, idle=idle, log=log, services=services,
+                    catch_up_on_start=not isinstance(embedder, NoModel))
+    try:
+        server.start()
+    except AlreadyRunning as exc:
+        print(f"memory serve: {exc}", file=sys.stderr)
+        return 1
+    if note:
+        log(note)
+    threading.Thread(target=_warm, args=(server,), name="memrepo-resident-mcp",
+                     daemon=True).start()
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, lambda *_: server._stop.set())
+    try:
+        server.wait()
+    except KeyboardInterrupt:
+        server.stop()
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m memrepo.agents.resident serve ROOT [--model M] [--idle S]``: the
-    server, with :data:`SERVICES`."""
-    return serve.main(argv, services=SERVICES)
+    server, with :data:`SERVICES`; without a model when the clone has none to serve and
+    none is named (why goes to its log)."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m memrepo.agents.resident")
+    p.add_argument("cmd", choices=["serve"])
+    p.add_argument("root")
+    p.add_argument("--model")
+    p.add_argument("--idle", type=float)
+    a = p.parse_args(argv)
+    root = Path(a.root)
+    try:
+        embedder = serve.configured_embedder(root, a.model)
+    except MemrepoError as exc:
+        if a.model is not None:
+            print(f"memory serve: {exc}", file=sys.stderr)
+            return 1
+        return run_resident(root, NoModel(), a.idle,
+                            {**SERVICES, "catch-up": _nothing_to_embed},
+                            note=f"serving the agents without a model ({exc})")
+    return run_resident(root, embedder, a.idle, SERVICES)
 
 
 if __name__ == "__main__":

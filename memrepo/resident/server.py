@@ -1,7 +1,8 @@
 """The resident server: one embedder behind a clone's UNIX socket (the protocol is in
 :mod:`~memrepo.index.remote`).
 
-It answers each connection in a thread (a bounded number, the peer's uid checked), keeps
+It answers each connection in a thread (a bounded number, the peer's uid checked; a
+service may keep its connection for a session, an agent's MCP session), keeps
 query vectors in an LRU cache, loads the model in a thread so ``ping`` answers at once,
 keeps its nearest-neighbour index current in a keeper thread and runs catch-up
 (:mod:`~memrepo.index.catchup`) in another. :class:`HostedEmbedder` is the same server
@@ -53,7 +54,12 @@ if TYPE_CHECKING:
 #: An op a higher layer adds to the server: (server, request, asked) -> reply (``ok`` and
 #: the rest; an exception is answered as ``op failed: …``); ``asked()`` says whether the
 #: client still waits (it hangs up when it gives up). The index knows none of them.
+#: A reply may carry a :data:`SESSION` callable: the reply is sent without it, then it is
+#: given the connection for as long as it runs (an agent's MCP session).
 Service = Callable[["Server", dict[str, Any], Callable[[], bool]], dict[str, Any]]
+
+#: the reply key of a service that takes the connection over (see :data:`Service`)
+SESSION = "session"
 
 PIDFILE = "serve.pid"
 SERVER_LOCK = "serve.lock"
@@ -66,6 +72,8 @@ KEEP_POLL_S = 1.0
 #: a client that connects and sends nothing is dropped after this
 REQUEST_TIMEOUT_S = 5.0
 MAX_CONNECTIONS = 16
+#: connections a session may hold at once: the rest stay free for hooks and searches
+MAX_SESSIONS = MAX_CONNECTIONS // 2
 CACHE_SIZE = 4096
 
 
@@ -110,6 +118,8 @@ class Server:
         self._catchup: threading.Thread | None = None
         self._catchup_again = False
         self._catchup_lock = threading.Lock()
+        self._sessions: set[socket.socket] = set()  # connections a session holds
+        self._sessions_lock = threading.Lock()
         self._sock: socket.socket | None = None
         self._sock_ino: int | None = None
         self._held: contextlib.ExitStack | None = None
@@ -191,6 +201,10 @@ class Server:
         self._keep_wake.set()
         if self._sock is not None:
             self._sock.close()
+        with self._sessions_lock:  # each session reads EOF and ends
+            for conn in self._sessions:
+                with contextlib.suppress(OSError):
+                    conn.shutdown(socket.SHUT_RDWR)
         try:  # only our own socket and pidfile: a newer server may have replaced them
             if os.stat(self.sock_path).st_ino == self._sock_ino:
                 self.sock_path.unlink()
@@ -202,8 +216,8 @@ class Server:
                 (self.sdir / PIDFILE).unlink()
         if self._held is not None:
             self._held.close()
+        self.log("stopped")  # first: wait() returns on the event, and the process may end
         self._stopped.set()
-        self.log("stopped")
 
     def _write_pidfile(self) -> None:
         info = {"pid": os.getpid(), "socket": str(self.sock_path), "model": self.embedder.id,
@@ -254,7 +268,8 @@ class Server:
     def _idle_out(self) -> bool:
         if not self.idle or not self._loaded.is_set():
             return False
-        busy = self._catchup is not None and self._catchup.is_alive()
+        catching_up = self._catchup is not None and self._catchup.is_alive()
+        busy = catching_up or bool(self._sessions)
         return not busy and time.monotonic() - self._last > self.idle
 
     def _serve_conn(self, conn: socket.socket) -> None:
@@ -268,8 +283,13 @@ class Server:
                 return
             self._last = time.monotonic()
             reply = self.handle(line, asked=lambda: still_asked(conn))
+            session = reply.pop(SESSION, None)
+            if session is not None and not self._hold(conn):
+                reply, session = {"ok": False, "error": "busy: too many sessions"}, None
             send(conn, reply)
             self._last = time.monotonic()
+            if session is not None:
+                self._run_session(conn, session)
             if reply.get("stopping"):
                 self._stop.set()
         except (OSError, ValueError):
@@ -277,6 +297,28 @@ class Server:
         finally:
             conn.close()
             self._conns.release()
+
+    def _hold(self, conn: socket.socket) -> bool:
+        """Count ``conn`` as a session's, unless MAX_SESSIONS already run (or stopping)."""
+        with self._sessions_lock:
+            if len(self._sessions) >= MAX_SESSIONS or self._stop.is_set():
+                return False
+            self._sessions.add(conn)
+            return True
+
+    def _run_session(self, conn: socket.socket, session: Callable[[socket.socket], None]
+                     ) -> None:
+        """Give ``conn`` to ``session`` until it returns (no timeout: an agent may sit idle
+        for hours); the server does not idle out meanwhile."""
+        try:
+            conn.settimeout(None)
+            session(conn)
+        except Exception as exc:  # one session fails, the server goes on
+            self.log(f"session failed: {type(exc).__name__}: {exc}")
+        finally:
+            with self._sessions_lock:
+                self._sessions.discard(conn)
+            self._last = time.monotonic()
 
     def handle(self, line: bytes, asked: Callable[[], bool] = lambda: True
                ) -> dict[str, Any]:
@@ -333,6 +375,7 @@ class Server:
             "catching_up": self._catchup is not None and self._catchup.is_alive(),
             "embedded": self.embedded, "rss_mb": rss_mb(),
             "services": {op: self.answered.get(op, 0) for op in self.services},
+            "sessions": len(self._sessions),
             "ops": self.ops(), "cpu_s": round(sum(os.times()[:2]), 3),
             "nearest": self.nearest.status(),
         }
