@@ -18,6 +18,13 @@ from memrepo.llm import LLM
 SECRET = "sk-ant-api03-" + "A" * 86 + "-AAAAAAAA"
 TODAY = dt.date.today().isoformat()
 
+
+@pytest.fixture(autouse=True)
+def _today() -> None:
+    """Today as the test runs, not as it was collected (a run that crosses midnight)."""
+    global TODAY
+    TODAY = dt.date.today().isoformat()
+
 SESSION = {
     "messages": [
         {"role": "system", "content": "You are a helpful coding agent."},
