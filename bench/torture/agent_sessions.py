@@ -42,7 +42,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.append(str(Path(__file__).resolve().parents[1] / "common"))  # results.py
-from common import Env, make_env, transcripts, unparseable
+from common import Env, make_env, transcripts, unparseable, worker_pids
 from results import add_record_option, record_summary
 
 #: The prompt hook's timeout as the installer writes it (memrepo.agents.settings).
@@ -158,21 +158,6 @@ def burn() -> subprocess.Popen[bytes]:
                             start_new_session=True)
 
 
-def workers_running(repo: Path) -> list[int]:
-    """Pids of detached memrepo workers of this repo still alive."""
-    out = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            cmd = (d / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"memrepo.agents.worker" in cmd and str(repo).encode() in cmd:
-            out.append(int(d.name))
-    return out
-
-
 def detached_logged(repo: Path) -> int:
     try:
         lines = (repo / ".memrepo/agents.log").read_text("utf-8", "replace").splitlines()
@@ -185,10 +170,10 @@ def settle(env: Env, expected: int, bound: float) -> tuple[float, list[int]]:
     """Wait until ``expected`` detached jobs logged and none runs, within ``bound``."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < bound:
-        if detached_logged(env.repo) >= expected and not workers_running(env.repo):
+        if detached_logged(env.repo) >= expected and not worker_pids(env.repo):
             break
         time.sleep(0.25)
-    return time.monotonic() - t0, workers_running(env.repo)
+    return time.monotonic() - t0, worker_pids(env.repo)
 
 
 def count(repo: Path, sent: dict[str, list[str]]) -> tuple[Counter, list[str]]:

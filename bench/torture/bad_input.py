@@ -46,6 +46,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.append(str(Path(__file__).resolve().parents[1] / "common"))  # results.py
 from bad_input_corpus import SENTINEL, Case, all_cases
+from common import worker_pids
 from results import add_record_option, record
 
 BIN = Path(sys.executable).parent
@@ -113,21 +114,6 @@ def leaked(repo: Path) -> list[str]:
     return out + objects
 
 
-def workers(repo: Path) -> list[int]:
-    """Pids of the detached memrepo workers of ``repo`` (their command line names it)."""
-    out = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            cmd = (d / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"memrepo.agents.worker" in cmd and str(repo).encode() in cmd:
-            out.append(int(d.name))
-    return out
-
-
 def _peak_kb(pid: int) -> int:
     """A process's peak resident memory so far (VmHWM), 0 once it is gone."""
     try:
@@ -147,7 +133,7 @@ def watch_workers(repo: Path) -> tuple[list[dict], list[int], int]:
     end = time.monotonic() + WORKER_BOUND
     peak = 0
     while True:
-        pids = workers(repo)
+        pids = worker_pids(repo)
         peak = max([peak, *(_peak_kb(pid) for pid in pids)])
         try:
             lines = log.read_text("utf-8", "replace").splitlines()

@@ -152,3 +152,19 @@ def tmp_leftovers(repo: Path) -> list[str]:
 def err(proc: subprocess.CompletedProcess[bytes]) -> str:
     return proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:][0] \
         if proc.stderr.strip() else f"exit {proc.returncode}"
+
+
+def worker_pids(repo: Path) -> list[int]:
+    """Pids of the detached memrepo workers of ``repo`` still alive (their command line
+    names it)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"memrepo.agents.worker" in cmd and str(repo).encode() in cmd:
+            out.append(int(d.name))
+    return out

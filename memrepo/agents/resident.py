@@ -26,7 +26,6 @@ import contextlib
 import importlib
 import io
 import os
-import signal
 import socket
 import sys
 import threading
@@ -187,13 +186,7 @@ def run_resident(root: Path, embedder: Any, idle: float | None,
         log(note)
     threading.Thread(target=_warm, args=(server,), name="memrepo-resident-mcp",
                      daemon=True).start()
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, lambda *_: server._stop.set())
-    try:
-        server.wait()
-    except KeyboardInterrupt:
-        server.stop()
+    serve.run_until_stopped(server)
     return 0
 
 

@@ -83,7 +83,6 @@ def run_foreground(root: Path, model: str | None = None, idle: float | None = No
                    services: Mapping[str, Service] | None = None) -> None:
     """Serve until stopped (``stop`` op, idle timeout, SIGTERM or Ctrl-C); ``services``:
     ops a higher layer answers here (``memrepo.agents.resident.SERVICES``)."""
-    import signal
 
     emb = configured_embedder(root, model)
     sdir = serve_dir(root)
@@ -97,6 +96,11 @@ def run_foreground(root: Path, model: str | None = None, idle: float | None = No
 
     server = Server(root, emb, idle=idle, log=log, catch_up_on_start=True, services=services)
     server.start()
+    run_until_stopped(server)
+
+
+def run_until_stopped(server: Server) -> None:
+    """Serve until SIGTERM / SIGHUP (in the main thread), Ctrl-C, or the idle limit."""
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, lambda *_: server._stop.set())
