@@ -101,6 +101,8 @@ def run_foreground(root: Path, model: str | None = None, idle: float | None = No
 
 def run_until_stopped(server: Server) -> None:
     """Serve until SIGTERM / SIGHUP (in the main thread), Ctrl-C, or the idle limit."""
+    import signal
+
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, lambda *_: server._stop.set())
