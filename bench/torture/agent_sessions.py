@@ -1,13 +1,17 @@
-"""Many Codex and Gemini sessions at once, through the real hooks, beside a person's commits.
+"""Many Claude Code, Codex and Gemini sessions at once, through the real hooks, beside a person's commits.
 
 Codex and Gemini CLI logs are not read by memrepo: their turns come from the hook
 payloads. The prompt hook (Codex ``UserPromptSubmit``, Gemini ``BeforeAgent``) parks the
 prompt; the detached worker of the turn's end (``Stop``, ``AfterAgent``) captures it with
-the answer. This harness runs K Codex and K Gemini sessions at once, each sending M
-prompts through ``memory hook codex|gemini EVENT`` (real processes, the payload on stdin)
-with random gaps of 0 to ``--max-gap`` seconds, while a person edits and ``git commit``s
-in the same repo and one CPU-bound process a core keeps the machine busy
-(``--busy``). When the detached workers are done (or a time bound passed), it counts:
+the answer. A Claude Code session writes its own log, turn by turn, and memrepo follows
+it (``UserPromptSubmit``, ``Stop``, ``SessionEnd`` name the log); each one's second prompt
+is ``--huge-kb`` long (a pasted log: the prompt hook must keep its deadline, and the turn
+must not cost the session its later turns). This harness runs K sessions of each kind at
+once, each sending M prompts through ``memory hook claude-code|codex|gemini EVENT`` (real
+processes, the payload on stdin) with random gaps of 0 to ``--max-gap`` seconds, while a
+person edits and ``git commit``s in the same repo and one CPU-bound process a core keeps
+the machine busy (``--busy``). When the detached workers are done (or a time bound
+passed), it counts:
 
   prompts sent vs user turns in the transcripts: lost, doubled, out of order
   answers not right after their own prompt (mismatched), answers lost
@@ -126,6 +130,48 @@ def session(env: Env, t: Tally, kind: tuple[str, str, str, str], k: int, m: int,
         time.sleep(rnd.uniform(0, gap))
 
 
+def _cc_record(kind: str, hsid: str, i: int, text: str) -> bytes:
+    """One record of a Claude Code session log (the shape memrepo's importer reads)."""
+    when = f"2026-11-28T10:{i // 60:02d}:{i % 60:02d}Z"
+    message: dict = {"role": kind, "content": text}
+    if kind == "assistant":
+        message = {"id": f"msg-{hsid}-{i}", "role": kind, "model": "claude-x",
+                   "content": [{"type": "text", "text": text}],
+                   "usage": {"input_tokens": 10, "output_tokens": 5}}
+    rec = {"type": kind, "sessionId": hsid, "uuid": f"{kind}-{hsid}-{i}", "timestamp": when,
+           "message": message}
+    return json.dumps(rec).encode() + b"\n"
+
+
+def claude_session(env: Env, t: Tally, k: int, m: int, gap: float, seed: int,
+                   huge_kb: int) -> None:
+    """A Claude Code session: its log grows turn by turn (memrepo follows it: capture
+    reads the log, not the payload), UserPromptSubmit and Stop at each turn, SessionEnd
+    at the end; the second prompt is ``huge_kb`` KB long (a pasted log)."""
+    rnd = random.Random(seed)
+    hsid = f"claude-sess-{k}-{seed}"
+    base = f"cc-{hashlib.sha256(hsid.encode()).hexdigest()[:12]}"
+    log = env.base / "claude-logs" / f"{hsid}.jsonl"
+    log.parent.mkdir(exist_ok=True)
+    marks = t.sent.setdefault(base, [])
+    common = {"session_id": hsid, "cwd": str(env.repo), "transcript_path": str(log)}
+    for i in range(m):
+        q = f"Qc{k}x{i:02d}z"
+        prompt = f"{q} please look at the ledger database migration, step {i} of {m}"
+        if i == 1 and huge_kb:
+            prompt += " " + "pasted log line 42 ERROR timeout\n" * (huge_kb * 1024 // 34)
+        marks.append(q)
+        with log.open("ab") as fh:
+            fh.write(_cc_record("user", hsid, 2 * i, prompt))
+        hook(env, t, "claude-code", "UserPromptSubmit", {**common, "prompt": prompt})
+        time.sleep(rnd.uniform(0, gap))
+        with log.open("ab") as fh:
+            fh.write(_cc_record("assistant", hsid, 2 * i + 1, f"Ac{k}x{i:02d}z done"))
+        hook(env, t, "claude-code", "Stop", {**common, "stop_hook_active": False})
+        time.sleep(rnd.uniform(0, gap))
+    hook(env, t, "claude-code", "SessionEnd", {**common, "reason": "exit"})
+
+
 def person(env: Env, t: Tally, stop: threading.Event) -> None:
     """A person editing one note and committing it, again and again (their own hooks
     run: the repo's pre-commit validators)."""
@@ -238,6 +284,8 @@ def main() -> int:
     ap.add_argument("--prompts", type=int, default=None, help="M, per session (15/30)")
     ap.add_argument("--max-gap", type=float, default=0.3, help="seconds between events")
     ap.add_argument("--no-person", action="store_true", help="no person committing")
+    ap.add_argument("--huge-kb", type=int, default=2048,
+                    help="KB of each Claude Code session's second prompt (0: none)")
     ap.add_argument("--busy", type=int, default=None,
                     help="CPU-bound processes beside the sessions (default: one a core)")
     ap.add_argument("--seed", type=int, default=37)
@@ -255,6 +303,9 @@ def main() -> int:
         threads = [threading.Thread(target=session, args=(env, t, kind, i, m, a.max_gap,
                                                           a.seed * 100 + j * 10 + i))
                    for j, kind in enumerate(KINDS) for i in range(k)]
+        threads += [threading.Thread(target=claude_session,
+                                     args=(env, t, i, m, a.max_gap, a.seed * 100 + 90 + i,
+                                           a.huge_kb)) for i in range(k)]
         who = [] if a.no_person else [threading.Thread(target=person, args=(env, t, stop))]
         burners = [burn() for _ in range(os.cpu_count() or 1 if a.busy is None else a.busy)]
         for th in threads + who:
@@ -268,7 +319,7 @@ def main() -> int:
         for th in who:
             th.join()
         driven = time.monotonic() - t0
-        waited, alive = settle(env, 2 * k * m, bound=120.0)
+        waited, alive = settle(env, 3 * k * m + k, bound=180.0)
         c, ex = count(env.repo, t.sent)
         notes = log_notes(env.repo)
         bad = unparseable(env.repo)
@@ -291,7 +342,7 @@ def main() -> int:
         print(f"  LOG {n} x {what}")
     for b in bad[:5]:
         print("  UNPARSEABLE", b)
-    summary = (f"SUMMARY sessions={2 * k} prompts={sent} user_turns={c['user turns']} "
+    summary = (f"SUMMARY sessions={3 * k} prompts={sent} user_turns={c['user turns']} "
                f"lost={c['lost']} doubled={c['doubled']} out_of_order={c['out of order']} "
                f"answers_lost={c['answers lost']} mismatched={c['mismatched']} "
                f"hook_exit_nonzero={len(t.bad_exit)} hook_over_5s={len(t.slow)} "

@@ -34,6 +34,11 @@ def write_turn(root: Path, session: OpenSession, chunk: str) -> None:
     be open and stay under its size limit, and the bytes go in one ``O_APPEND`` write,
     after a record of where they start and how long they are."""
     data = chunk.encode("utf-8")
+    room = _session_max_bytes(root, session)
+    if len(data) > room // 2 and _TURNS.subn("", chunk, count=2)[1] <= 1:
+        # one turn that no transcript could hold: its head and tail (several turns are
+        # refused as they are: the caller writes them one by one)
+        data = cut_middle(chunk, room // 4).encode("utf-8")
     repair_tail(root, session)
     _check_open(root, session)
     path = root / session.path
@@ -47,6 +52,23 @@ def write_turn(root: Path, session: OpenSession, chunk: str) -> None:
             data = data[os.write(fd, data):]
     finally:
         os.close(fd)
+
+
+#: A turn header line inside a chunk (memrepo.layout.TURN_HEADER, unanchored per line).
+_TURNS = re.compile(r"^## \d\d:\d\d — ", re.MULTILINE)
+
+
+def cut_middle(text: str, most: int) -> str:
+    """``text`` within ``most`` bytes: its head and tail, and a line saying how much of the
+    middle went (a 2 MB pasted log must not cost the session every later turn). The text
+    is redacted already, so a cut cannot expose a secret."""
+    keep = max(most // 4 - 64, 16)  # characters: at most 4 bytes each in UTF-8
+    head, tail = keep * 3 // 4, keep - keep * 3 // 4
+    header = _TURNS.search(text)
+    if header is not None:  # the turn's header line stays whole
+        head = max(head, header.end() + 1)
+    return (f"{text[:head]}\n[… {len(text) - head - tail:,} characters cut by memrepo]\n"
+            f"{text[len(text) - tail:]}")
 
 
 def _note_tail(root: Path, sid: str, ino: int, start: int, length: int) -> None:
