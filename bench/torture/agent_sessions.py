@@ -1,4 +1,4 @@
-"""Many Claude Code, Codex and Gemini sessions at once, through the real hooks, beside a person's commits.
+"""Claude Code, Codex and Gemini sessions at once, through the real hooks, beside a person.
 
 Codex and Gemini CLI logs are not read by memrepo: their turns come from the hook
 payloads. The prompt hook (Codex ``UserPromptSubmit``, Gemini ``BeforeAgent``) parks the
