@@ -591,3 +591,16 @@ def test_recall_asks_for_the_passages_it_can_show_not_compiles_150(
     text = recall.recall(crepo, "claude-code", {"session_id": "x", "prompt": PROMPTS[3]})
     assert text and asked == [recall.RECALL_PASSAGES]
     assert nearest_k(recall.RECALL_PASSAGES) == nearest_k(10) < nearest_k(retr.LIMIT)
+
+
+def test_the_hooks_deadline_counts_from_the_process_start() -> None:
+    """The agent's timeout counts the interpreter's start and the imports (a second or
+    more on a busy machine): the hook's own deadline must too."""
+    import subprocess
+    import sys
+
+    code = ("import time; time.sleep(0.6); from memrepo.agents.events import started_ago; "
+            "print(started_ago())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert 0.55 <= float(out.stdout) < 30, out
