@@ -17,7 +17,9 @@ search, compile) share::
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
+from pathlib import Path
 
 # ---------------------------------------------------------------------------
 # Layout and categories
@@ -276,3 +278,37 @@ def project_contexts(index_text: str) -> list[str]:
     """The ``context.md`` of each project the active-projects index lists, in its order."""
     slugs = dict.fromkeys(m["slug"] for m in _ACTIVE_PROJECT.finditer(index_text))
     return [f"knowledge/projects/{slug}/context.md" for slug in slugs]
+
+
+#: The resident server's socket in its serve dir (memrepo.resident), and the longest
+#: AF_UNIX path used (the kernel's limit is ~108 bytes).
+SOCKET_NAME = "embed.sock"
+SUN_PATH_MAX = 100
+
+
+def socket_path(sdir: Path) -> Path:
+    """Where the resident server whose files are in ``sdir`` listens; a short per-user
+    path when the natural one is too long for AF_UNIX (deep clones, test temp dirs). Here,
+    stdlib only, so that ``memory mcp``'s front finds it without importing the index."""
+    natural = sdir / SOCKET_NAME
+    if len(os.fsencode(str(natural))) <= SUN_PATH_MAX:
+        return natural
+    import hashlib
+
+    key = hashlib.sha256(os.fsencode(os.path.realpath(sdir))).hexdigest()[:20]
+    base = Path(os.environ.get("XDG_RUNTIME_DIR") or "/tmp") / f"memrepo-{os.getuid()}"
+    return base / f"{key}.sock"
+
+
+def dot_git_dir(root: Path) -> Path | None:
+    """The clone's git dir as ``root/.git`` says it (a folder, or a ``gitdir:`` file),
+    without running git; None when it says nothing (the caller asks git)."""
+    dot = Path(root) / ".git"
+    if dot.is_dir():
+        return dot.absolute()
+    if dot.is_file():
+        text = dot.read_text(encoding="utf-8", errors="replace").strip()
+        if text.startswith("gitdir:"):
+            target = Path(text[7:].strip())
+            return target if target.is_absolute() else (Path(root) / target).absolute()
+    return None

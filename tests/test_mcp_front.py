@@ -276,8 +276,6 @@ def test_the_front_finds_the_repo_as_discover_does(
     from memrepo.resident.serve import LOGFILE
 
     assert (mcp_front.CONFIG_FILE, mcp_front.LOGFILE) == (CONFIG_FILE, LOGFILE)
-    assert (mcp_front.SOCKET_NAME, mcp_front.SUN_PATH_MAX) == (
-        remote.SOCKET_NAME, remote._SUN_PATH_MAX)
     monkeypatch.chdir(repo / "knowledge")
     assert mcp_front.find_root(None) == repo.resolve()
     assert mcp_front.find_root(str(tmp_path)) is None  # not a memory repo: Click says so

@@ -29,6 +29,8 @@ import sys
 import threading
 from pathlib import Path
 
+from memrepo.layout import CONFIG_FILE, dot_git_dir, socket_path
+
 #: the session protocol the front and the resident speak; a resident of another version
 #: refuses the session and the front serves in-process
 SESSION_VERSION = 1
@@ -38,11 +40,7 @@ HANDSHAKE_S = 2.0
 RESIDENT_IDLE_S = 900.0
 NO_RESIDENT_ENV = "MEMREPO_NO_RESIDENT"
 REPO_ENV = "MEMORY_REPO"
-#: memrepo.layout.CONFIG_FILE, memrepo.index.remote's SOCKET_NAME and _SUN_PATH_MAX and
-#: memrepo.resident.serve.LOGFILE: the same names, without importing those modules
-CONFIG_FILE = "memory-config.yaml"
-SOCKET_NAME = "embed.sock"
-SUN_PATH_MAX = 100
+#: memrepo.resident.serve.LOGFILE: the same name, without importing that module
 LOGFILE = "serve.log"
 CHUNK = 1 << 16
 MAX_REPLY = 1 << 16
@@ -74,14 +72,9 @@ def find_root(repo: str | None) -> Path | None:
 def git_dir(root: Path) -> Path | None:
     """The clone's git dir as :func:`memrepo.index.remote.git_dir` finds it (``.git``
     read directly; git asked only when ``root`` has none), None when git knows none."""
-    dot = root / ".git"
-    if dot.is_dir():
-        return dot.absolute()
-    if dot.is_file():
-        text = dot.read_text(encoding="utf-8", errors="replace").strip()
-        if text.startswith("gitdir:"):
-            target = Path(text[7:].strip())
-            return target if target.is_absolute() else (root / target).absolute()
+    found = dot_git_dir(root)
+    if found is not None:
+        return found
     import subprocess
 
     try:
@@ -95,19 +88,6 @@ def git_dir(root: Path) -> Path | None:
 def serve_dir(gd: Path) -> Path:
     """``<git-dir>/memrepo/serve``: :func:`memrepo.index.remote.serve_dir`."""
     return gd / "memrepo" / "serve"
-
-
-def socket_path(sdir: Path) -> Path:
-    """Where the server whose files are in ``sdir`` listens:
-    :func:`memrepo.index.remote.socket_path` (a short per-user path for a long one)."""
-    natural = sdir / SOCKET_NAME
-    if len(os.fsencode(str(natural))) <= SUN_PATH_MAX:
-        return natural
-    import hashlib
-
-    key = hashlib.sha256(os.fsencode(os.path.realpath(sdir))).hexdigest()[:20]
-    base = Path(os.environ.get("XDG_RUNTIME_DIR") or "/tmp") / f"memrepo-{os.getuid()}"
-    return base / f"{key}.sock"
 
 
 def open_session(root: Path, sock_path: Path) -> tuple[socket.socket, dict, bytes]:

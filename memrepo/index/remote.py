@@ -47,7 +47,6 @@ The server itself is :mod:`memrepo.resident` (a floor up: the index never import
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import os
 import socket
@@ -61,9 +60,9 @@ from memrepo.index import gitsource
 from memrepo.index.embedders import get_embedder
 from memrepo.index.paths import state_dir
 from memrepo.jsonsafe import json_object
+from memrepo.layout import dot_git_dir, socket_path
 
 SERVE_DIR = "serve"
-SOCKET_NAME = "embed.sock"
 
 #: connect + request + reply, for a query on a hook's or a search's path
 QUERY_BUDGET_S = 0.1
@@ -74,8 +73,6 @@ MAX_K = 2000
 #: the most keys one ``similarity`` may ask about (a search's keyword candidates: 400
 #: chunks, two vectors each at most, and as many again from query expansion)
 MAX_KEYS = 4000
-#: AF_UNIX paths are limited to ~108 bytes; a longer one moves to a short per-user dir
-_SUN_PATH_MAX = 100
 
 
 class Unavailable(Exception):
@@ -94,30 +91,11 @@ class Refused(Unavailable):
 def git_dir(root: Path) -> Path:
     """The clone's git dir without running git when ``root/.git`` says it (a hook's or a
     search's path: a ``git rev-parse`` costs a process start)."""
-    dot = Path(root) / ".git"
-    if dot.is_dir():
-        return dot.absolute()
-    if dot.is_file():
-        text = dot.read_text(encoding="utf-8", errors="replace").strip()
-        if text.startswith("gitdir:"):
-            target = Path(text[7:].strip())
-            return target if target.is_absolute() else (Path(root) / target).absolute()
-    return gitsource.locate(Path(root))[0]
+    return dot_git_dir(root) or gitsource.locate(Path(root))[0]
 
 
 def serve_dir(root: Path) -> Path:
     return state_dir(git_dir(root)) / SERVE_DIR
-
-
-def socket_path(sdir: Path) -> Path:
-    """The socket of the server whose files are in ``sdir``; a short per-user path when
-    the natural one is too long for AF_UNIX (deep clones, test temp dirs)."""
-    natural = sdir / SOCKET_NAME
-    if len(os.fsencode(str(natural))) <= _SUN_PATH_MAX:
-        return natural
-    key = hashlib.sha256(os.fsencode(os.path.realpath(sdir))).hexdigest()[:20]
-    base = Path(os.environ.get("XDG_RUNTIME_DIR") or "/tmp") / f"memrepo-{os.getuid()}"
-    return base / f"{key}.sock"
 
 
 def private_dir(path: Path) -> None:
