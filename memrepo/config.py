@@ -177,6 +177,10 @@ SCHEMA: dict[str, dict[str, Setting]] = {
         "max_transcript_chars": _int(12000, "transcript characters sent per call", low=1),
     },
     "agents": {
+        "llm": Setting(
+            False, bool, "let the agent hooks' work (session-end extraction, the topic gate) "
+            "call a model with the agent's ANTHROPIC_API_KEY: one request per session end"
+        ),
         "tools_write_identity": Setting(
             False, bool, "let MCP tools write knowledge/identity/ (it opens every briefing)"
         ),

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from memrepo.clock import git_dates
 from memrepo.errors import GitError
 
 #: The id of git's empty tree (SHA-1): what a root commit is compared with.
@@ -47,7 +48,7 @@ def git_bytes(
 ) -> bytes:
     if isinstance(input, str):
         input = input.encode("utf-8")
-    full_env = {**os.environ, **NO_OPTIONAL_LOCKS, **(env or {})}
+    full_env = {**git_dates(), **os.environ, **NO_OPTIONAL_LOCKS, **(env or {})}
     try:
         proc = subprocess.run(
             ["git", *args], cwd=cwd, input=input, capture_output=True, env=full_env

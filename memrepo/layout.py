@@ -225,12 +225,20 @@ def transcript_path(started: dt.datetime, session_id: str, slug: str) -> str:
     return f"{TRANSCRIPT_ROOT}{started:%Y/%m/%d/%H%M}-{session_id}-{slug}.md"
 
 
+#: The session id at the head of a transcript name's rest: an importer's or an agent's
+#: ``<prefix>-<12 hex>`` (``cc-…``, ``codex-…``), else everything up to the first hyphen
+#: (``ses_…``, a given id).
+SESSION_HEAD = re.compile(r"^(?:[a-z]+-[0-9a-f]{12}(?![0-9a-z])|[^-]+)")
+
+
 def source_ref(transcript_path: str) -> str:
-    """``YYYY/MM/DD/HHMM-<session>`` for a transcript path (the whole path when unusual)."""
+    """``YYYY/MM/DD/HHMM-<session id>`` for a transcript path (the whole path when
+    unusual): short, and naming its session whole, so two sessions of one minute differ."""
     m = TRANSCRIPT_PATH.match(transcript_path)
     if not m:
         return transcript_path
-    session = m["rest"].split("-", 1)[0]
+    head = SESSION_HEAD.match(m["rest"])
+    session = head.group(0) if head else m["rest"]
     return f"{m['y']}/{m['m']}/{m['d']}/{m['hh']}{m['mm']}-{session}"
 
 

@@ -5,7 +5,7 @@ commit messages) needs the same things — a model chosen per task from the conf
 templates from ``templates/prompts/``, answers validated before anything is written, the
 long shared instructions marked for prompt caching, timeouts and retries, and a token and
 cost account printed at the end of a run. Offline (no ``ANTHROPIC_API_KEY``,
-``MEMREPO_OFFLINE`` set, ``--offline``, or in an agent hook's worker without
+``MEMREPO_OFFLINE`` set, ``--offline``, or in an agent's hook without ``agents.llm`` or
 ``MEMREPO_AGENT_LLM=1``) nothing is called and callers take their deterministic path.
 
 Templates: ``templates/prompts/NAME.md``; the text above a line ``<<<INPUT>>>`` is the
@@ -94,8 +94,10 @@ def resolve_model(name: str) -> str:
 AGENT_LLM_ENV = "MEMREPO_AGENT_LLM"
 
 
-def online_by_default() -> bool:
-    if os.environ.get(AGENT_WORKER_ENV) and not os.environ.get(AGENT_LLM_ENV):
+def online_by_default(agent_llm: bool = False) -> bool:
+    """A key, not offline, and, inside an agent's hook, LLM use switched on (the repo's
+    ``agents.llm``: ``agent_llm``, or ``MEMREPO_AGENT_LLM=1``)."""
+    if os.environ.get(AGENT_WORKER_ENV) and not (agent_llm or os.environ.get(AGENT_LLM_ENV)):
         return False
     return bool(os.environ.get("ANTHROPIC_API_KEY")) and not os.environ.get("MEMREPO_OFFLINE")
 
@@ -308,9 +310,10 @@ class LLM:
         max_retries: int = 2,
         concurrency: int = 4,
         usage: Usage | None = None,
+        agent_llm: bool = False,
     ) -> None:
         self.models = {task: resolve_model(m) for task, m in models.items()}
-        self.offline = offline or (client is None and not online_by_default())
+        self.offline = offline or (client is None and not online_by_default(agent_llm))
         self.timeout = timeout
         self.max_retries = max_retries
         self.concurrency = max(1, concurrency)
@@ -336,6 +339,7 @@ class LLM:
             timeout=float(llm_cfg.get("timeout_seconds", 60)),
             max_retries=int(llm_cfg.get("max_retries", 2)),
             concurrency=int(llm_cfg.get("max_concurrency", 4)),
+            agent_llm=bool(cfg.get("agents", {}).get("llm")),
         )
 
     @property
@@ -365,11 +369,13 @@ class LLM:
         schema: dict[str, Any],
         *,
         max_tokens: int = 2048,
+        retry: bool = True,
         **vars: Any,
     ) -> Any | None:
         """A validated JSON answer, or None (the caller falls back; the reason is noted).
 
-        A malformed answer is retried once with the parse error quoted back to the model.
+        A malformed answer is retried once with the parse error quoted back to the model
+        (``retry``; without it, one request at most).
         """
         if not self.available:
             return None
@@ -385,7 +391,7 @@ class LLM:
                 return hit
         messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
         problem = ""
-        for attempt in range(2):
+        for attempt in range(2 if retry else 1):
             try:
                 text = self._call(task, system, messages, max_tokens)
             except LLMUnavailable as exc:
@@ -405,7 +411,7 @@ class LLM:
                 messages = [*messages, {"role": "assistant", "content": text[:4000] or "?"},
                             {"role": "user", "content": "That answer was not valid: "
                              f"{problem}. Reply with the JSON only, matching the format."}]
-        why = f"{template}: malformed answer twice ({problem})"
+        why = f"{template}: malformed answer{' twice' if retry else ''} ({problem})"
         self.usage.note_fallback(why)
         print(f"memory: LLM {why}; used the offline path", file=sys.stderr)
         return None

@@ -14,7 +14,7 @@ import string
 from dataclasses import dataclass
 from pathlib import Path
 
-from memrepo import git, yamlsafe
+from memrepo import clock, git, yamlsafe
 from memrepo.atomic import atomic_write
 from memrepo.config import load_config, render_default_config, set_setting
 from memrepo.documents import with_line_count
@@ -157,7 +157,7 @@ def lay_down(root: Path, today: dt.date | None = None, runner: str | None = None
     from memrepo.commit.merge import install_driver
 
     require_full_checkout(root, thorough=True)  # never a template over a file left out
-    today = today or dt.date.today()
+    today = today or clock.today()
     actions = [Action("configured", "merge driver", d) for d in install_driver(root)]
     files = planned_files(today, runner)
     for rel, content in files.items():

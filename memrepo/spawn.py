@@ -12,10 +12,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-#: Set by the agent hooks on the worker they detach (its value: the agent). The worker
-#: inherits the agent's environment, whose ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL``
-#: are the agent's, not given to memrepo: :mod:`memrepo.llm` stays offline there unless
-#: ``MEMREPO_AGENT_LLM=1`` is set too.
+#: Set by an agent hook in its own process and so in the worker it detaches (its value:
+#: the agent). Both inherit the agent's environment, whose ``ANTHROPIC_API_KEY`` /
+#: ``ANTHROPIC_BASE_URL`` are the agent's, not given to memrepo: :mod:`memrepo.llm` stays
+#: offline there unless ``MEMREPO_AGENT_LLM=1`` is set too.
 AGENT_WORKER_ENV = "MEMREPO_AGENT_WORKER"
 
 

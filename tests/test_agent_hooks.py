@@ -64,7 +64,7 @@ KNOWLEDGE = {
         "---\ntype: reference\n---\n\n# Espresso\n\n"
         "Grind 18 g of beans fine, pull 36 g in 28 seconds at 93 degrees.\n"),
 }
-#: ``<!-- P3 knowledge: PATH:A-B -->``, ``<!-- P3 2026/03/05/1410-cc:A-B agent -->`` (a
+#: ``<!-- P3 knowledge: PATH:A-B -->``, ``<!-- P3 2026/03/05/1410-cc-0123456789ab:A-B agent -->`` (a
 #: transcript, by its short reference) and ``<!-- :A-B -->`` (the same file again).
 MARKER = re.compile(r"<!-- (?:P[0-3] (?:\w+: )?(\S+))?:(\d+)-(\d+)")
 TRANSCRIPT_REF = re.compile(r"^\d{4}/\d\d/\d\d/\d{4}-")

@@ -120,3 +120,15 @@ def test_the_readme_lists_every_type_with_its_required_fields() -> None:
         first = re.findall(r"`([a-z_]+)`", types)[0]
         named = re.findall(r"`([a-z_]+)`", fields.split(":")[0])
         assert named == list(REQUIRED_FIELDS.get(first, ())), (first, named)
+
+
+def test_a_source_reference_names_its_whole_session() -> None:
+    """``[src: …]`` and recall markers named Claude Code sessions ``…/1356-cc``: every
+    session of that minute (and every one of Codex's, Gemini's) looked the same."""
+    from memrepo.layout import source_ref
+
+    base = "raw/conversations/2023/05/08/1356-"
+    assert source_ref(base + "cc-e8bc163c82ee-support-group.md") == "2023/05/08/1356-cc-e8bc163c82ee"
+    assert source_ref(base + "codex-0123456789ab.md") == "2023/05/08/1356-codex-0123456789ab"
+    assert source_ref(base + "ses_ab12cd34-standup.md") == "2023/05/08/1356-ses_ab12cd34"
+    assert source_ref("knowledge/journal/2023-05-08.md") == "knowledge/journal/2023-05-08.md"

@@ -75,6 +75,9 @@ def run(harness: str, event: str, repo_opt: str | None = None) -> int:
     """Answer one hook call of ``harness``; always 0 (fail open)."""
     if os.environ.get(H.GUARD_ENV):
         return 0
+    # the agent's key is not memrepo's: nothing this hook runs or starts (the gate's
+    # judge, a resident server, the worker) calls a model unless LLM use is switched on
+    os.environ[AGENT_WORKER_ENV] = harness
     start = time.perf_counter() - started_ago()  # the agent's timeout counts from the exec
     act = H.action(harness, event)
     entry: dict[str, Any] = {"harness": harness, "event": event, "action": act}

@@ -16,12 +16,16 @@ compiler and the index are imported when a brief or a recall runs, not with this
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from memrepo import clock
 from memrepo.agents import harness as H
 from memrepo.agents import state
+from memrepo.context.restate import restatements
 from memrepo.context.sections import Section, steering, stored_fit, stored_overhead
 from memrepo.errors import MemrepoError
 from memrepo.layout import TRANSCRIPT_PATH
@@ -37,13 +41,20 @@ MIN_PROMPT_CHARS = 10
 #: Most characters of passages one recall injects: it stays in the conversation until
 #: the next compaction, every prompt adding to it.
 RECALL_MAX_CHARS = 4_000
+#: The first recall of a session may fill what one injection holds: the model knows
+#: nothing of the memory yet but the briefing, and the first prompt is the one a new
+#: session's work turns on (bench/quality/lived.py: evidence in what the agent receives).
+FIRST_RECALL_MAX_CHARS = 9_000
 #: Ranked passages recall's compile asks for: three times what RECALL_MAX_CHARS shows, so
 #: the ones this session was shown before (left out after compiling) leave room; compile's
 #: larger default would cost the hook more nearest vectors and hits (search.nearest_k).
 RECALL_PASSAGES = 60
 #: A passage is recalled only if it holds this many of the prompt's search words (or all
-#: of them, for a shorter prompt): one shared common word is not relevance.
+#: of them, for a shorter prompt): one shared common word is not relevance. The first
+#: recall of a session asks one (FIRST_SHARED_TERMS): a question's one rare word
+#: ("Caroline's identity?") is often all its evidence shares with it.
 MIN_SHARED_TERMS = 2
+FIRST_SHARED_TERMS = 1
 #: Recall's token budget is the character cap over this: a little more than the
 #: compiler's "fast" count (~3.5 characters a token), so the tokens run out first.
 CHARS_PER_TOKEN = 4
@@ -91,6 +102,8 @@ def recall_served(root: Path, harness: str, payload: dict[str, Any]) -> str | No
         return None
     payload = {**payload, "prompt": recall_prompt(str(payload.get("prompt") or ""))}
     msg = {"op": "recall", "harness": harness, "payload": payload, "root": str(root)}
+    if os.environ.get(clock.NOW_ENV):  # the server keeps the real clock: say when this is
+        msg["today"] = clock.today().isoformat()
     try:
         text = remote.request(sock, msg, SERVER_RECALL_S).get("text")
     except remote.Unavailable:  # Refused too: an older server, another clone's
@@ -128,12 +141,13 @@ def park(root: Path, harness: str, payload: dict[str, Any]) -> None:
 
 
 def recall(root: Path, harness: str, payload: dict[str, Any], engine: Any = None,
-           asked: Callable[[], bool] | None = None) -> str:
+           asked: Callable[[], bool] | None = None, today: dt.date | None = None) -> str:
     """What this prompt calls for that the session has not been shown: activated topics
     (P2) and passages (P3) that share enough of the prompt's words, at most
     RECALL_MAX_CHARS; '' when nothing qualifies. The resident server's recall passes
     ``engine`` (its search, the model in-process; else one is opened for this call) and
-    ``asked``: when its hook has stopped waiting, nothing is recorded as shown."""
+    ``asked``: when its hook has stopped waiting, nothing is recorded as shown. ``today``:
+    the date the hook runs at, when it is not the server's (``$MEMREPO_NOW``)."""
     prompt = recall_prompt(str(payload.get("prompt") or ""))
     sid = payload.get("session_id")
     from memrepo.repo import MemoryRepo
@@ -154,15 +168,16 @@ def recall(root: Path, harness: str, payload: dict[str, Any], engine: Any = None
     req = CompileRequest(message=prompt, slots=frozenset({2, 3}),
                          budget=H.MAX_CONTEXT_CHARS // CHARS_PER_TOKEN,
                          max_chars=H.MAX_CONTEXT_CHARS, record_hits=False, gate=gate,
-                         passages=RECALL_PASSAGES, engine=engine,
+                         passages=RECALL_PASSAGES, engine=engine, today=today,
                          said=last_reply(harness, payload))
     result = compile_context(repo, req)
     words = terms(prompt)
     if result.topics:
         for a in result.topics.activated:
             words += [w for k in a.topic.all_keywords() for w in terms(k) if w not in words]
-    need = min(MIN_SHARED_TERMS, len(terms(prompt)))
     shown = state.shown_refs(root, harness, sid) if sid else {}
+    first = state.RECALLED not in shown
+    need = min(FIRST_SHARED_TERMS if first else MIN_SHARED_TERMS, len(terms(prompt)))
     own = _own_session(root, harness, payload)
     fresh = []
     for s in result.sections:
@@ -174,8 +189,12 @@ def recall(root: Path, harness: str, payload: dict[str, Any], engine: Any = None
             continue
         fresh.append(s)
     steer = steering(result.topics.corrections() if result.topics else [])
-    text, kept = stored_fit(RECALL_INTRO, _take(fresh, RECALL_MAX_CHARS),
-                            H.MAX_CONTEXT_CHARS - len(steer))
+    limit = FIRST_RECALL_MAX_CHARS if first else RECALL_MAX_CHARS
+    taken = _take(fresh, limit)
+    echoes = restatements(taken)
+    if echoes:  # said by the turns beside them: their room goes to the next passages
+        taken = _take([s for s in fresh if s not in echoes], limit)
+    text, kept = stored_fit(RECALL_INTRO, taken, H.MAX_CONTEXT_CHARS - len(steer))
     if steer:  # the user's own topics, steering what the agent said last
         text = f"{text}\n{steer}" if text else f"{RECALL_INTRO}\n{steer}"
     if not kept:
@@ -183,7 +202,7 @@ def recall(root: Path, harness: str, payload: dict[str, Any], engine: Any = None
     if asked is not None and not asked():
         return text  # its hook recalls itself: these passages are not shown by this one
     if H.RECALL_PERSISTS.get(harness, True):
-        _remember_shown(root, harness, payload, kept)
+        _remember_shown(root, harness, payload, kept, recalled=True)
     if repo.config["search"].get("record_hits", True):
         from memrepo.index.signals import record_hits
 
@@ -255,8 +274,10 @@ def _take(sections: list[Section], limit: int) -> list[Section]:
 
 
 def _remember_shown(root: Path, harness: str, payload: dict[str, Any],
-                    sections: list[Section]) -> None:
+                    sections: list[Section], recalled: bool = False) -> None:
+    """Record ``sections`` as shown to the session (and, for a recall, that one was)."""
     sid = payload.get("session_id")
     if sid and sections:
+        mark = [(state.RECALLED, 0, 0)] if recalled else []
         state.add_shown(root, harness, sid, [(s.path, s.start_line, s.end_line)
-                                             for s in sections])
+                                             for s in sections] + mark)

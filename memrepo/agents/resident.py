@@ -23,6 +23,7 @@ use whatever the embedder.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import importlib
 import io
 import os
@@ -64,8 +65,13 @@ def recall_service(server: Server, req: dict[str, Any], asked: Callable[[], bool
                 f"{', '.join(HARNESSES)}) and payload (an object)"}
     if wrong := _other_tree(server, req.get("root")):
         return wrong
+    today = req.get("today")
+    try:  # a hook run at another time ($MEMREPO_NOW) sends its date
+        day = dt.date.fromisoformat(today) if isinstance(today, str) else None
+    except ValueError:
+        return {"ok": False, "error": f"today {today!r} is not an ISO date"}
     with server.hosted_search() as search:
-        text = recall.recall(server.root, harness, payload, search, asked)
+        text = recall.recall(server.root, harness, payload, search, asked, today=day)
     return {"ok": True, "text": text}
 
 

@@ -128,6 +128,11 @@ def shown_file(root: Path, harness: str, session_id: str) -> Path:
     return root / AGENTS_DIR / "shown" / f"{session_key(harness, session_id)}.refs"
 
 
+#: The pseudo-path in a session's shown file once a recall showed it something (its first
+#: recall may be larger: memrepo.agents.recall.FIRST_RECALL_MAX_CHARS).
+RECALLED = "#recall"
+
+
 def shown_refs(root: Path, harness: str, session_id: str) -> dict[str, list[tuple[int, int]]]:
     """path -> the line spans this session has been shown."""
     out: dict[str, list[tuple[int, int]]] = {}

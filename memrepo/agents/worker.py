@@ -239,7 +239,9 @@ def _extract_if_due(root: Path, rel: str) -> dict[str, Any]:
     from memrepo.lifecycle.extract.runner import extract
     from memrepo.llm import for_repo
 
-    report = extract(root, [rel], for_repo(root))
+    llm = for_repo(root)
+    llm.max_retries = 0  # one request at most (LLM use switched on: memrepo.llm.AGENT_LLM_ENV)
+    report = extract(root, [rel], llm, one_request=True)
     return {"extract": report.counts(), "extract_commit": report.commit}
 
 

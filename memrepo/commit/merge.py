@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memrepo import clock, yamlsafe
 from memrepo import entries as E
-from memrepo import yamlsafe
 from memrepo.documents import LINE_COUNT_KEY, with_line_count
 from memrepo.errors import GitError
 from memrepo.git import git, toplevel
@@ -91,7 +91,7 @@ def merge_text(base: str, ours: str, theirs: str, *, marker_size: int = 7,
     else:  # a side without frontmatter: the whole file is one body
         head, bodies = [], [t.split("\n") for t in (base, ours, theirs)]
     body = _merge_lines(bodies[0], bodies[1], bodies[2], out, marker_size, labels,
-                        today or dt.date.today())
+                        today or clock.today())
     out.text = "\n".join([*head, *body])
     if not out.conflicts:  # a derived key: counted in the merged file, never merged
         counted = with_line_count(out.text, add=False)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrepo import layout, worktree
+from memrepo import clock, layout, worktree
 from memrepo.context import retrieve as retr
 from memrepo.context.sections import (
     SEP,
@@ -318,7 +318,7 @@ class _Compiler:
         elif (self.root / MEMORY_FILE).is_file():
             self._place_file(1, "memory", MEMORY_FILE, kb_to_tokens(cc["memory_budget_kb"]),
                              "curated memory: main session")
-        today = self.req.today or dt.date.today()
+        today = self.req.today or clock.today()
         days = {today: "today's journal", today - dt.timedelta(days=1): "yesterday's journal"}
         rels, why = [], {}
         for day, label in days.items():

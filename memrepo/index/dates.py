@@ -20,6 +20,8 @@ import datetime as dt
 import re
 from collections.abc import Callable, Iterable
 
+from memrepo import clock
+
 _MONTHS = {
     name: i
     for i, names in enumerate(
@@ -184,7 +186,7 @@ def date_ranges(query: str, today: dt.date | None = None, holds: Holds | None = 
         out += [_month(y, _MONTHS[m]) for m, y in _MONTH_YEAR.findall(text)]
         out += [_month(y, int(m)) for y, m in _ISO_MONTH.findall(text)]
     found = [r for r in out if r is not None]
-    return found + relative_ranges(query, today or dt.date.today(), holds)
+    return found + relative_ranges(query, today or clock.today(), holds)
 
 
 def window(ranges: list[DateRange]) -> dict[str, str]:
@@ -222,7 +224,7 @@ def parse_bound(value: str) -> str:
     try:
         if m:
             days = int(m.group(1)) * {"d": 1, "w": 7, "m": 30, "y": 365}[m.group(2)]
-            return (dt.date.today() - dt.timedelta(days=days)).isoformat()
+            return (clock.today() - dt.timedelta(days=days)).isoformat()
         if len(text) == 10:
             return dt.date.fromisoformat(text).isoformat()
         return dt.datetime.fromisoformat(text).date().isoformat()

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from memrepo import clock
 from memrepo.index import cjk
 from memrepo.index.dates import DateRange, in_ranges
 from memrepo.index.snippets import WIDTH, best_snippet
@@ -237,7 +238,7 @@ def rank(
     A query weighs ~1,000 files: each gets its score (:func:`_score`); only the ``limit``
     shown become :class:`Ranked`, explained.
     """
-    today = today or dt.date.today()
+    today = today or clock.today()
     by_file: dict[str, list[ChunkHit]] = {}
     # neither a keyword match nor a related vector: not a result
     for h in sorted([h for h in hits if h.fused > 0], key=_neg_fused):

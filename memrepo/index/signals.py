@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memrepo import worktree
+from memrepo import clock, worktree
 from memrepo.atomic import append_lines
 from memrepo.index.anchors import TEXT_CHARS, Relocator
 from memrepo.index.paths import is_utf8, printable
@@ -96,7 +96,7 @@ def signal_file(root: Path, when: dt.datetime, hits: bool = False) -> Path:
 def append(root: Path, events: list[dict]) -> Path:
     """Append events (each gets a timestamp) to this month's file (hits to this month's
     hits file); returns the last file written."""
-    now = dt.datetime.now().astimezone()
+    now = clock.now()
     stamp = now.isoformat(timespec="seconds")
     path = signal_file(root, now)
     for hits in (False, True):
@@ -234,7 +234,7 @@ def store(con: Connection, agg: dict[Key, Aggregate]) -> None:
 
 def apply(con: Connection, events: list[dict]) -> None:
     """Fold new events into the table now, so they count before the next index update."""
-    today = dt.date.today().isoformat()
+    today = clock.today().isoformat()
     for ev in events:
         key = (ev["path"], int(ev.get("line") or 0))
         row = con.execute(

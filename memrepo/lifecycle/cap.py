@@ -18,15 +18,14 @@ those jobs keep it exact (:func:`memrepo.documents.with_line_count`).
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from memrepo import clock, worktree
 from memrepo import entries as E
-from memrepo import worktree
 from memrepo.config import load_config
 from memrepo.documents import count_lines, parse_document, render_document, with_line_count
 from memrepo.layout import MEMORY_ARCHIVE, MEMORY_FILE
@@ -125,7 +124,7 @@ def _archive_text(root: Path, moved: list[tuple[str, str]]) -> str:
     text = worktree.read_text(root, MEMORY_ARCHIVE)
     if text is None:
         text = render_document(
-            {"type": "memory", "updated": dt.date.today()},
+            {"type": "memory", "updated": clock.today()},
             "# Archived core memory\n\nEntries moved out of MEMORY.md to keep it under its "
             "cap.\n")
     lines = text.rstrip("\n").split("\n")
@@ -179,7 +178,7 @@ def guarded_rewrite(old_text: str, data: dict[str, Any], cap: int) -> tuple[str,
     """(new MEMORY.md text, None) or (…, why it is rejected)."""
     doc = parse_document(old_text, MEMORY_FILE)
     meta = dict(doc.meta)
-    meta["updated"] = dt.date.today()
+    meta["updated"] = clock.today()
     body = re.sub(r"^---\n.*?\n---\n", "", data["memory"].strip() + "\n", flags=re.S)
     new_text = with_line_count(render_document(meta, body))
     if line_count(new_text) > cap:

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memrepo import clock, worktree
 from memrepo import entries as E
-from memrepo import worktree
 from memrepo.layout import MEMORY_FILE, journal_path
 from memrepo.lifecycle.extract import extractors as X
 from memrepo.lifecycle.extract import heuristics as h
@@ -370,7 +370,7 @@ def flush(
     max_chars: int = 24_000,
 ) -> FlushReport:
     """Flush the session ``text`` (read from ``path``, or stdin) into the repo at ``root``."""
-    day = today or dt.date.today()
+    day = today or clock.today()
     s = read_session(root, text, path, source)
     mode, fallback, notes = "offline", None, None
     if llm is not None and llm.available:

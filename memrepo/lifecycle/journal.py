@@ -15,7 +15,7 @@ import datetime as dt
 from collections.abc import Sequence
 from pathlib import Path
 
-from memrepo import scaffold
+from memrepo import clock, scaffold
 from memrepo.atomic import atomic_write
 from memrepo.config import load_config
 from memrepo.documents import parse_document, read_document, render_document
@@ -77,7 +77,7 @@ def remember(root: Path, text: str, tags: Sequence[str] = (),
         raise MemrepoError("nothing to remember: TEXT is empty")
     refuse_secrets(root, said)
     tag_list = [t.strip().lstrip("#") for t in tags if t.strip().lstrip("#")]
-    now = now or dt.datetime.now().astimezone()
+    now = now or clock.now()
     suffix = ("  " + " ".join(f"#{t}" for t in tag_list)) if tag_list else ""
     line = add_bullets(root, now.date(), [f"- {now:%H:%M} {said}{suffix}"], tag_list)
     return journal_path(now.date()), line

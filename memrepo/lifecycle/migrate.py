@@ -55,7 +55,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrepo import worktree
+from memrepo import clock, worktree
 from memrepo.atomic import atomic_write
 from memrepo.commit.write import commit_paths
 from memrepo.config import load_config
@@ -179,7 +179,7 @@ def import_memory(root: Path, sources: Sequence[Source], *, dry_run: bool = Fals
     cfg = load_config(root)
     limit = max(int(float(cfg["validation"]["max_file_kb"]) * 1024) - FRONTMATTER_ROOM, 1)
     loaded = [(src, read_source(src, limit)) for src in sources]  # bad input: nothing written
-    plan = _Plan(root, cfg, today or dt.date.today())
+    plan = _Plan(root, cfg, today or clock.today())
     if dry_run:
         _fill(plan, loaded)
         return Result(plan.items, sorted(plan.texts), None, dry_run=True)
@@ -400,8 +400,8 @@ def _updated(src: Source) -> dt.date:
     try:
         day = dt.date.fromtimestamp(os.stat(src.path).st_mtime)
     except (OSError, ValueError, OverflowError):
-        return dt.date.today()
-    return dt.date.today() if date_range_problem(day) else day
+        return clock.today()
+    return clock.today() if date_range_problem(day) else day
 
 
 def _whole_file(plan: _Plan, src: Source, meta: dict[str, Any], rel: str, body: str,

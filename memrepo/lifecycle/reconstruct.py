@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrepo import scaffold
+from memrepo import clock, scaffold
 from memrepo.atomic import atomic_write
 from memrepo.commit.write import commit_paths
 from memrepo.config import load_config
@@ -126,7 +126,7 @@ def _clear(wt: Path) -> None:
     for d in DERIVED:
         git(["rm", "-r", "-q", "--ignore-unmatch", "--", f"knowledge/{d}"], wt)
         shutil.rmtree(wt / "knowledge" / d, ignore_errors=True)
-    today = dt.date.today()
+    today = clock.today()
     for name, dest in scaffold.KNOWLEDGE_TEMPLATES.items():
         if not dest.startswith("knowledge/identity/"):
             atomic_write(wt / dest, scaffold.render_template(name, today))

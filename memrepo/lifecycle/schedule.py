@@ -42,7 +42,7 @@ from typing import Any
 
 from croniter import croniter
 
-from memrepo import yamlsafe
+from memrepo import clock, yamlsafe
 from memrepo.config import load_config
 from memrepo.context.watchers.fired import cron_topics
 from memrepo.context.watchers.loader import load_topics
@@ -204,11 +204,11 @@ def _run_locked(root: Path, job: Job) -> int:
 
 
 def _now() -> str:
-    return dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    return clock.now().isoformat(timespec="seconds")
 
 
 def _local() -> dt.datetime:
-    return dt.datetime.now()
+    return clock.now().replace(tzinfo=None)
 
 
 def run_forever(root: Path, once: bool = False, clock: Callable[[], dt.datetime] = _local,

@@ -11,6 +11,7 @@ import datetime as dt
 import re
 from pathlib import Path
 
+from memrepo import clock
 from memrepo.errors import GitError, MemrepoError
 from memrepo.git import git
 
@@ -50,7 +51,7 @@ def target(root: Path, kind: str, value: str | dt.date) -> str:
     day = value if isinstance(value, dt.date) else dt.date.fromisoformat(str(value))
     if kind == "weekly":
         day += dt.timedelta(days=6 - day.weekday())  # the week's Sunday
-    if day >= dt.date.today():
+    if day >= clock.today():
         return head
     end = f"{day + dt.timedelta(days=1)} 00:00:00"
     found = git(["rev-list", "-1", f"--before={end}", "HEAD"], root).strip()

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from memrepo import compression
+from memrepo import clock, compression
 from memrepo import entries as E
 from memrepo.atomic import atomic_write
 from memrepo.commit import write
@@ -165,7 +165,7 @@ def update_entry(
     root = Path(root)
     rel = memory_path(root, given, knowledge=True)
     journal.refuse_secrets(root, said)
-    day = (today or dt.date.today()).isoformat()
+    day = (today or clock.today()).isoformat()
     with _lock(root):
         before = (root / rel).read_bytes()
         lines, body_start = _lines(before, rel)
@@ -201,7 +201,7 @@ def remember(
     the end of the knowledge file ``file`` (``- YYYY-MM-DD: text``), committed."""
     root = Path(root)
     said = _one_line(text, "the note")
-    now = now or dt.datetime.now().astimezone()
+    now = now or clock.now()
     today = journal_path(now.date())
     rel = None
     if file is not None and file.strip():

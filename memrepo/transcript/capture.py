@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from memrepo import documents, layout
+from memrepo import clock, documents, layout
 from memrepo.atomic import atomic_write
 from memrepo.errors import GitError, MemrepoError
 from memrepo.git import git, plain_path, retry_locked
@@ -128,7 +128,7 @@ def _start_time(started: dt.datetime | None, tz: dt.tzinfo) -> dt.datetime:
         when = started.astimezone(tz).replace(microsecond=0)
     except (OverflowError, ValueError):
         raise MemrepoError(f"start time {started.isoformat()} is out of range") from None
-    latest = dt.datetime.now(tz) + FUTURE_SLACK
+    latest = clock.now().astimezone(tz) + FUTURE_SLACK
     if when.year < EARLIEST_YEAR or when > latest:
         raise MemrepoError(
             f"start time {when.isoformat()} is out of range: a session starts between "
@@ -188,13 +188,13 @@ def append(
     not UTF-8.
     """
     header_role = role
-    turn_header(dt.datetime.now(), header_role, memory)  # validates the role
+    turn_header(clock.now(), header_role, memory)  # validates the role
     _check_utf8(text, source)
     with session_lock(root, session_id):
         session = load_session(root, session_id)
         clean, count = redact(text, session.allowlist)
         clean = escape_content(clean.strip("\n").rstrip())
-        when = (when or dt.datetime.now()).astimezone(session.tz)
+        when = (when or clock.now()).astimezone(session.tz)
         chunk = f"\n{turn_header(when, role, memory)}\n" + (f"{clean}\n" if clean else "")
         write_turn(root, session, chunk)
     return count
@@ -240,7 +240,7 @@ def attach(
         repair_tail(root, session)
         _check_open(root, session)
         _no_encoded_secret(data, file, session.allowlist)
-        stamp = (when or dt.datetime.now()).astimezone(session.tz)
+        stamp = (when or clock.now()).astimezone(session.tz)
         rel = store_attachment(root, data, name or file.name, stamp, session.allowlist)
         _append_line(root, session, f"> [attachment:{rel}]", role, when)
     return rel
@@ -291,7 +291,7 @@ def _append_line(
     last, after_ref = _last_role(path)
     role = role or last or "user"
     if last != role:
-        stamp = (when or dt.datetime.now()).astimezone(session.tz)
+        stamp = (when or clock.now()).astimezone(session.tz)
         chunk = f"\n{turn_header(stamp, role)}\n{line}\n"
     else:
         chunk = (f"{line}\n" if after_ref else f"\n{line}\n")
@@ -373,7 +373,7 @@ def end(
             return _finish_closing(root, replace(session, closing_path=session.path),
                                    commit) or Ended(session.path, None, 0, 0)
         started = documents.parse_datetime(meta.get("started"))
-        ended = (when or dt.datetime.now()).astimezone(session.tz).replace(microsecond=0)
+        ended = (when or clock.now()).astimezone(session.tz).replace(microsecond=0)
         if started is not None and ended < started:
             ended = started
         _close_meta(meta, body, ended, tokens_in, tokens_out, knowledge_changes)

@@ -50,7 +50,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memrepo import layout
+from memrepo import clock, layout
 from memrepo.atomic import atomic_write
 from memrepo.documents import parse_document, read_document
 from memrepo.errors import FormatError, MemrepoError
@@ -455,7 +455,7 @@ def _start_part(root: Path, p: Progress, conv: Conversation, when: dt.datetime |
     n = p.part + 1
     while find_transcript(root, _part_id(p.base, n)) is not None:
         n += 1
-    started = conv.started if n == 1 else (when or dt.datetime.now(dt.timezone.utc))
+    started = conv.started if n == 1 else (when or clock.now().astimezone(dt.timezone.utc))
     session = capture.start(root, session_id=_part_id(p.base, n), model=p.model,
                             channel=conv.channel, started=started)
     p.part, p.session, p.open = n, session.session_id, True
@@ -508,7 +508,7 @@ def _append(root: Path, sid: str, conv: Conversation, drafts: list[DraftTurn],
 
     with session_lock(root, sid, timeout=lock_wait):
         session = load_session(root, sid)
-        started = next((d.when for d in drafts if d.when), None) or dt.datetime.now(
+        started = next((d.when for d in drafts if d.when), None) or clock.now().astimezone(
             dt.timezone.utc)
         part = Conversation(sid, started, drafts, attachments=conv.attachments)
         rel, text, attachments = render_conversation(part, session.tz, session.timezone,

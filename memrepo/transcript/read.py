@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrepo import worktree
+from memrepo import clock, worktree
 from memrepo.documents import decode, parse_datetime, parse_document
 from memrepo.errors import FormatError, MemrepoError
 from memrepo.layout import TURN_HEADER, is_transcript, source_ref
@@ -68,7 +68,7 @@ class Transcript:
         if s is not None:
             return s.date().isoformat()
         parts = self.path.split("/")
-        return "-".join(parts[2:5]) if len(parts) > 5 else dt.date.today().isoformat()
+        return "-".join(parts[2:5]) if len(parts) > 5 else clock.today().isoformat()
 
     @property
     def ref(self) -> str:
@@ -207,7 +207,7 @@ def read_session(root: Path, text: str, path: Path | None, source: str | None = 
     elif path is not None:
         src = path.name
     else:
-        src = f"stdin {dt.datetime.now().strftime('%Y-%m-%d %H:%M')}"
+        src = f"stdin {clock.now().strftime('%Y-%m-%d %H:%M')}"
     src = src.replace("]", ")").replace("[", "(")
     label = (
         t.title

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrepo import documents, layout, yamlsafe
+from memrepo import clock, documents, layout, yamlsafe
 from memrepo.errors import MemrepoError
 from memrepo.secrets import redact
 
@@ -55,7 +55,7 @@ def resolve_timezone(name: str | None = None) -> tuple[dt.tzinfo, str]:
     if not name:
         name = _local_zone_name()
         if name is None:
-            offset = dt.datetime.now().astimezone().utcoffset() or dt.timedelta()
+            offset = clock.now().utcoffset() or dt.timedelta()
             return dt.timezone(offset), offset_label(offset)
     if name.upper() in ("Z", "UTC"):
         return dt.timezone.utc, "UTC"
@@ -95,7 +95,7 @@ def _local_zone_name() -> str | None:
 
 
 def now_in(tz: dt.tzinfo) -> dt.datetime:
-    return dt.datetime.now(tz).replace(microsecond=0)
+    return clock.now().astimezone(tz).replace(microsecond=0)
 
 
 # ---------------------------------------------------------------------------

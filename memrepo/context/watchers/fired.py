@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from memrepo import clock
 from memrepo.atomic import atomic_write
 from memrepo.context.watchers.loader import TopicSet
 from memrepo.layout import STATE_DIR
@@ -58,7 +59,7 @@ def unknown_cron(topics: TopicSet, event: str) -> str | None:
 
 
 def _now() -> dt.datetime:
-    return dt.datetime.now().astimezone()
+    return clock.now()
 
 
 def _load(path: Path) -> dict[str, str]:

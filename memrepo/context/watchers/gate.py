@@ -19,7 +19,6 @@ them.
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import os
@@ -27,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memrepo import clock
 from memrepo.atomic import append_lines, atomic_write
 from memrepo.jsonsafe import json_object
 from memrepo.layout import STATE_DIR
@@ -77,18 +77,27 @@ def bypass(topic: Topic, tier1: bool, score: float, threshold: float) -> Verdict
     )
 
 
-def make_llm(model: str, client: Any = None) -> Any:
+def make_llm(model: str, client: Any = None, agent_llm: bool = False) -> Any:
     """The shared LLM client (memrepo/llm.py) for the ``gate`` task; offline without a key."""
     from memrepo.llm import LLM
 
-    return LLM({"gate": model}, client=client)
+    return LLM({"gate": model}, client=client, agent_llm=agent_llm)
 
 
-def online() -> bool:
-    """True when a gate call can be attempted (an API key and no MEMREPO_OFFLINE)."""
+def agent_llm(root: Path) -> bool:
+    """Inside an agent's hook: whether the repo switched LLM use on (``agents.llm``)."""
+    from memrepo.config import load_config
+    from memrepo.spawn import AGENT_WORKER_ENV
+
+    return bool(os.environ.get(AGENT_WORKER_ENV)) and bool(load_config(root)["agents"]["llm"])
+
+
+def online(agent_llm: bool = False) -> bool:
+    """True when a gate call can be attempted (an API key, no MEMREPO_OFFLINE, and inside
+    an agent's hook LLM use switched on)."""
     from memrepo.llm import online_by_default
 
-    return online_by_default()
+    return online_by_default(agent_llm)
 
 
 def message_hash(message: str) -> str:
@@ -174,7 +183,7 @@ def append_log(root: Path, entries: list[dict[str, Any]]) -> None:
     an ``id`` is given one."""
     if not entries:
         return
-    stamp = dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    stamp = clock.now().isoformat(timespec="seconds")
     path = Path(root) / LOG_FILE
     data = "".join(
         json.dumps({"ts": stamp, **({} if "feedback" in e or "id" in e else {"id": new_id()}),

@@ -124,7 +124,8 @@ def match_topics(
     matcher, scorer = _engines(ts)
     if gate is None:
         model = str(cfg.get("gate_model", "haiku"))
-        llm = gatemod.make_llm(model) if gatemod.online() else None
+        allowed = gatemod.agent_llm(root)
+        llm = gatemod.make_llm(model, agent_llm=allowed) if gatemod.online(allowed) else None
         gate = gatemod.Gate(root, model, llm, int(cfg.get("gate_max_tokens", 1)))
     global_threshold = float(cfg.get("similarity_threshold", 0.15))
     hits_by_topic: dict[str, list[Tier1Hit]] = {}

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memrepo import clock, scaffold, worktree
 from memrepo import entries as E
-from memrepo import scaffold, worktree
 from memrepo.atomic import atomic_write
 from memrepo.documents import parse_date, parse_document, render_document
 from memrepo.errors import FormatError, MemrepoError
@@ -406,7 +406,7 @@ def _ask(decider: Any, prepared: list[tuple[str, str, list[E.Entry], list[Item]]
 
 def new_file(ws: Workspace, path: str, create: dict[str, Any], date: str) -> str:
     """A knowledge file that does not exist yet, with the frontmatter its path requires."""
-    day = dt.date.fromisoformat(date) if date else dt.date.today()
+    day = dt.date.fromisoformat(date) if date else clock.today()
     typ = create.get("type")
     if path == MEMORY_FILE:
         return scaffold.render_template("MEMORY.md", day)

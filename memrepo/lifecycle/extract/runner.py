@@ -9,7 +9,6 @@ transcripts so that later facts supersede earlier ones.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -17,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memrepo import clock
 from memrepo.atomic import atomic_write
 from memrepo.commit import write
 from memrepo.config import load_config
@@ -26,12 +26,14 @@ from memrepo.layout import MEMORY_FILE, STATE_DIR, TRANSCRIPT_ROOT, is_transcrip
 from memrepo.lifecycle.cap import enforce_cap
 from memrepo.lifecycle.extract import extractors as X
 from memrepo.lifecycle.extract.apply import Edit, Workspace, llm_decider
-from memrepo.llm import ResultCache, cache_key, template_hash
+from memrepo.llm import LLM, ResultCache, cache_key, template_hash
 from memrepo.secrets import redact
 from memrepo.transcript.read import Transcript, read_transcript
 
 STATE_FILE = f"{STATE_DIR}/extract-state.json"
 PROMPT = "extract"
+#: The template of one request for all extractors (an agent session end's extraction).
+ALL_PROMPT = "extract_all"
 
 
 @dataclass
@@ -150,9 +152,33 @@ class Extraction:
             self.cache.put(k, data)
         return data
 
+    def llm_all(self, exs: list[X.Extractor], t: Transcript) -> dict[str, Any] | None:
+        """One request for every extractor of a transcript (the model's answer, from the
+        cache when possible), or None: an agent's session end costs one request, not one
+        per extractor, and no retry (the offline path takes over)."""
+        if not self.llm.available:
+            return None
+        k = cache_key("all", *(ex.id for ex in exs), self.llm.model_for("extract"),
+                      template_hash(ALL_PROMPT), t.content_hash)
+        data = self.cache.get(k)
+        if data is not None:
+            self.llm.usage.note_cached()
+            return data
+        item_list = X.ITEM_SCHEMA["properties"]["items"]
+        schema = {"type": "object", "properties": {ex.name: item_list for ex in exs}}
+        data = self.llm.complete_json(
+            "extract", ALL_PROMPT, schema, max_tokens=3000, retry=False, path=t.path,
+            date=t.date, transcript=redact(t.text)[0][: self.max_chars],
+            extractors="\n".join(f"- {ex.name}: {ex.guidance}" for ex in exs))
+        if data is not None:
+            self.cache.put(k, data)
+        return data
+
     def items(self, ex: X.Extractor, t: Transcript,
-              data: dict[str, Any] | None = None) -> list[X.Item]:
-        data = data if data is not None else self.llm_data(ex, t)
+              data: dict[str, Any] | None = None, ask: bool = True) -> list[X.Item]:
+        """The items of a pair: from ``data`` (the model's), else asked for (``ask``), else
+        the heuristics'."""
+        data = data if data is not None or not ask else self.llm_data(ex, t)
         if data is not None:
             self.llm_pairs += 1
             return ex.from_llm(t, self.ctx, data)
@@ -207,15 +233,20 @@ def extract(
     progress: Callable[[int], None] | None = None,
     prefetched: dict[tuple[str, str], Any] | None = None,
     cache_root: Path | None = None,
+    one_request: bool = False,
 ) -> Report:
-    """Run the extractors over ``paths`` (chronologically), write, and commit."""
+    """Run the extractors over ``paths`` (chronologically), write, and commit.
+
+    ``one_request``: at most one model request per transcript (:meth:`Extraction.llm_all`),
+    reconciled and capped by the heuristics: what an agent's session end may spend.
+    """
     report = Report()
     exs = X.get(extractor_names)
     ctx = context(root)
     cfg_chars = int(load_config(root).get("llm", {}).get("max_transcript_chars", 12000))
     with_llm = Extraction(root, llm, ctx, cfg_chars, cache_root)
     ws = workspace or Workspace(root)
-    decider = llm_decider(llm, with_llm.cache) if llm.available else None
+    decider = llm_decider(llm, with_llm.cache) if llm.available and not one_request else None
     done: dict[str, str] = {}
     for path in sorted(paths):
         try:
@@ -227,9 +258,12 @@ def extract(
             report.open.append(path)  # an open session is extracted once it ends
             continue
         items: list[X.Item] = []
+        bundle = with_llm.llm_all(exs, t) if one_request else None
         for ex in exs:
             data = prefetched.get((ex.name, path)) if prefetched else None
-            got = with_llm.items(ex, t, data)
+            if bundle is not None:
+                data = {"items": bundle.get(ex.name) or []}
+            got = with_llm.items(ex, t, data, ask=not one_request)
             items += got
             if ex.name == "decisions":
                 ctx.projects |= {it.path.split("/")[2] for it in got
@@ -243,7 +277,7 @@ def extract(
             progress(1)
     report.offline_pairs, report.llm_pairs = with_llm.offline_pairs, with_llm.llm_pairs
     if workspace is None:
-        report.written = finish(root, ws, llm)
+        report.written = finish(root, ws, LLM(llm.models, offline=True) if one_request else llm)
         if commit and report.written:
             report.commit = commit_extract(root, report)
         save_state(root, done)
@@ -274,4 +308,4 @@ def commit_extract(root: Path, report: Report, title: str | None = None) -> str 
 
 
 def today() -> str:
-    return dt.date.today().isoformat()
+    return clock.today().isoformat()
