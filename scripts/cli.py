@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "serve": "memrepo.scripts.serve:serve",
     "install": "memrepo.scripts.install:install",
     "uninstall": "memrepo.scripts.install:uninstall",
+    "plugin": "memrepo.scripts.plugin:plugin",
     "capture": "memrepo.scripts.capture:capture",
     "commit": "memrepo.scripts.commit:commit",
     "sync": "memrepo.scripts.sync:sync",
