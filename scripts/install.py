@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
 from memrepo.agents import install as agents
 from memrepo.agents.harness import HARNESSES
-from memrepo.agents.settings import AGENTS, check_scope
+from memrepo.agents.settings import AGENTS, check_scope, check_url
+from memrepo.errors import MemrepoError
 from memrepo.lifecycle.migrate_sources import find_sources
 from memrepo.repo import discover
 from memrepo.scripts.cli import accepts_repo
@@ -51,12 +53,17 @@ def _report(changes: list, dry_run: bool, verb: str) -> bool:
 @accepts_repo()
 @click.option("--memory", "memory_exe", type=click.Path(dir_okay=False),
               help="The `memory` executable the agent runs (default: the one running now).")
+@click.option("--url", help="The MCP server is this `memory mcp --http` endpoint "
+              "(http(s)://HOST:PORT/mcp), not a `memory mcp` the agent starts.")
+@click.option("--token-env", metavar="VAR",
+              help="With --url: the agent sends `Authorization: Bearer $VAR`.")
 @_print
 @_home
 @_project
 @click.pass_context
-def install(ctx: click.Context, agent: str, scope: str, memory_exe: str | None, dry_run: bool,
-            home: Path | None, project: Path | None) -> int:
+def install(ctx: click.Context, agent: str, scope: str, memory_exe: str | None, url: str | None,
+            token_env: str | None, dry_run: bool, home: Path | None,
+            project: Path | None) -> int:
     """Wire memrepo into AGENT (claude-code, codex, gemini): its hooks brief each session,
     recall per prompt, flush before compaction and capture every turn; its MCP server
     `memrepo` gives the model search and writes.
@@ -64,20 +71,44 @@ def install(ctx: click.Context, agent: str, scope: str, memory_exe: str | None, 
     The absolute paths of this `memory` and of the memory repo are written into the
     agent's settings, so nothing depends on the agent's PATH or cwd. Only memrepo's own
     entries change (recognised by what they run); running it again changes nothing.
+
+    With --url the MCP server entry is that HTTP endpoint instead (docs/remote-mcp.md);
+    the hooks are installed too when a memory repo is found here, else left as they are.
     """
     check_scope(agent, scope)
-    repo = discover((ctx.obj or {}).get("repo")).root
-    exe = str(Path(memory_exe).absolute()) if memory_exe else agents.running_memory()
-    agents.memory_version(exe)
-    changes = agents.plan(agent, scope, memory=exe, repo=str(repo), home=home,
-                          project=project)
+    if token_env and not url:
+        raise click.UsageError("--token-env goes with --url")
+    if url:
+        check_url(url, token_env)
+    repo = _local_repo(ctx, required=not url)
+    exe = None
+    if repo is not None:
+        exe = str(Path(memory_exe).absolute()) if memory_exe else agents.running_memory()
+        agents.memory_version(exe)
+    changes = agents.plan(agent, scope, memory=exe, repo=str(repo) if repo else None,
+                          home=home, project=project, url=url, token_env=token_env)
     if _report(changes, dry_run, "install") and not dry_run:
         agents.apply(changes, home)
-        click.echo(f"installed: {exe} --repo {repo}")
+        hooks = f"hooks: {exe} --repo {repo}" if repo else "no hooks (no memory repo here)"
+        click.echo(f"installed: MCP server {url}; {hooks}" if url else
+                   f"installed: {exe} --repo {repo}")
         click.echo(AGENTS[agent].next_step)
         click.echo(f"Undo: memory uninstall {agent} --scope {scope}")
     _offer_import(agent, home, project)
     return 0
+
+
+def _local_repo(ctx: click.Context, required: bool) -> Path | None:
+    """The memory repo the hooks run on; None when none is found and none is
+    ``required`` (an HTTP server's agent may have no clone: a repo named with --repo or
+    $MEMORY_REPO must still exist)."""
+    named = (ctx.obj or {}).get("repo") or os.environ.get("MEMORY_REPO")
+    try:
+        return discover(named).root
+    except MemrepoError:
+        if required or named:
+            raise
+        return None
 
 
 def _offer_import(agent: str, home: Path | None, project: Path | None) -> None:

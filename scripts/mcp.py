@@ -1,25 +1,102 @@
-"""``memory mcp``: serve the memory repo to an agent over MCP (stdio).
+"""``memory mcp``: serve the memory repo to an agent over MCP (stdio, or HTTP with --http),
+and ``memory mcp token``: the bearer tokens of the HTTP server.
 
-An agent (Claude Code, Codex, Gemini CLI) starts it and talks JSON-RPC on its stdin and
-stdout; nothing else may print there. The repo is found before the protocol starts, so
-a wrong ``--repo`` is one line on stderr and exit status 1, not a server that fails
-every call. The MCP SDK is imported here only: no other command pays its slow import
-(bench/perf/bench_mcp.py times the server's start).
+An agent (Claude Code, Codex, Gemini CLI) starts ``memory mcp`` and talks JSON-RPC on its
+stdin and stdout; nothing else may print there. The repo is found before the protocol
+starts, so a wrong ``--repo`` is one line on stderr and exit status 1, not a server that
+fails every call. The MCP SDK is imported here only: no other command pays its slow import
+(bench/perf/bench_mcp.py times the server's start). Plain ``memory mcp`` rarely gets
+here: the fast path (memrepo.scripts.fastpath) relays it to the resident server.
 """
 
 from __future__ import annotations
 
+import json
+
 import click
 
 from memrepo.repo import discover
+from memrepo.scripts.cli import accepts_repo
 
 
-@click.command("mcp")
+@click.group("mcp", invoke_without_command=True)
+@accepts_repo(hidden=True)
+@click.option("--http", "listen", metavar="[HOST:]PORT",
+              help="Serve the same tools over streamable HTTP at /mcp instead of stdio "
+                   "(HOST defaults to 127.0.0.1; another host needs a token).")
 @click.pass_context
-def mcp(ctx: click.Context) -> None:
+def mcp(ctx: click.Context, listen: str | None) -> None:
     """Serve memory to an agent over MCP on stdio (tools: search, context, read,
-    remember, update, reinforce, demote)."""
+    remember, update, reinforce, demote), or over HTTP with --http.
+
+    Over HTTP every request needs `Authorization: Bearer TOKEN` once a token exists
+    (`memory mcp token create NAME`); see docs/remote-mcp.md for TLS and the agents.
+    """
+    if ctx.invoked_subcommand is not None:
+        if listen is not None:
+            raise click.UsageError("--http serves; it takes no subcommand")
+        return
     repo = discover((ctx.obj or {}).get("repo"))
+    if listen is not None:
+        from memrepo.agents.mcp_http import serve_http
+
+        serve_http(repo.root, listen, lambda text: click.echo(f"memory mcp: {text}",
+                                                              err=True))
+        return
     from memrepo.agents.mcp_server import serve
 
     serve(repo.root)
+
+
+@mcp.group("token")
+def token() -> None:
+    """Bearer tokens for `memory mcp --http` (kept hashed in the clone's git dir)."""
+
+
+@token.command("create")
+@accepts_repo()
+@click.argument("name")
+@click.option("--read-only", is_flag=True,
+              help="Search, context and read only: the writing tools are hidden and refused.")
+@click.pass_context
+def token_create(ctx: click.Context, name: str, read_only: bool) -> None:
+    """Make a token named NAME and print it, once: only its digest is kept."""
+    from memrepo.agents.tokens import READ, WRITE, TokenStore
+
+    scope = READ if read_only else WRITE
+    value = TokenStore(discover((ctx.obj or {}).get("repo")).root).create(name, scope)
+    click.echo(value)
+    click.echo(f"memory mcp: token {name!r} ({scope}) created; it is shown this once: "
+               "keep it in the client's environment, e.g. export MEMREPO_TOKEN=…",
+               err=True)
+
+
+@token.command("list")
+@accepts_repo()
+@click.option("--json", "as_json", is_flag=True, help="Print the tokens as JSON.")
+@click.pass_context
+def token_list(ctx: click.Context, as_json: bool) -> None:
+    """The tokens: name, scope, when made (never the token)."""
+    from memrepo.agents.tokens import TokenStore
+
+    rows = [t.public() for t in TokenStore(discover((ctx.obj or {}).get("repo")).root)
+            .tokens()]
+    if as_json:
+        click.echo(json.dumps(rows, indent=1))
+        return
+    if not rows:
+        click.echo("no tokens (memory mcp token create NAME)")
+    for row in rows:
+        click.echo(f"{row['name']}\t{row['scope']}\t{row['created']}")
+
+
+@token.command("revoke")
+@accepts_repo()
+@click.argument("name")
+@click.pass_context
+def token_revoke(ctx: click.Context, name: str) -> None:
+    """Remove the token NAME: a running server refuses it from its next request."""
+    from memrepo.agents.tokens import TokenStore
+
+    gone = TokenStore(discover((ctx.obj or {}).get("repo")).root).revoke(name)
+    click.echo(f"revoked {gone.name} ({gone.scope})")

@@ -14,4 +14,6 @@ the MCP server.
   files and taking them out again, byte for byte
 - ``mcp_server``: ``memory mcp``, the resident process a model calls for search, context,
   reads and writes
+- ``mcp_http`` / ``tokens``: the same tools over streamable HTTP (``memory mcp --http``)
+  behind bearer tokens, kept hashed per clone
 """

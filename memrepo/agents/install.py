@@ -33,6 +33,7 @@ from memrepo.agents.settings import (
     check_scope,
     hook_handler,
     memrepo_call,
+    merged_entry,
     place_keys,
     place_path,
     server_entry,
@@ -89,10 +90,16 @@ def _open(path: Path, text: str | None, agent: str) -> Doc:
 
 
 def plan(agent: str, scope: str, *, memory: str | None = None, repo: str | None = None,
-         home: Path | None = None, project: Path | None = None) -> list[FileChange]:
+         home: Path | None = None, project: Path | None = None, url: str | None = None,
+         token_env: str | None = None) -> list[FileChange]:
     """The changes that install (``memory`` and ``repo`` given) or uninstall (neither)
-    ``agent`` at ``scope``: nothing is written (see :func:`apply`)."""
+    ``agent`` at ``scope``: nothing is written (see :func:`apply`). ``url``: the MCP
+    server is that HTTP endpoint (its token in ``$token_env``), not ``memory mcp``; the
+    hooks, which need a local clone, are left as they are when ``repo`` is not given."""
     spec = check_scope(agent, scope)
+    hooks = bool(memory and repo) or url is None
+    want = (server_entry(memory or "", repo or "", agent=agent, url=url, token_env=token_env)
+            if url or (memory and repo) else None)
     project = (project or Path.cwd()).resolve()
     home = home.absolute() if home else None
     docs: dict[Path, tuple[str | None, Doc, list[str]]] = {}
@@ -104,9 +111,9 @@ def plan(agent: str, scope: str, *, memory: str | None = None, repo: str | None 
         _, doc, notes = docs[path]
         keys = place_keys(place, project)
         if place.what == HOOKS:
-            notes += _merge_hooks(doc, keys, agent, memory, repo)
+            notes += _merge_hooks(doc, keys, agent, memory, repo) if hooks else []
         else:
-            notes += _merge_server(doc, keys, memory, repo, place.keep_empty)
+            notes += _merge_server(doc, keys, want, place.keep_empty)
     changes = []
     for path, (before, doc, notes) in docs.items():
         after: str | None = doc.dumps()
@@ -209,14 +216,14 @@ def _remove_pruned(doc: Doc, path: tuple[Key, ...], keep: tuple[Key, ...] | None
     doc.remove(target)
 
 
-def _merge_server(doc: Doc, base: tuple[str, ...], memory: str | None, repo: str | None,
+def _merge_server(doc: Doc, base: tuple[str, ...], want: dict[str, Any] | None,
                   keep_empty: bool) -> list[str]:
-    """Make memrepo's MCP server entry in ``doc`` the wanted one (none for an uninstall)."""
+    """Make memrepo's MCP server entry in ``doc`` ``want`` (None: none, an uninstall)."""
     servers = doc.get(base)
     if servers is not None and not isinstance(servers, dict):
         raise MemrepoError(f"{doc.name}: {'.'.join(base)} is not a table; not touching it")
-    ours = [n for n, e in (servers or {}).items() if (c := memrepo_call(e)) and c.kind == MCP]
-    want = server_entry(memory, repo) if memory and repo else None
+    ours = [n for n, e in (servers or {}).items()
+            if (c := memrepo_call(e, n)) and c.kind == MCP]
     keep = (ours[0] if ours else SERVER_NAME) if want else None
     notes = []
     for name in reversed(ours):
@@ -230,7 +237,7 @@ def _merge_server(doc: Doc, base: tuple[str, ...], memory: str | None, repo: str
         notes.append(f"removed MCP server {name!r}")
     if want is not None and keep is not None:
         current = doc.get((*base, keep))
-        merged = {**current, **want} if isinstance(current, dict) else want
+        merged = merged_entry(current, want)
         if merged != current:
             doc.set((*base, keep), merged)
             notes.append(f"{'updated' if current else 'added'} MCP server {keep!r}")
@@ -335,7 +342,7 @@ def installed(home: Path | None = None, project: Path | None = None) -> tuple[
                     continue
                 if place.what == MCP:
                     for name, entry in section.items():
-                        call = memrepo_call(entry)
+                        call = memrepo_call(entry, name)
                         if call and call.kind == MCP:
                             found.append(Installed(agent, scope, path, MCP, name, call))
                     continue
@@ -367,14 +374,15 @@ def health_checks(repo: Any) -> list[Check]:
     for (agent, scope), items in by_integration.items():
         name = f"{agent} ({scope})"
         problems = []
-        for exe in sorted({i.call.memory for i in items}):
+        local = [i for i in items if i.call.url is None]  # an HTTP server runs nothing here
+        for exe in sorted({i.call.memory for i in local}):
             if exe not in versions:
                 try:
                     versions[exe] = memory_version(exe)
                 except MemrepoError as exc:
                     versions[exe] = None
                     problems.append(str(exc))
-        for repo_path in sorted({i.call.repo or "" for i in items}):
+        for repo_path in sorted({i.call.repo or "" for i in local}):
             if not repo_path:
                 problems.append("an entry names no --repo (it follows the agent's cwd)")
             elif not (Path(repo_path).expanduser() / CONFIG_FILE).is_file():
@@ -391,7 +399,7 @@ def health_checks(repo: Any) -> list[Check]:
         what = ", ".join(filter(None, [
             f"{len(hooks)} hooks" if hooks else "", f"MCP server {', '.join(servers)}"
             if servers else ""]))
-        repos = ", ".join(sorted({i.call.repo or "?" for i in items}))
+        repos = ", ".join(sorted({i.call.url or i.call.repo or "?" for i in items}))
         fix = f"memory install {agent} --scope {scope} (or: memory uninstall {agent} " \
               f"--scope {scope})"
         if problems:

@@ -14,6 +14,8 @@ or an agent asks of it live here, a floor up, and are handed to it (``services``
   every process an agent starts (``bench/perf/bench_mcp.py``). All sessions share one
   :class:`~memrepo.agents.mcp_server.Memory`, so one worker thread writes; a server
   started here builds it at start, in a niced thread, not at the first session.
+  ``memory mcp --http`` hosts this server while it runs (:func:`host_resident`), so its
+  HTTP sessions (:mod:`memrepo.agents.mcp_http`) share that Memory too.
 
 A clone with no model to serve (``search.embedder: none``, or one not installed) still
 gets a server for these services (:class:`NoModel`): ``memory mcp`` starts one on first
@@ -31,7 +33,7 @@ import socket
 import sys
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -89,14 +91,14 @@ def mcp_service(server: Server, req: dict[str, Any], asked: Callable[[], bool]
     return {"ok": True, "pid": os.getpid(), SESSION: lambda conn: mcp_session(server, conn)}
 
 
-#: the module of the MCP server sessions run (see :func:`_shared_app`)
+#: the module of the MCP server sessions run (see :func:`shared_app`)
 MCP_SERVER = "memrepo.agents.mcp_server"
 #: the one MCP server (and its Memory) each resident server's sessions share
 _APPS: weakref.WeakKeyDictionary[Server, Any] = weakref.WeakKeyDictionary()
 _APPS_LOCK = threading.Lock()
 
 
-def _shared_app(server: Server) -> Any:
+def shared_app(server: Server) -> Any:
     """The MCP server this resident's sessions run, built at the first one. Its module is
     imported by name when a session first asks: it imports this one (the server a
     ``memory mcp`` process hosts offers :data:`HOSTED_SERVICES`), and only a resident an
@@ -117,7 +119,7 @@ def mcp_session(server: Server, conn: socket.socket) -> None:
     stdout), on an event loop of this connection's thread."""
     # the app first: it imports the SDK under its lock (the warm-up may be importing it
     # now, and two threads importing the SDK's circular modules at once fail)
-    low = _shared_app(server)._lowlevel_server
+    low = shared_app(server)._lowlevel_server
     import anyio
     from mcp.server.stdio import stdio_server
 
@@ -168,38 +170,59 @@ def _warm(server: Server) -> None:
     with contextlib.suppress(Exception):
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
     try:
-        _shared_app(server)
+        shared_app(server)
     except Exception as exc:  # the first session builds it, or says why
         server.log(f"MCP server not built ahead: {type(exc).__name__}: {exc}")
 
 
-def run_resident(root: Path, embedder: Any, idle: float | None,
-                 services: Mapping[str, Service], note: str | None = None) -> int:
-    """Serve ``embedder`` and ``services`` until stopped (``stop`` op, idle timeout,
-    SIGTERM), the MCP server warmed meanwhile; 1 when a server already runs for the
-    clone. A :class:`NoModel` server runs no catch-up."""
+def resident_server(root: Path, idle: float | None, log: Callable[[str], None],
+                    model: str | None = None) -> tuple[Server, str | None]:
+    """The clone's resident server with :data:`SERVICES`, not started, and a note for its
+    log: without a model (:class:`NoModel`) when the clone has none to serve and none is
+    named (MemrepoError when ``model`` is named and cannot be served)."""
+    try:
+        embedder = serve.configured_embedder(root, model)
+    except MemrepoError as exc:
+        if model is not None:
+            raise
+        return Server(root, NoModel(), idle=idle, log=log,
+                      services={**SERVICES, "catch-up": _nothing_to_embed}), (
+            f"serving the agents without a model ({exc})")
+    return Server(root, embedder, idle=idle, log=log, services=SERVICES,
+                  catch_up_on_start=True), None
+
+
+def host_resident(root: Path, idle: float | None = None,
+                  log: Callable[[str], None] | None = None, model: str | None = None
+                  ) -> Server:
+    """Start the clone's resident server in this process (what ``python -m
+    memrepo.agents.resident serve`` runs, and ``memory mcp --http`` while it serves:
+    ``memory mcp``'s sessions are relayed to it), its MCP server warmed meanwhile, its log
+    in serve.log (and to ``log``). AlreadyRunning when another process serves the clone;
+    MemrepoError when ``model`` cannot be served."""
     sdir = serve_dir(root)
     private_dir(sdir)
-    log = serve.file_logger(sdir)
-    server = Server(root, embedder, idle=idle, log=log, services=services,
-                    catch_up_on_start=not isinstance(embedder, NoModel))
-    try:
-        server.start()
-    except AlreadyRunning as exc:
-        print(f"memory serve: {exc}", file=sys.stderr)
-        return 1
+    flog = serve.file_logger(sdir)
+
+    def both(msg: str) -> None:
+        flog(msg)
+        if log is not None:
+            log(msg)
+
+    server, note = resident_server(root, idle, both, model)
+    server.start()
     if note:
-        log(note)
+        both(note)
     threading.Thread(target=_warm, args=(server,), name="memrepo-resident-mcp",
                      daemon=True).start()
-    serve.run_until_stopped(server)
-    return 0
+    return server
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m memrepo.agents.resident serve ROOT [--model M] [--idle S]``: the
     server, with :data:`SERVICES`; without a model when the clone has none to serve and
-    none is named (why goes to its log)."""
+    none is named (why goes to its log). Serves until stopped (``stop`` op, idle
+    timeout, SIGTERM); 1 when a server already runs for the clone."""
     import argparse
 
     p = argparse.ArgumentParser(prog="python -m memrepo.agents.resident")
@@ -208,17 +231,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model")
     p.add_argument("--idle", type=float)
     a = p.parse_args(argv)
-    root = Path(a.root)
     try:
-        embedder = serve.configured_embedder(root, a.model)
-    except MemrepoError as exc:
-        if a.model is not None:
-            print(f"memory serve: {exc}", file=sys.stderr)
-            return 1
-        return run_resident(root, NoModel(), a.idle,
-                            {**SERVICES, "catch-up": _nothing_to_embed},
-                            note=f"serving the agents without a model ({exc})")
-    return run_resident(root, embedder, a.idle, SERVICES)
+        server = host_resident(Path(a.root), a.idle, model=a.model)
+    except (MemrepoError, AlreadyRunning) as exc:
+        print(f"memory serve: {exc}", file=sys.stderr)
+        return 1
+    serve.run_until_stopped(server)
+    return 0
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ Sources of every format: ../shared/reviews/agent-integration.md §1.1, §1.2, §
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -175,9 +176,63 @@ def hook_handler(agent: str, event: str, memory: str, repo: str) -> dict[str, An
     return handler
 
 
-def server_entry(memory: str, repo: str) -> dict[str, Any]:
-    """The MCP server entry (the same shape in all three agents)."""
-    return {"command": memory, "args": ["--repo", repo, "mcp"]}
+def server_entry(memory: str, repo: str, *, agent: str | None = None,
+                 url: str | None = None, token_env: str | None = None) -> dict[str, Any]:
+    """The MCP server entry: ``memory --repo REPO mcp`` on stdio (the same shape in all
+    three agents), or, with ``url``, ``agent``'s entry for a streamable HTTP server
+    (``memory mcp --http``) sending the token in ``$token_env`` (docs/remote-mcp.md):
+
+    - Claude Code: ``type: http``, ``url``, ``headers`` (``${VAR}`` expanded there)
+    - Gemini CLI: ``httpUrl`` (its ``url`` is SSE), ``headers`` (``${VAR}`` expanded)
+    - Codex: ``url`` and ``bearer_token_env_var`` (it refuses a token in the file)
+    """
+    if url is None:
+        return {"command": memory, "args": ["--repo", repo, "mcp"]}
+    bearer = {"Authorization": f"Bearer ${{{token_env}}}"} if token_env else None
+    if agent == "codex":
+        return {"url": url, **({"bearer_token_env_var": token_env} if token_env else {})}
+    if agent == "gemini":
+        return {"httpUrl": url, **({"headers": bearer} if bearer else {})}
+    if agent == "claude-code":
+        return {"type": "http", "url": url, **({"headers": bearer} if bearer else {})}
+    raise MemrepoError(f"an HTTP server entry needs the agent (one of {', '.join(AGENTS)})")
+
+
+#: Keys of a server entry that say how it is reached: memrepo's entry owns them, so an
+#: install replaces them all (Codex refuses ``url`` beside ``command`` or ``env``); the
+#: user's other keys (Gemini's ``trust``, Claude Code's ``alwaysLoad``) stay.
+HTTP_KEYS = frozenset({"type", "url", "httpUrl", "headers", "bearer_token_env_var"})
+STDIO_ONLY_KEYS = frozenset({"env", "cwd"})
+
+
+def merged_entry(current: object, want: dict[str, Any]) -> dict[str, Any]:
+    """``want`` over ``current``'s keys that are the user's: every key saying how the
+    server is reached is ``want``'s, and a stdio entry's ``env`` and ``cwd`` are kept only
+    while it stays on stdio."""
+    if not isinstance(current, dict):
+        return want
+    owned = (HTTP_KEYS - {"type"}) | {"command", "args"}
+    if "command" not in want:
+        owned |= STDIO_ONLY_KEYS | {"type"}
+    elif current.get("type") not in (None, "stdio"):  # a `"type": "stdio"` stays
+        owned |= {"type"}
+    return {**{k: v for k, v in current.items() if k not in owned}, **want}
+
+
+#: How a URL may look for ``memory install --url`` and a token's variable name.
+URL_SCHEMES = ("http://", "https://")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def check_url(url: str, token_env: str | None) -> None:
+    """MemrepoError for a URL no agent would reach, or a variable name no shell has."""
+    if not url.startswith(URL_SCHEMES) or len(url) <= len("https://") or any(
+            c.isspace() for c in url):
+        raise MemrepoError(f"--url {url!r}: an http:// or https:// URL, e.g. "
+                           "http://127.0.0.1:8765/mcp")
+    if token_env is not None and not ENV_NAME.match(token_env):
+        raise MemrepoError(f"--token-env {token_env!r}: an environment variable's name "
+                           "(letters, digits, _), e.g. MEMREPO_TOKEN")
 
 
 @dataclass(frozen=True)
@@ -189,6 +244,7 @@ class Call:
     kind: str  # HOOKS, MCP, or "legacy" (`memory compile --format claude-code-hook`)
     harness: str | None = None
     event: str | None = None
+    url: str | None = None  # an HTTP server entry's (memory and repo then empty)
 
 
 def _split_repo(args: Sequence[str]) -> tuple[str | None, list[str]]:
@@ -205,8 +261,13 @@ def _split_repo(args: Sequence[str]) -> tuple[str | None, list[str]]:
     return repo, rest
 
 
-def memrepo_call(entry: object) -> Call | None:
-    """What ``entry`` (a hook handler or an MCP server entry) runs, when it is memrepo's."""
+def memrepo_call(entry: object, name: str | None = None) -> Call | None:
+    """What ``entry`` (a hook handler, or the MCP server entry named ``name``) runs, when
+    it is memrepo's. An HTTP server entry names no executable: it is memrepo's when it is
+    named :data:`SERVER_NAME` (what ``memory install --url`` writes)."""
+    if name == SERVER_NAME and isinstance(entry, dict) and "command" not in entry:
+        url = entry.get("url", entry.get("httpUrl"))
+        return Call("", None, MCP, url=url) if isinstance(url, str) else None
     if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
         return None
     args = entry.get("args")
