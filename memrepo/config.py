@@ -95,7 +95,7 @@ SCHEMA: dict[str, dict[str, Setting]] = {
         ),
         "rrf_k": _int(60, "k of reciprocal rank fusion: score = weight / (k + rank)"),
         "per_file": _int(10, "most results (best chunks) one file may take in a list", low=1),
-        "recency_per_day": _num(0.01, "recency: score / (1 + days x this); 0 turns it off"),
+        "recency_per_day": _num(0.002, "recency: score / (1 + days x this); 0 turns it off"),
         "date_boost": _num(
             1.0, "files dated on a day (or month) the query names: score x (1 + this)"
         ),

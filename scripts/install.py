@@ -93,6 +93,8 @@ def install(ctx: click.Context, agent: str, scope: str, memory_exe: str | None, 
         click.echo(f"installed: MCP server {url}; {hooks}" if url else
                    f"installed: {exe} --repo {repo}")
         click.echo(AGENTS[agent].next_step)
+        if repo is not None:
+            click.echo(agents.llm_note(repo))
         click.echo(f"Undo: memory uninstall {agent} --scope {scope}")
     _offer_import(agent, home, project)
     return 0

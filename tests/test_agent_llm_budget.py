@@ -118,3 +118,19 @@ def test_hooks_spend_the_agents_key_only_when_switched_on(
     decisions = run_git(repo, "grep", "-l", "The team chose PostgreSQL 16",
                         check=False).stdout
     assert decisions.strip()
+
+
+def test_install_says_what_llm_use_costs_and_how_to_turn_it_on(
+        crepo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    out = run_memory(crepo, "install", "claude-code", "--scope", "project")
+    assert out.returncode == 0, out.stderr
+    assert "offline" in out.stdout and "agents.llm: true" in out.stdout
+    assert "one request per session end" in out.stdout and "$" in out.stdout
+    cfg = crepo / "memory-config.yaml"
+    text = cfg.read_text(encoding="utf-8")
+    assert "\n  llm: false" in text
+    cfg.write_text(text.replace("\n  llm: false", "\n  llm: true", 1), encoding="utf-8")
+    run_memory(crepo, "uninstall", "claude-code", "--scope", "project")
+    out = run_memory(crepo, "install", "claude-code", "--scope", "project")
+    assert "LLM use is on (agents.llm)" in out.stdout, out.stdout + out.stderr

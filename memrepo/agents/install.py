@@ -40,9 +40,11 @@ from memrepo.agents.settings import (
 )
 from memrepo.agents.settings_edit import Doc, JsonText, Key, TomlText
 from memrepo.atomic import atomic_write
+from memrepo.config import load_config
 from memrepo.errors import MemrepoError
 from memrepo.health import Check
 from memrepo.layout import CONFIG_FILE
+from memrepo.llm import estimate_cost
 
 #: Agents that read their JSON settings with ``//`` and ``/* */`` comments (Gemini CLI).
 JSONC_AGENTS = frozenset({"gemini"})
@@ -265,6 +267,21 @@ def apply(changes: Sequence[FileChange], home: Path | None = None) -> None:
 
 
 # --- the memory to bake in ------------------------------------------------------------
+
+
+def llm_note(repo: Path) -> str:
+    """What the hooks' LLM use costs and how to turn it on (issue 35: the worker used to
+    spend the agent's key, twelve requests a session, without a word)."""
+    cfg = load_config(repo)
+    model, chars = cfg["llm"]["extract_model"], int(cfg["llm"]["max_transcript_chars"])
+    cost = estimate_cost(model, chars, 3000)
+    each = (f"one request per session end ({model}, up to {chars:,} characters in: "
+            f"at most ~${cost:.3f} a session)")
+    if cfg["agents"]["llm"]:
+        return f"LLM use is on (agents.llm): {each}, with the agent's ANTHROPIC_API_KEY."
+    return ("Extraction after each session is offline: memrepo does not spend the agent's "
+            f"API key. To extract with a model, set agents.llm: true in {CONFIG_FILE}: "
+            f"{each}.")
 
 
 def running_memory() -> str:

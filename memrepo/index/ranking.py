@@ -84,7 +84,7 @@ class Settings:
     vector_weight: float = 0.5
     rrf_k: int = 60
     rollup: tuple[float, ...] = (1.0,)
-    recency_per_day: float = 0.01
+    recency_per_day: float = 0.002
     reinforce_factor: float = 0.2
     #: seed 001: +3 per reinforce, -1 per demote (search.reinforce_weight / demote_weight)
     reinforce_weight: float = 3.0
