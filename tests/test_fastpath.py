@@ -114,3 +114,16 @@ def test_stdin_that_is_not_utf8_is_refused_naming_stdin(
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO("café\n".encode())))
     assert fastpath.run(argv) == 0
     assert "café" in (crepo / s.path).read_text(encoding="utf-8")
+
+
+def test_an_agent_hooks_hand_off_imports_no_yaml_nor_compiler() -> None:
+    """Stop and SessionEnd only hand their work to a detached worker: every module they
+    import is start-up time Claude Code waits for (bench/clients/run.py, issue 36)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nimport memrepo.agents.events\n"
+            "print(sorted(m for m in ('yaml', 'memrepo.context.sections', "
+            "'memrepo.context.compiler', 'memrepo.documents') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr

@@ -11,7 +11,9 @@ Both show stored text by the one rule (:func:`memrepo.context.sections.stored`):
 topics labelled as the user's instructions, everything else as reference data.
 
 The hook call itself (stdin, deadline, fail open) is :mod:`memrepo.agents.events`'s; the
-compiler and the index are imported when a brief or a recall runs, not with this module.
+compiler, the index and the section formats (and YAML with them) are imported when a brief or
+a recall runs, not with this module: every hook imports it, Stop and SessionEnd only to
+hand their work over.
 """
 
 from __future__ import annotations
@@ -20,15 +22,16 @@ import datetime as dt
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrepo import clock
 from memrepo.agents import harness as H
 from memrepo.agents import state
-from memrepo.context.restate import restatements
-from memrepo.context.sections import Section, steering, stored_fit, stored_overhead
 from memrepo.errors import MemrepoError
 from memrepo.layout import TRANSCRIPT_PATH
+
+if TYPE_CHECKING:
+    from memrepo.context.sections import Section
 
 #: How long the prompt hook waits for the resident server's recall before it recalls
 #: itself: a busy server is not waited on for long, and the hook's own recall still fits
@@ -75,6 +78,7 @@ def brief(root: Path, harness: str, payload: dict[str, Any]) -> str:
     active projects), fenced as reference data (memrepo.context.sections.stored); what it
     holds is recorded as shown to the session."""
     from memrepo.context.compiler import CompileRequest, compile_context
+    from memrepo.context.sections import stored_fit, stored_overhead
     from memrepo.repo import MemoryRepo
 
     room = H.MAX_CONTEXT_CHARS - stored_overhead(BRIEF_INTRO, topics=False)
@@ -156,6 +160,8 @@ def recall(root: Path, harness: str, payload: dict[str, Any], engine: Any = None
     if len(prompt.strip()) < MIN_PROMPT_CHARS:
         return ""
     from memrepo.context.compiler import CompileRequest, compile_context
+    from memrepo.context.restate import restatements
+    from memrepo.context.sections import steering, stored_fit
     from memrepo.context.watchers.gate import Gate
     from memrepo.index.query import shared_words, terms
 
