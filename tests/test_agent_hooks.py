@@ -604,3 +604,27 @@ def test_the_hooks_deadline_counts_from_the_process_start() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60)
     assert 0.55 <= float(out.stdout) < 30, out
+
+
+def test_the_resident_server_briefs_the_session_as_the_hook_would(
+        crepo: Path, env: dict[str, str]) -> None:
+    """SessionStart asks the clone's resident server for the briefing: it has the
+    compiler imported, the hook need not (bench/clients/run.py: SessionStart was most of
+    a `claude -p` start's cost). Without a server the hook briefs itself, the same text."""
+    from memrepo.agents.resident import SERVICES
+    from memrepo.index.embedders import HashEmbedder
+    from memrepo.resident.server import Server
+
+    seed(crepo)
+    here = injected(hook(crepo, "SessionStart", {"session_id": "a", "source": "startup"}, env))
+    srv = Server(crepo, HashEmbedder(), services=SERVICES)
+    srv.start()
+    try:
+        served = injected(hook(crepo, "SessionStart", {"session_id": "b", "source": "startup"},
+                               env))
+    finally:
+        srv.stop()
+    assert here[1] and served == here
+    assert srv.answered.get("brief") == 1
+    vias = [e.get("via") for e in entries(crepo) if e["event"] == "SessionStart"]
+    assert vias == ["here", "server"]

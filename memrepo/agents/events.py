@@ -30,7 +30,7 @@ from typing import Any
 
 from memrepo.agents import harness as H
 from memrepo.agents import state
-from memrepo.agents.recall import brief, park, recall, recall_served
+from memrepo.agents.recall import brief, park, recall, recall_served, served
 from memrepo.layout import CONFIG_FILE
 from memrepo.spawn import AGENT_WORKER_ENV, detached
 
@@ -100,12 +100,14 @@ def run(harness: str, event: str, repo_opt: str | None = None) -> int:
             # the deadline counts from the hook's start: the agent's timeout does
             with deadline(max(0.1, DEADLINE[act] - (time.perf_counter() - start))):
                 if act == H.BRIEF:
-                    text = brief(root, harness, payload)
+                    got = served(root, "brief", harness, payload)
+                    entry["via"] = "server" if got is not None else "here"
+                    text = got if got is not None else brief(root, harness, payload)
                 else:
                     park(root, harness, payload)
-                    served = recall_served(root, harness, payload)
-                    entry["via"] = "server" if served is not None else "here"
-                    text = served if served is not None else recall(root, harness, payload)
+                    got = recall_served(root, harness, payload)
+                    entry["via"] = "server" if got is not None else "here"
+                    text = got if got is not None else recall(root, harness, payload)
             if text:
                 out = json.dumps(H.context_output(event, text), ensure_ascii=False)
             entry["status"] = "ok"

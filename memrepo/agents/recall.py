@@ -73,16 +73,19 @@ RECALL_INTRO = (
 )
 
 
-def brief(root: Path, harness: str, payload: dict[str, Any]) -> str:
+def brief(root: Path, harness: str, payload: dict[str, Any], today: dt.date | None = None
+          ) -> str:
     """The session briefing: compile's fixed slots (P0 identity, P1 memory, journals,
     active projects), fenced as reference data (memrepo.context.sections.stored); what it
-    holds is recorded as shown to the session."""
+    holds is recorded as shown to the session. The resident server answers it too
+    (:func:`served`): the hook then skips importing the compiler."""
     from memrepo.context.compiler import CompileRequest, compile_context
     from memrepo.context.sections import stored_fit, stored_overhead
     from memrepo.repo import MemoryRepo
 
     room = H.MAX_CONTEXT_CHARS - stored_overhead(BRIEF_INTRO, topics=False)
-    req = CompileRequest(slots=frozenset({0, 1}), max_chars=room, record_hits=False)
+    req = CompileRequest(slots=frozenset({0, 1}), max_chars=room, record_hits=False,
+                         today=today)
     sections = [s for s in compile_context(MemoryRepo(root), req).sections if _says(s.text)]
     text, kept = stored_fit(BRIEF_INTRO, sections, H.MAX_CONTEXT_CHARS)
     _remember_shown(root, harness, payload, kept)
@@ -99,18 +102,25 @@ def recall_served(root: Path, harness: str, payload: dict[str, Any]) -> str | No
     hosting it) compiles it, or None when none answers within SERVER_RECALL_S or it
     refuses: the hook then recalls itself. A server has memrepo imported and its model's
     nearest index at hand; this process would import the compiler first."""
+    payload = {**payload, "prompt": recall_prompt(str(payload.get("prompt") or ""))}
+    return served(root, "recall", harness, payload)
+
+
+def served(root: Path, op: str, harness: str, payload: dict[str, Any]) -> str | None:
+    """``op`` (``recall``, ``brief``) as the clone's resident server answers it, or None
+    when none runs, it refuses (an older server, another clone's) or it is not answered
+    within SERVER_RECALL_S: the hook then does the work itself."""
     from memrepo.index import remote
 
     sock = remote.socket_path(remote.serve_dir(root))
     if not sock.exists():
         return None
-    payload = {**payload, "prompt": recall_prompt(str(payload.get("prompt") or ""))}
-    msg = {"op": "recall", "harness": harness, "payload": payload, "root": str(root)}
+    msg = {"op": op, "harness": harness, "payload": payload, "root": str(root)}
     if os.environ.get(clock.NOW_ENV):  # the server keeps the real clock: say when this is
         msg["today"] = clock.today().isoformat()
     try:
         text = remote.request(sock, msg, SERVER_RECALL_S).get("text")
-    except remote.Unavailable:  # Refused too: an older server, another clone's
+    except remote.Unavailable:
         return None
     return text if isinstance(text, str) else None
 

@@ -56,14 +56,37 @@ def _other_tree(server: Server, root: object) -> dict[str, Any] | None:
 
 def recall_service(server: Server, req: dict[str, Any], asked: Callable[[], bool]
                    ) -> dict[str, Any]:
-    """``{op: recall, harness, payload, root}`` -> ``{ok, text}``: what the hook would print.
-    Refused for another working tree than the server's: that hook recalls itself. A hook
-    that gave up waiting recalls itself too, so this one then writes nothing (shown
-    passages, hit signals): the hook's recall must not find its passages already shown."""
+    """``{op: recall, harness, payload, root[, today]}`` -> ``{ok, text}``: what the hook
+    would print. Refused for another working tree than the server's: that hook recalls
+    itself. A hook that gave up waiting recalls itself too, so this one then writes
+    nothing (shown passages, hit signals): the hook's recall must not find its passages
+    already shown."""
+    return _answer(server, req, lambda harness, payload, day: _recall(
+        server, harness, payload, asked, day))
+
+
+def brief_service(server: Server, req: dict[str, Any], asked: Callable[[], bool]
+                  ) -> dict[str, Any]:
+    """``{op: brief, harness, payload, root[, today]}`` -> ``{ok, text}``: the session's
+    briefing, compiled here so the SessionStart hook need not import the compiler."""
+    return _answer(server, req, lambda harness, payload, day: recall.brief(
+        server.root, harness, payload, today=day))
+
+
+def _recall(server: Server, harness: str, payload: dict[str, Any],
+            asked: Callable[[], bool], day: dt.date | None) -> str:
+    with server.hosted_search() as search:
+        return recall.recall(server.root, harness, payload, search, asked, today=day)
+
+
+def _answer(server: Server, req: dict[str, Any],
+            work: Callable[[str, dict[str, Any], dt.date | None], str]) -> dict[str, Any]:
+    """A hook's request checked (harness, payload, the tree, the date it runs at), then
+    ``work`` done for it."""
     harness, payload = req.get("harness"), req.get("payload")
     if not isinstance(harness, str) or harness not in HARNESSES or not isinstance(
             payload, dict):
-        return {"ok": False, "error": "recall needs harness (one of "
+        return {"ok": False, "error": f"{req.get('op')} needs harness (one of "
                 f"{', '.join(HARNESSES)}) and payload (an object)"}
     if wrong := _other_tree(server, req.get("root")):
         return wrong
@@ -72,9 +95,7 @@ def recall_service(server: Server, req: dict[str, Any], asked: Callable[[], bool
         day = dt.date.fromisoformat(today) if isinstance(today, str) else None
     except ValueError:
         return {"ok": False, "error": f"today {today!r} is not an ISO date"}
-    with server.hosted_search() as search:
-        text = recall.recall(server.root, harness, payload, search, asked, today=day)
-    return {"ok": True, "text": text}
+    return {"ok": True, "text": work(harness, payload, day)}
 
 
 def mcp_service(server: Server, req: dict[str, Any], asked: Callable[[], bool]
@@ -138,10 +159,11 @@ def mcp_session(server: Server, conn: socket.socket) -> None:
                 fh.close()
 
 
-SERVICES: dict[str, Service] = {"recall": recall_service, "mcp": mcp_service}
+SERVICES: dict[str, Service] = {"recall": recall_service, "brief": brief_service,
+                                "mcp": mcp_service}
 #: what a ``memory mcp`` process hosting the clone's server offers: no MCP sessions,
 #: which would end with that agent
-HOSTED_SERVICES: dict[str, Service] = {"recall": recall_service}
+HOSTED_SERVICES: dict[str, Service] = {"recall": recall_service, "brief": brief_service}
 
 
 class NoModel:
