@@ -6,6 +6,7 @@ import datetime as dt
 
 import click
 
+from memrepo import clock
 from memrepo.lifecycle import condense as C
 from memrepo.llm import for_repo
 from memrepo.repo import discover
@@ -29,7 +30,7 @@ def condense(ctx: click.Context, period: str, day: dt.date | None, dry_run: bool
     others are condensed, and the exit status is 1.
     """
     root = discover((ctx.obj or {}).get("repo")).root
-    when = day or dt.date.today()
+    when = day or clock.today()
     llm = for_repo(root, offline=offline, model=model)
     plan = {"daily": C.daily, "weekly": C.weekly, "monthly": C.monthly}[period](root, when, llm)
     if dry_run:

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from memrepo import clock
 from memrepo.lifecycle import prune as P
 from memrepo.llm import for_repo
 from memrepo.repo import discover
@@ -47,7 +48,7 @@ def prune(ctx: click.Context, dry_run: bool, apply_branches: bool, offline: bool
     """Cap MEMORY.md, archive old journals and stale knowledge (git mv, links rewritten to
     follow), list old branches."""
     root = discover((ctx.obj or {}).get("repo")).root
-    today = day or dt.date.today()
+    today = day or clock.today()
     llm = for_repo(root, offline=offline)
     result = P.plan_prune(root, today, llm)
     plan = result.plan

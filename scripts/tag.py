@@ -6,6 +6,7 @@ import datetime as dt
 
 import click
 
+from memrepo import clock
 from memrepo.errors import MemrepoError
 from memrepo.lifecycle import tags
 from memrepo.repo import discover
@@ -28,7 +29,7 @@ def tag(ctx: click.Context, kind: str, name: str | None, day: dt.date | None,
     """
     root = discover((ctx.obj or {}).get("repo")).root
     if kind in ("daily", "weekly"):
-        value: str | dt.date = day or dt.date.today()
+        value: str | dt.date = day or clock.today()
     elif not name:
         raise MemrepoError(f"memory tag {kind} needs a NAME")
     else:

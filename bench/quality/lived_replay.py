@@ -203,8 +203,10 @@ def run_jobs(lived: Lived, after: dt.datetime, before: dt.datetime) -> None:
                 break
             last = nxt
         due |= {(first, job.name), (last, job.name)}
+    cron_env = {k: v for k, v in lived.hook_env.items()  # cron has no agent's key
+                if not k.startswith("ANTHROPIC_")}
     for when, name in sorted(due):
-        env = {**lived.hook_env, "MEMREPO_NOW": stamp(when)}
+        env = {**cron_env, "MEMREPO_NOW": stamp(when)}
         subprocess.run([lived.env.memory, "--repo", str(lived.repo), "schedule", "run",
                         "--job", name], env=env, capture_output=True, cwd=lived.repo,
                        timeout=600)

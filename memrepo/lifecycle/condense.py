@@ -1,9 +1,11 @@
 """``memory condense daily|weekly|monthly`` (seed 000 §8.4, §10.3).
 
-Daily: the day's closed transcripts become its journal entry. Weekly: the week's journals
-are rolled into MEMORY.md, which must end within its cap (:mod:`memrepo.lifecycle.cap`
-guards a model's rewrite). Monthly: old journals to the archive, stale projects and
-people named for review, MEMORY.md capped. Every change is first a
+Daily: the day's closed transcripts become its journal entry — those no extraction has
+processed: the session-end extraction writes each session's bullets as it ends (the
+journal is what the next session's briefing shows), so the day is written once. Weekly:
+the week's journals are rolled into MEMORY.md, which must end within its cap
+(:mod:`memrepo.lifecycle.cap` guards a model's rewrite). Monthly: old journals to the
+archive, stale projects and people named for review, MEMORY.md capped. Every change is first a
 :class:`~memrepo.lifecycle.plan.Plan`, which ``--dry-run`` prints as a diff and a real
 run writes atomically and commits as ``maintenance: …``.
 """
@@ -26,6 +28,7 @@ from memrepo.lifecycle.cap import (
 from memrepo.lifecycle.extract import heuristics as h
 from memrepo.lifecycle.extract.apply import Workspace
 from memrepo.lifecycle.extract.extractors import Context, Item, Journal
+from memrepo.lifecycle.extract.runner import load_state
 from memrepo.lifecycle.plan import Plan
 from memrepo.lifecycle.prune import follow_moves, journal_moves, stale_reviews
 from memrepo.secrets import redact
@@ -52,7 +55,8 @@ def day_transcripts(root: Path, day: dt.date) -> list[str]:
 
 
 def daily(root: Path, day: dt.date, llm: Any) -> Plan:
-    """The day's journal entry from its closed transcripts: topics, bullets, sources."""
+    """The day's journal entry from its closed transcripts that no extraction has
+    processed (``extract-state.json``): topics, bullets, sources."""
     plan = Plan()
     ts = []
     for p in day_transcripts(root, day):
@@ -66,6 +70,14 @@ def daily(root: Path, day: dt.date, llm: Any) -> Plan:
     if not ts:
         plan.notes.append(f"no closed transcripts on {day}")
         return plan
+    extracted = load_state(root)
+    todo = [t for t in ts if t.path not in extracted]
+    if len(todo) < len(ts):  # who writes what: the extraction wrote these sessions' bullets
+        plan.notes.append(f"journal {day}: {len(ts) - len(todo)} of {len(ts)} sessions written "
+                          "by their extraction")
+    if not todo:
+        return plan
+    ts = todo
     ws = Workspace(root)
     items: list[Item] = []
     data = None

@@ -10,6 +10,7 @@ of the cache key and of ``memory tag extract VERSION``.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -91,13 +92,25 @@ class Extractor:
     def item(self, t: Transcript, ctx: Context, text: str, extra: dict[str, Any]) -> Item:
         raise NotImplementedError
 
-    def _sentences(self, t: Transcript, roles: tuple[str, ...] = ("user", "agent")):
-        for turn in t.turns:
-            if turn.memory or turn.role not in roles:
-                continue
-            for s in h.sentences(turn.text):
-                if not h.excluded(s):
-                    yield turn.role, s
+    def _sentences(self, t: Transcript, roles: tuple[str, ...] = ("user", "agent")
+                   ) -> Iterator[tuple[str, str, str | None]]:
+        for _, role, s, who in said(t, roles):
+            yield role, s, who
+
+
+def said(t: Transcript, roles: tuple[str, ...] = ("user", "agent")
+         ) -> Iterator[tuple[int, str, str, str | None]]:
+    """(turn number, role, sentence, who said it) of each sentence the exclusions let
+    through, relative dates resolved; who: the speaker's name when the chat carries it
+    (``Name: …``), "User" for the user's turns, None for an unnamed agent."""
+    names = h.speaker_names([(x.role, x.text) for x in t.turns if not x.memory])
+    for i, turn in enumerate(t.turns):
+        if turn.memory or turn.role not in roles:
+            continue
+        who = names.get(turn.role) or (h.USER if turn.role == "user" else None)
+        for s in h.sentences(h.unnamed(turn.text, names.get(turn.role))):
+            if not h.excluded(s):
+                yield i, turn.role, h.dated(s, t.date), who
 
 
 def _slug(text: object) -> str | None:
@@ -123,11 +136,13 @@ def project_of(t: Transcript, ctx: Context) -> str | None:
 
 class Decisions(Extractor):
     name = "decisions"
+    version = "2"
     guidance = "decisions that were made (what was decided, and why when stated)"
 
     def offline(self, t: Transcript, ctx: Context) -> list[Item]:
-        return [self.item(t, ctx, h.clean(s, role), {}) for role, s in self._sentences(t)
-                if h.DECISION.search(s)]
+        return [self.item(t, ctx, h.clean(s, role, who), {})
+                for role, s, who in self._sentences(t)
+                if h.DECISION.search(s) and h.durable(s, who)]
 
     def item(self, t: Transcript, ctx: Context, text: str, extra: dict[str, Any]) -> Item:
         project = project_of(t, ctx) or (slugify(extra["subject"])
@@ -141,12 +156,15 @@ class Decisions(Extractor):
 
 class Lessons(Extractor):
     name = "lessons"
+    version = "2"
     guidance = ("lessons learned and lasting preferences of the user (how they like "
                 "things done)")
 
     def offline(self, t: Transcript, ctx: Context) -> list[Item]:
-        return [self.item(t, ctx, h.clean(s, role), {}) for role, s in self._sentences(t)
-                if h.LESSON.search(s) or (role == "user" and h.PREFERENCE.search(s))]
+        return [self.item(t, ctx, h.clean(s, role, who), {})
+                for role, s, who in self._sentences(t)
+                if (h.LESSON.search(s) or (role == "user" and h.PREFERENCE.search(s)))
+                and h.durable(s, who)]
 
     def item(self, t: Transcript, ctx: Context, text: str, extra: dict[str, Any]) -> Item:
         return Item(self.name, text, MEMORY_FILE, "Lessons Learned", t.ref, t.date)
@@ -154,19 +172,23 @@ class Lessons(Extractor):
 
 class People(Extractor):
     name = "people"
+    version = "2"
     guidance = ("facts about people other than the user and the agent: subject = the "
                 "person's full name, relationship = how they relate to the user")
 
     def offline(self, t: Transcript, ctx: Context) -> list[Item]:
-        found = [(role, s, h.person_mentions(s)) for role, s in self._sentences(t)]
-        for _, _, mentions in found:
+        common = h.common_words(t.text)
+        found = [(role, s, who, h.person_mentions(s, common))
+                 for role, s, who in self._sentences(t)]
+        for *_, mentions in found:
             for name, _ in mentions:
                 ctx.learn(name)
         out = []
-        for role, s, mentions in found:
+        for role, s, who, mentions in found:
             for name, rel in mentions:
-                out.append(self.item(t, ctx, h.clean(s, role),
-                                     {"subject": name, "relationship": rel}))
+                if name != who:
+                    out.append(self.item(t, ctx, h.clean(s, role, who),
+                                         {"subject": name, "relationship": rel}))
         return out
 
     def item(self, t: Transcript, ctx: Context, text: str, extra: dict[str, Any]) -> Item:
@@ -215,11 +237,13 @@ class Procedures(Extractor):
 
 class Facts(Extractor):
     name = "facts"
+    version = "2"
     guidance = ("durable facts worth looking up later (hosts, endpoints, versions, "
                 "configuration, where things live): subject = the project or area")
 
     def offline(self, t: Transcript, ctx: Context) -> list[Item]:
-        return [self.item(t, ctx, h.clean(s, role), {}) for role, s in self._sentences(t)
+        return [self.item(t, ctx, h.clean(s, role, who), {})
+                for role, s, who in self._sentences(t)
                 if h.FACT.search(s) and not h.DECISION.search(s)]
 
     def item(self, t: Transcript, ctx: Context, text: str, extra: dict[str, Any]) -> Item:
@@ -229,24 +253,35 @@ class Facts(Extractor):
                     create={"type": "reference", "title": area.replace("-", " ").title()})
 
 
+#: A turn's statements kept in its journal bullet, at most.
+FACTS_A_TURN = 3
+
+
 class Journal(Extractor):
     name = "journal"
-    version = "1"
+    version = "2"
     guidance = ("a few bullets worth remembering about this session for today's journal: "
-                "outcomes, decisions, open tasks (no play-by-play)")
+                "outcomes, decisions, open tasks, and what each person said of themselves "
+                "(facts with who and when; no play-by-play, no small talk)")
 
     def offline(self, t: Transcript, ctx: Context) -> list[Item]:
+        """Decided / Open / Learned bullets (``condense weekly`` rolls them into MEMORY.md)
+        and, for each turn, what its speaker stated about themselves, in the third person
+        with its dates resolved: one bullet a turn, which does not start with a sentence
+        that leans on what came before ("It was great", "They're my rock"). A session
+        with none of these leaves the journal alone (no "Session: <title>" line)."""
         bullets: list[str] = []
-        for role, s in self._sentences(t):
-            if h.DECISION.search(s):
-                bullets.append("Decided: " + h.clean(s, role))
-            elif h.TASK.search(s):
-                bullets.append("Open: " + h.clean(s, role))
-            elif h.LESSON.search(s):
-                bullets.append("Learned: " + h.clean(s, role))
-        if not bullets:
-            n = sum(1 for x in t.turns if x.role == "user")
-            bullets.append(f"Session: {t.topic} ({n} user turns).")
+        facts: dict[int, list[str]] = {}
+        for n, role, s, who in said(t):
+            if h.DECISION.search(s) and h.durable(s, who):
+                bullets.append("Decided: " + h.clean(s, role, who))
+            elif h.TASK.search(s) and h.durable(s, who):
+                bullets.append("Open: " + h.clean(s, role, who))
+            elif h.LESSON.search(s) and h.durable(s, who):
+                bullets.append("Learned: " + h.clean(s, role, who))
+            elif who and h.informative(s) and (n in facts or not h.leaning(s)):
+                facts.setdefault(n, []).append(h.clean(s, role, who))
+        bullets += [" ".join(turn[:FACTS_A_TURN]) for turn in facts.values()]
         return [self.item(t, ctx, b, {}) for b in dict.fromkeys(bullets)]
 
     def item(self, t: Transcript, ctx: Context, text: str, extra: dict[str, Any]) -> Item:
