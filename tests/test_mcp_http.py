@@ -24,6 +24,7 @@ from pathlib import Path
 
 import httpx2
 import pytest
+from conftest import run_git
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -57,9 +58,7 @@ MEMORY = shutil.which("memory", path=str(Path(sys.executable).parent)) or "memor
 
 
 def git(root: Path, *args: str) -> str:
-    proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+    return run_git(root, *args).stdout
 
 
 @pytest.fixture(scope="module")

@@ -40,12 +40,13 @@ def restates(section: Section, sources: dict[str, list[set[str]]]) -> bool:
         body = line.strip()
         if not body or body.startswith(("#", "<!--")):
             continue
-        refs = [r.strip() for m in SRC.finditer(body) for r in m["src"].split(";")]
+        refs = [r.strip().split("#")[0] for m in SRC.finditer(body) for r in m["src"].split(";")]
         mine = content_words(SRC.sub("", body))
         if not refs or not mine:
             return False  # a line with no source: nothing says it is repeated
         # one passage of the line's own source says at least half of it (a reference
-        # written before sources named their whole session is a prefix of its ref)
+        # written before sources named their whole session is a prefix of its ref; a
+        # turn anchor, ``#…``, is not part of it)
         said = [w for r in refs for ref, ps in sources.items() if ref.startswith(r) for w in ps]
         if not any(2 * len(mine & w) >= len(mine) for w in said):
             return False
