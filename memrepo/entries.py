@@ -24,6 +24,80 @@ _DATED = re.compile(r"^(?P<date>\d{4}-\d{2}-\d{2}):\s+(?P<text>.+)$")
 HEADING = re.compile(r"^(?P<hashes>#{1,6})\s+(?P<title>.+?)\s*$")
 
 
+#: Words that carry no fact: left out when two entries, or an entry and a passage, are
+#: compared (the extractors' ADD / UPDATE / NONE, the MEMORY.md cap, recall's echoes).
+STOP = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "of",
+        "to",
+        "in",
+        "on",
+        "for",
+        "with",
+        "at",
+        "by",
+        "from",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "it",
+        "this",
+        "that",
+        "we",
+        "i",
+        "you",
+        "they",
+        "he",
+        "she",
+        "our",
+        "my",
+        "your",
+        "as",
+        "use",
+        "using",
+        "will",
+        "would",
+        "should",
+        "can",
+        "not",
+        "no",
+        "do",
+        "does",
+        "did",
+        "has",
+        "have",
+        "had",
+        "so",
+        "but",
+        "if",
+        "then",
+        "than",
+        "into",
+        "also",
+        "just",
+    ]
+)
+
+
+def words(text: str) -> set[str]:
+    """The words an entry is compared by: lower-case letters and digits, no stop words."""
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in STOP and len(w) > 1}
+
+
+def restated(text: str, other: set[str]) -> bool:
+    """Whether ``other`` (a passage's :func:`words`) holds at least half of ``text``'s."""
+    mine = words(text)
+    return bool(mine) and 2 * len(mine & other) >= len(mine)
+
+
 @dataclass
 class Entry:
     """A bullet of a section: its text (without date, source or markers) and metadata."""

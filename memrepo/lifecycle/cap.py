@@ -29,7 +29,6 @@ from memrepo import entries as E
 from memrepo.config import load_config
 from memrepo.documents import count_lines, parse_document, render_document, with_line_count
 from memrepo.layout import MEMORY_ARCHIVE, MEMORY_FILE
-from memrepo.lifecycle.extract.apply import tokens
 from memrepo.lifecycle.plan import Plan
 
 MEMORY_SECTIONS = ("Key Decisions", "Lessons Learned", "Active Context")
@@ -170,7 +169,7 @@ def _active(text: str) -> list[E.Entry]:
 
 
 def _similar(a: str, b: str) -> bool:
-    ta, tb = tokens(a), tokens(b)
+    ta, tb = E.words(a), E.words(b)
     return bool(ta) and len(ta & tb) / len(ta) >= 0.6
 
 
@@ -209,11 +208,11 @@ def _untraced(old: list[E.Entry], new: list[E.Entry], moved: list[str]) -> list[
     Kept means: the closest new entry (by word overlap; "Fact 15" is not "Fact 150") is
     similar to it, and no entry said to be moved out is closer.
     """
-    new_t = [(tokens(n.text), n) for n in new]
-    moved_t = [tokens(m) for m in moved]
+    new_t = [(E.words(n.text), n) for n in new]
+    moved_t = [E.words(m) for m in moved]
     out = []
     for e in old:
-        te = tokens(e.text)
+        te = E.words(e.text)
         if not e.srcs or not te or not new_t:
             continue
         scores = [(_jaccard(te, t), n) for t, n in new_t]

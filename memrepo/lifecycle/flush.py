@@ -36,7 +36,7 @@ from memrepo import entries as E
 from memrepo.layout import MEMORY_FILE, journal_path
 from memrepo.lifecycle.extract import extractors as X
 from memrepo.lifecycle.extract import heuristics as h
-from memrepo.lifecycle.extract.apply import Edit, Workspace, decide, tokens
+from memrepo.lifecycle.extract.apply import Edit, Workspace, decide
 from memrepo.lifecycle.extract.runner import context, finish
 from memrepo.secrets import find_secrets, redact
 from memrepo.transcript.read import Session, Transcript, read_session
@@ -345,7 +345,7 @@ def keep_history(
     out: dict[int, tuple[str, int | None, str]] = {}
     for i, it in enumerate(pending):
         action, old = decide(it.text, existing)
-        if action == "UPDATE" and old is not None and tokens(old.text) - tokens(it.text):
+        if action == "UPDATE" and old is not None and E.words(old.text) - E.words(it.text):
             out[i] = ("SUPERSEDE", existing.index(old), it.text)
     return out
 

@@ -40,65 +40,6 @@ REPLACES = re.compile(
     r"|from now on|now uses?|deprecated)\b",
     re.I,
 )
-STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "and",
-        "or",
-        "of",
-        "to",
-        "in",
-        "on",
-        "for",
-        "with",
-        "at",
-        "by",
-        "from",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "it",
-        "this",
-        "that",
-        "we",
-        "i",
-        "you",
-        "they",
-        "he",
-        "she",
-        "our",
-        "my",
-        "your",
-        "as",
-        "use",
-        "using",
-        "will",
-        "would",
-        "should",
-        "can",
-        "not",
-        "no",
-        "do",
-        "does",
-        "did",
-        "has",
-        "have",
-        "had",
-        "so",
-        "but",
-        "if",
-        "then",
-        "than",
-        "into",
-        "also",
-        "just",
-    ]
-)
 RECONCILE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["decisions"],
@@ -120,20 +61,16 @@ RECONCILE_SCHEMA: dict[str, Any] = {
 }
 
 
-def tokens(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in STOP and len(w) > 1}
-
-
 def decide(text: str, existing: list[E.Entry]) -> tuple[str, E.Entry | None]:
     """The offline ADD / UPDATE / SUPERSEDE / NONE for ``text`` against ``existing``."""
-    new = tokens(text)
+    new = E.words(text)
     if not new:
         return "NONE", None
     best: tuple[float, E.Entry | None] = (0.0, None)
     for e in existing:
         if e.superseded:
             continue
-        old = tokens(e.text)
+        old = E.words(e.text)
         if not old:
             continue
         inter = len(new & old)
@@ -143,10 +80,10 @@ def decide(text: str, existing: list[E.Entry]) -> tuple[str, E.Entry | None]:
         if j > best[0]:
             best = (j, e)
     j, e = best
-    if e is not None and REPLACES.search(text) and j >= 0.2 and len(new & tokens(e.text)) >= 2:
+    if e is not None and REPLACES.search(text) and j >= 0.2 and len(new & E.words(e.text)) >= 2:
         return "SUPERSEDE", e
     for e in existing:
-        old = tokens(e.text)
+        old = E.words(e.text)
         if not e.superseded and old and len(new & old) / len(old) >= 0.8 and len(new) > len(old):
             return "UPDATE", e
     return "ADD", None
@@ -162,9 +99,9 @@ def said_elsewhere(path: str, lines: list[str], text: str) -> bool:
 
 def known(it: Item, existing: list[E.Entry]) -> bool:
     """This source already said this here (a replay): nothing to decide, nothing to ask."""
-    new = tokens(it.text)
+    new = E.words(it.text)
     return bool(new) and any(
-        it.src in e.srcs and len(new & tokens(e.text)) / len(new) >= 0.5 for e in existing
+        it.src in e.srcs and len(new & E.words(e.text)) / len(new) >= 0.5 for e in existing
     )
 
 
