@@ -307,6 +307,9 @@ LAZY_IMPORTS: dict[str, str] = {
     "embedder is used",
     "memrepo.index.links": "the pre-commit link check parses links without the index "
     "database",
+    "memrepo.index.remote": "every prompt hook asks the resident through it: git's "
+    "locator and the embedders only when no .git says where the state is, or a search "
+    "needs a query embedder",
     "memrepo.index.search": "vectors only when the index has them, the file scanner only "
     "when there is no index",
     "memrepo.hooks.check_links": "the index database only when a staged wikilink must be "

@@ -173,7 +173,7 @@ class Claude(Client):
     def after_install(self, sb: Sandbox) -> list[str]:
         # A project's .mcp.json server waits for the user's approval in Claude Code's
         # dialog ("Pending approval" in `claude mcp list`); approving records this.
-        if sb.route not in ("install", "mcp"):
+        if sb.route not in ("install", "mcp", "stub", "floor", "async"):
             return []
         path = sb.home / ".claude.json"
         doc = json.loads(path.read_text()) if path.exists() else {}
@@ -263,7 +263,7 @@ class Gemini(Client):
 
     def after_install(self, sb: Sandbox) -> list[str]:
         # What `memory install gemini` says to do for `gemini -p` to offer memrepo's tools
-        if sb.route not in ("install", "mcp"):
+        if sb.route not in ("install", "mcp", "stub", "floor", "async"):
             return []
         path = sb.proj / ".gemini" / "settings.json"
         doc = json.loads(path.read_text())

@@ -35,7 +35,8 @@ one canary note (knowledge/reference/zephyrine.md: "kestrel-7"), it checks:
 
 Start-up cost: every variant has its own sandbox: none, install, plugin, and for Claude
 Code the diagnostic ones (``hooks``: the hooks alone; ``mcp``: the server alone; ``stub``: a
-15-line Python MCP server instead of memrepo's; ``noop``: five hooks running ``true``). After
+15-line Python MCP server instead of memrepo's; ``noop``: five hooks running ``true``;
+``floor``: both, the least any integration with hooks and a Python MCP server costs). After
 ``--warmup`` unmeasured runs each (the first starts memrepo's resident server), ``--rounds``
 rounds run them interleaved, the order rotating, each run after the previous one's detached
 workers finished. A run's wall time is split by the mock's clock into before the first
@@ -209,10 +210,7 @@ def make_sandbox(work: Path, client: clients.Client, route: str, url: str, args:
             (sb.proj / ".claude" / "settings.json").unlink()
             steps.append("removed .claude/settings.json (MCP server only)")
         if route == "stub":
-            (sb.root / "stub_mcp.py").write_text(STUB_SERVER)
-            stub = {"command": str(args.memory.parent / "python"),
-                    "args": [str(sb.root / "stub_mcp.py")]}
-            (sb.proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"memrepo": stub}}))
+            write_stub(sb, args)
             steps.append("the server is a 15-line Python stdio stub, not memrepo's")
         elif route == "async":  # Claude Code runs an `async` hook without waiting for it
             path = sb.proj / ".claude" / "settings.json"
@@ -224,12 +222,16 @@ def make_sandbox(work: Path, client: clients.Client, route: str, url: str, args:
             path.write_text(json.dumps(doc, indent=2) + "\n")
             steps.append("Stop and SessionEnd hooks made `async: true`")
         steps += client.after_install(sb)
-    elif route == "noop":  # Claude Code's own cost of five command hooks: each runs `true`
+    elif route in ("noop", "floor"):  # the client's own cost of five hooks running `true`
         events = ("SessionStart", "UserPromptSubmit", "PreCompact", "Stop", "SessionEnd")
         hooks = {e: [{"hooks": [{"type": "command", "command": "true"}]}] for e in events}
         (sb.proj / ".claude").mkdir()
         (sb.proj / ".claude" / "settings.json").write_text(json.dumps({"hooks": hooks}))
         steps.append("five hooks running `true` (the client's own cost of a hook)")
+        if route == "floor":  # and of a Python stdio MCP server that does nothing
+            write_stub(sb, args)
+            steps.append("and a 15-line Python stdio MCP server (the floor of any such setup)")
+            steps += client.after_install(sb)
     elif route == "plugin":
         for argv in client.plugin_steps(sb, args.marketplace):
             out = run(argv, sb)
@@ -238,6 +240,13 @@ def make_sandbox(work: Path, client: clients.Client, route: str, url: str, args:
                     if ln.strip() and not ln.startswith("WARNING")]
             steps.append(f"{shown}: {said[-1].strip()[:160] if said else 'ok'}")
     return sb, steps
+
+
+def write_stub(sb: clients.Sandbox, args: argparse.Namespace) -> None:
+    """The project's MCP server `memrepo` is the 15-line stub (STUB_SERVER), not memrepo's."""
+    (sb.root / "stub_mcp.py").write_text(STUB_SERVER)
+    stub = {"command": str(args.memory.parent / "python"), "args": [str(sb.root / "stub_mcp.py")]}
+    (sb.proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"memrepo": stub}}))
 
 
 # --- sessions -----------------------------------------------------------------------------------
@@ -468,7 +477,7 @@ def compare_routes(install: dict[str, Any], plugin: dict[str, Any]) -> dict[str,
 # --- start-up cost ------------------------------------------------------------------------------
 
 
-SPLIT = ("hooks", "mcp", "stub", "noop")
+SPLIT = ("hooks", "mcp", "stub", "noop", "floor")
 
 
 def variants_of(client: clients.Client, args: argparse.Namespace) -> list[str]:
@@ -620,6 +629,7 @@ def where_time_goes(t: dict[str, Any]) -> list[str]:
            + ", ".join(f"{k} {x:.0f} ms" for k, x in hooks.items() if x) + ")"]
     said = {"hooks": "the hooks alone", "mcp": "the MCP server alone",
             "stub": "a minimal Python MCP server instead", "noop": "five hooks running `true`",
+            "floor": "five `true` hooks and the minimal MCP server",
             "async": "Stop and SessionEnd `async: true`", "plugin": "the plugin"}
     out += [f"- {said[v]} ({v}): {add(rows[v])}" for v in said if v in rows]
     return out
@@ -702,11 +712,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--no-split", dest="split", action="store_false",
                     help="time Claude Code without the diagnostic variants (hooks: hooks only; "
                          "mcp: the MCP server only; stub: a minimal Python MCP server instead "
-                         "of memrepo's; noop: five hooks running `true`)")
+                         "of memrepo's; noop: five hooks running `true`; floor: noop and "
+                         "stub together)")
     ap.add_argument("--variants", default="",
                     help="the timing variants instead of the default, comma-separated: none, "
-                         "install, plugin, and for Claude Code hooks, mcp, stub, noop, async "
-                         "(Stop and SessionEnd hooks `async: true`)")
+                         "install, plugin, and for Claude Code hooks, mcp, stub, noop, floor, "
+                         "async (Stop and SessionEnd hooks `async: true`)")
     ap.add_argument("--skip-checks", action="store_true", help="timing only")
     ap.add_argument("--skip-timing", action="store_true", help="checks only")
     ap.add_argument("--update", action="store_true", help="npm install the newest clients")

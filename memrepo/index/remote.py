@@ -56,8 +56,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
-from memrepo.index import gitsource
-from memrepo.index.embedders import get_embedder
 from memrepo.index.paths import state_dir
 from memrepo.jsonsafe import json_object
 from memrepo.layout import dot_git_dir, socket_path
@@ -91,7 +89,12 @@ class Refused(Unavailable):
 def git_dir(root: Path) -> Path:
     """The clone's git dir without running git when ``root/.git`` says it (a hook's or a
     search's path: a ``git rev-parse`` costs a process start)."""
-    return dot_git_dir(root) or gitsource.locate(Path(root))[0]
+    found = dot_git_dir(root)
+    if found is not None:
+        return found
+    from memrepo.index import gitsource
+
+    return gitsource.locate(Path(root))[0]
 
 
 def serve_dir(root: Path) -> Path:
@@ -329,6 +332,8 @@ def query_embedder(recorded: str, root: Path, *, local: bool = False) -> Any:
     """The embedder a search uses for query vectors against an index built by
     ``recorded``: a light one in-process; a heavy one through the resident process,
     unless ``local`` (``--batch``, the MCP server: they amortise loading it)."""
+    from memrepo.index.embedders import get_embedder
+
     emb = get_embedder(recorded)
     if emb is None or emb.light or local:
         return emb
