@@ -176,3 +176,33 @@ def test_advice_to_the_other_speaker_is_no_lesson() -> None:
     assert not h.durable("Let's keep movin' forward!", "Gina")
     assert h.durable("Don't forget to run the migrations first.", h.USER)
     assert h.durable("Let's keep the old API for now.", h.USER)
+
+
+def test_the_extraction_measure_counts_what_the_llm_path_writes(crepo: Path) -> None:
+    """The plumbing of bench/quality/extraction.py with LLM use on: the session end's one
+    request (all extractors, the real SDK against a canned transport) writes entries with
+    their source, and the measure maps them to the session and matches the observation.
+    Real-model quality is measured only where a key exists, never here."""
+    import json
+    import sys
+
+    from conftest import fake_anthropic
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench" / "quality"))
+    from extraction_match import Conversation, Matcher, Ref, derived, measure, person_files
+
+    answer = {"decisions": [], "lessons": [], "procedures": [], "people": [], "journal": [],
+              "facts": [{"text": "Caroline attended an LGBTQ support group on 2023-05-07."}]}
+    seen: list[dict] = []
+    llm = for_repo(crepo, client=fake_anthropic(json.dumps(answer), seen))
+    rel = transcript(crepo, CHAT)
+    extract(crepo, [rel], llm, one_request=True)
+    assert len(seen) == 1  # one request for every extractor
+    obs = Ref(1, "observation", "Caroline attended an LGBTQ support group.", ("D1:3",))
+    conv = Conversation({1: [obs]}, {"D1:3": (1, CHAT[2][1])}, ("Caroline", "Melanie"))
+    entries = derived(crepo, lambda ref: 1 if SID in ref else None)
+    llm_entries = [e for e in entries if "attended an LGBTQ support group" in e.text]
+    assert llm_entries and all(e.sessions == frozenset({1}) for e in llm_entries)
+    got = measure(entries, person_files(crepo), conv, Matcher(frozenset({"caroline"})), {})
+    assert got["observation recall %"] == 100.0
+    assert got["precise by"]["observation"] >= 1

@@ -104,3 +104,34 @@ def test_the_turn_is_recalled_not_the_journal_line_restating_it(lived: Path) -> 
     text = _recall(lived, "s3", "Which career did Caroline decide to pursue? counseling?")
     assert "pursue counseling as a career after the support group" in text
     assert "User decided to pursue counseling" not in text
+
+
+def test_search_ranks_a_derived_line_below_the_turn_it_cites(lived: Path) -> None:
+    import subprocess
+
+    query = "User decided to pursue counseling as a career"
+    out = subprocess.run(["memory", "--repo", str(lived), "search", "--json", "--explain",
+                          query], capture_output=True, text=True, check=True, timeout=60).stdout
+    results = json.loads(out)
+    paths = [h["path"] for h in results]
+    journal = "knowledge/journal/2023-05-08.md"
+    assert journal in paths and T1 in paths
+    assert paths.index(T1) < paths.index(journal)
+    # the journal line's own words would have put it first: it was moved, and says so
+    moved = next(h for h in results if h["path"] == journal)
+    assert moved["explain"].get("below_source") is True
+
+
+def test_sources_first_keeps_a_derived_hit_whose_source_is_absent() -> None:
+    from memrepo.index.ranking import Hit, sources_first
+
+    def hit(path: str) -> Hit:
+        return Hit(path, None, 1.0, 1, 2, "", 0, {})
+
+    d1, t1 = hit("knowledge/journal/a.md"), hit(T1)
+    d2, t2 = hit("knowledge/people/x.md"), hit(T2)
+    refs = [{REF1}, {"2023/06/01/0900-cc-0123456789ab"}, set(), set()]
+    # d1 above its source t1 moves just below it; d2's source t2 is ranked after it: moved
+    assert sources_first([d1, d2, t1, t2], refs) == [t1, d1, t2, d2]
+    # a source not in the list: the derived hit stays the way to it
+    assert sources_first([d1, t2], [{REF1}, set()]) == [d1, t2]

@@ -226,7 +226,7 @@ class Scanner:
         tag = {"engine": self.mode, **window(dates)}
         if len(words) < len(all_words):
             tag["long_prompt"] = q.searched_by(words, all_words, "the longest")
-        return to_hits(ranked, limit, words, span if snippets else None, tag, chunk_explain=False)
+        return to_hits(ranked, limit, words, span, tag, chunk_explain=False, snippets=snippets)
 
     def close(self) -> None:
         pass

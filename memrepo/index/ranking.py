@@ -12,7 +12,8 @@
    up-ranked (``× (1 + date_boost)``, :mod:`~memrepo.index.dates`), and so is a file
    that names a person the query names (``× (1 + people_boost)``, the search finds them).
 4. One entry per file (or ``per_file``), with its best chunk's span: no file floods the list.
-5. :func:`to_hits`: the ranked files as result lines (:class:`Hit`), each with a snippet.
+5. :func:`to_hits`: the ranked files as result lines (:class:`Hit`), each with a snippet;
+   a derived line never above the transcript it cites (:func:`sources_first`).
 
 The query's :class:`Filters` and the :class:`Hit` live here too, so the index searcher
 and the fallback scanner share them without importing each other.
@@ -31,6 +32,7 @@ from memrepo import clock
 from memrepo.index import cjk
 from memrepo.index.dates import DateRange, in_ranges
 from memrepo.index.snippets import WIDTH, best_snippet
+from memrepo.layout import SRC, is_transcript, source_ref
 
 
 @dataclass
@@ -405,6 +407,40 @@ def flatten(ranked: list[Ranked], limit: int) -> list[tuple[Ranked, ChunkHit, fl
     return out[:limit]
 
 
+def cited(lines: list[str]) -> set[str]:
+    """The source references of ``lines``' ``[src: …]`` tags (a turn anchor cut off)."""
+    return {r.strip().split("#")[0] for ln in lines for m in SRC.finditer(ln)
+            for r in m["src"].split(";") if r.strip()}
+
+
+def sources_first(hits: list[Hit], refs: list[set[str]]) -> list[Hit]:
+    """``hits`` with each derived hit (``refs[i]``: the sources its lines cite) moved just
+    below the best-ranked transcript hit of each source it cites, when that is lower.
+
+    A journal or knowledge line written from a turn says less than the turn (its words,
+    its speaker, its time): it must not take the place above it (issue 35, "the memory
+    feeds on itself"; recall drops such lines outright, :mod:`memrepo.context.restate`).
+    A derived hit whose sources are not in the list keeps its place: it is the way to them.
+    """
+    first: dict[str, int] = {}
+    for i, h in enumerate(hits):
+        if is_transcript(h.path):
+            first.setdefault(source_ref(h.path), i)
+    if not first:
+        return hits
+    keys: list[float] = []
+    for i, mine in enumerate(refs):
+        below = [j for r in mine for ref, j in first.items() if ref.startswith(r)]
+        keys.append(max(below) + 0.5 if below and max(below) > i else float(i))
+    order = sorted(range(len(hits)), key=lambda i: (keys[i], i))
+    if order == list(range(len(hits))):
+        return hits
+    for i in order:
+        if keys[i] != i and hits[i].explain is not None:
+            hits[i].explain["below_source"] = True
+    return [hits[i] for i in order]
+
+
 def to_hits(
     ranked: list[Ranked],
     limit: int,
@@ -412,15 +448,19 @@ def to_hits(
     span: Callable[[str, int, int], list[str]] | None,
     tag: dict[str, Any],
     chunk_explain: bool = True,
+    snippets: bool = True,
 ) -> list[Hit]:
-    """The result lines (:func:`flatten`) as hits, each with the best snippet of its span.
+    """The result lines (:func:`flatten`) as hits, each with the best snippet of its span,
+    derived lines below their sources (:func:`sources_first`).
 
-    ``span(path, start, end)`` reads the lines (the engine knows where the text is); with
-    no ``span`` the snippets are left empty (a caller that reads the spans itself). A
-    file's first line explains the whole ranking plus ``tag`` (which engine, vectors on or
-    off); its extra lines give their own fused score when ``chunk_explain``, else nothing.
+    ``span(path, start, end)`` reads the lines (the engine knows where the text is);
+    without ``snippets`` (a caller that reads the spans itself) the snippets are left
+    empty, and with no ``span`` the order of derived lines too. A file's first line
+    explains the whole ranking plus ``tag`` (which engine, vectors on or off); its extra
+    lines give their own fused score when ``chunk_explain``, else nothing.
     """
     out: list[Hit] = []
+    refs: list[set[str]] = []
     unsegmented = any(cjk.has_run(w) for w in words)
     for r, c, score in flatten(ranked, limit):
         explain: dict[str, Any] | None
@@ -431,8 +471,10 @@ def to_hits(
         else:
             explain = None
         snippet = ""
-        if span:
-            lines = span(r.path, c.start_line, c.end_line)
+        derived = not is_transcript(r.path)
+        lines = span(r.path, c.start_line, c.end_line) if span and (snippets or derived) else []
+        refs.append(cited(lines) if derived else set())
+        if span and snippets:
             snippet = "" if unsegmented else best_snippet(lines, words)
             low = snippet.lower()
             if unsegmented or (not any(w in low for w in words) and cjk.has_run("".join(lines))):
@@ -444,4 +486,4 @@ def to_hits(
         out.append(
             Hit(r.path, r.category, score, c.start_line, c.end_line, snippet, c.ord, explain)
         )
-    return out
+    return sources_first(out, refs)
