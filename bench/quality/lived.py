@@ -5,6 +5,7 @@
     .venv/bin/python bench/quality/lived.py --configs default,minilm
     .venv/bin/python bench/quality/lived.py --data locomo10.json --split test  # held out
     .venv/bin/python bench/quality/lived.py --quick                  # 4 sessions, 30 questions
+    .venv/bin/python bench/quality/lived.py --plain                  # transcripts alone
 
 Each LoCoMo conversation is lived through memrepo's real Claude Code hooks, at its own
 dates (``$MEMREPO_NOW``), with the scheduled jobs between sessions (bench/quality/
@@ -17,6 +18,8 @@ echo rule are documented there):
 - evidence in a 4,000-token ``memory compile`` and session R@5 of ``memory search`` on
   the lived repo, beside the same figures on a fresh index of the same conversations
   (bench/quality/eval_compile_locomo.py and eval_locomo.py, run here side by side);
+- ``--plain``: the same sessions through the same hooks with no derived knowledge
+  (extraction manual, no scheduled job): the baseline the lived memory must beat;
 - echo share of the injected passages; the briefing's size; growth per session (files,
   bytes, commits, MEMORY.md lines, the day's journal); each hook's and detached worker's
   time (from the agents log); LLM requests (the hooks run with an API key pointed at a
@@ -76,10 +79,10 @@ def fresh(settings: dict[str, object], split: str, data: Path, tmp: Path
 
 
 def live_conversation(conv: Any, settings: dict[str, object], llm: CountingLLM,
-                      sessions: int | None, questions: int | None, keep: bool = False
-                      ) -> tuple[list[Question], dict[str, Any]]:
+                      sessions: int | None, questions: int | None, keep: bool = False,
+                      plain: bool = False) -> tuple[list[Question], dict[str, Any]]:
     """Replay one conversation, ask its questions; the questions and the replay's figures."""
-    lived = replay(conv, settings, llm, sessions)
+    lived = replay(conv, settings, llm, sessions, plain)
     try:
         played = conv.sessions[:sessions]
         gold = {t.dia_id for s in played for t in s.turns}
@@ -114,7 +117,7 @@ def run_config(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]
     try:
         for conv in convs:
             found, infos[conv.sample_id] = live_conversation(
-                conv, settings, llm, args.sessions, args.questions, args.keep)
+                conv, settings, llm, args.sessions, args.questions, args.keep, args.plain)
             questions += found
     finally:
         llm.close()
@@ -161,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="--sessions 4 --questions 30")
     ap.add_argument("--no-fresh", action="store_true", help="skip the fresh-index figures")
     ap.add_argument("--keep", action="store_true", help="keep the lived repos (paths on stderr)")
+    ap.add_argument("--plain", action="store_true",
+                    help="no derived knowledge: no extraction, no scheduled job (the baseline)")
     ap.add_argument("--json-out", type=Path)
     add_record_option(ap)
     args = ap.parse_args(argv)
@@ -174,8 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     figures: dict[str, Any] = {"split": args.split, "data": str(args.data)}
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            figures[name] = run_config(name, args, Path(tmp))
-            print(table(name, figures[name]) + "\n", flush=True)
+            key = f"{name} plain" if args.plain else name
+            figures[key] = run_config(name, args, Path(tmp))
+            print(table(key, figures[key]) + "\n", flush=True)
     if args.json_out:
         args.json_out.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
     record(__file__, figures, args)

@@ -241,7 +241,9 @@ def hit_sessions(repo: Path, sessions: Sessions, results: list[dict[str, Any]]) 
             lines = (repo / path).read_text("utf-8", "replace").splitlines()
             a, b = int(r.get("start_line") or 1), int(r.get("end_line") or len(lines))
             nums = [sessions.of(ref) for ln in lines[a - 1:b] for ref in SRC.findall(ln)]
-        out += [n for n in nums if n is not None and n not in out]
+        for n in nums:  # a chunk citing one session on several lines names it once
+            if n is not None and n not in out:
+                out.append(n)
     return out
 
 

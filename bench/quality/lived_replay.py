@@ -87,14 +87,16 @@ class Lived:
         return self.env.repo
 
 
-def new_repo(settings: dict[str, object], llm: CountingLLM) -> Lived:
-    """A ``memory init`` repo (search overrides in its config) and the hooks' environment:
-    the agent's key in it, pointed at the counting mock."""
+def new_repo(settings: dict[str, object], llm: CountingLLM, plain: bool = False) -> Lived:
+    """A ``memory init`` repo (search overrides in its config; ``plain``: no extraction)
+    and the hooks' environment: the agent's key in it, pointed at the counting mock."""
     env = make_env()
+    if plain:
+        settings = {**settings, "extraction_trigger": "manual"}
     if settings:
         cfg = env.repo / "memory-config.yaml"
         text = cfg.read_text(encoding="utf-8")
-        for k, v in settings.items():  # the key's line under search:, in place
+        for k, v in settings.items():  # the key's line (under search:, or lifecycle:)
             text, n = re.subn(rf"^  {re.escape(k)}: [^\n]*", f"  {k}: {json.dumps(v)}", text,
                               count=1, flags=re.MULTILINE)
             if not n:
@@ -229,15 +231,16 @@ def growth(lived: Lived, day: dt.date) -> dict[str, Any]:
 
 
 def replay(conv: Any, settings: dict[str, object], llm: CountingLLM,
-           sessions: int | None = None) -> Lived:
-    """Live ``conv`` (its first ``sessions`` sessions) in a new memory repo."""
+           sessions: int | None = None, plain: bool = False) -> Lived:
+    """Live ``conv`` (its first ``sessions`` sessions) in a new memory repo; ``plain``:
+    the transcripts alone (no extraction at session end, no scheduled job)."""
     from eval_compile_locomo import resident_model
 
-    lived = new_repo(settings, llm)
+    lived = new_repo(settings, llm, plain)
     prev: dt.datetime | None = None
     with resident_model(lived.repo, settings):  # MiniLM: the resident a user would run
         for s in conv.sessions[:sessions]:
-            if prev is not None:
+            if prev is not None and not plain:
                 run_jobs(lived, prev, s.when)
             live_session(lived, conv, s)
             prev = s.when + dt.timedelta(minutes=len(s.turns) + 1)
