@@ -24,8 +24,15 @@ from memrepo.scripts.cli import accepts_repo
 @click.option("--http", "listen", metavar="[HOST:]PORT",
               help="Serve the same tools over streamable HTTP at /mcp instead of stdio "
                    "(HOST defaults to 127.0.0.1; another host needs a token).")
+@click.option("--oauth", "with_oauth", is_flag=True,
+              help="With --http: also be the OAuth 2.1 server connectors log in to; each "
+                   "login is approved with a code from `memory mcp oauth approve`.")
+@click.option("--public-url", metavar="https://HOST",
+              help="With --oauth: the address clients reach (a reverse proxy's or "
+                   "tailscale serve's); default the bound one (loopback only).")
 @click.pass_context
-def mcp(ctx: click.Context, listen: str | None) -> None:
+def mcp(ctx: click.Context, listen: str | None, with_oauth: bool,
+        public_url: str | None) -> None:
     """Serve memory to an agent over MCP on stdio (tools: search, context, read,
     remember, update, reinforce, demote), or over HTTP with --http.
 
@@ -36,12 +43,14 @@ def mcp(ctx: click.Context, listen: str | None) -> None:
         if listen is not None:
             raise click.UsageError("--http serves; it takes no subcommand")
         return
+    if (with_oauth and listen is None) or (public_url and not with_oauth):
+        raise click.UsageError("--oauth goes with --http, --public-url with --oauth")
     repo = discover((ctx.obj or {}).get("repo"))
     if listen is not None:
         from memrepo.agents.mcp_http import serve_http
 
-        serve_http(repo.root, listen, lambda text: click.echo(f"memory mcp: {text}",
-                                                              err=True))
+        serve_http(repo.root, listen, lambda text: click.echo(f"memory mcp: {text}", err=True),
+                   with_oauth=with_oauth, public_url=public_url)
         return
     from memrepo.agents.mcp_server import serve
 
@@ -100,3 +109,25 @@ def token_revoke(ctx: click.Context, name: str) -> None:
 
     gone = TokenStore(discover((ctx.obj or {}).get("repo")).root).revoke(name)
     click.echo(f"revoked {gone.name} ({gone.scope})")
+
+
+@mcp.group("oauth")
+def oauth() -> None:
+    """OAuth logins to `memory mcp --http --oauth` (docs/remote-mcp.md)."""
+
+
+@oauth.command("approve")
+@accepts_repo()
+@click.option("--read-only", is_flag=True,
+              help="The login may search, get context and read only.")
+@click.pass_context
+def oauth_approve(ctx: click.Context, read_only: bool) -> None:
+    """Print a one-time code that approves one OAuth login (valid ten minutes): type it
+    on the approval page the connector opened. The login then shows in `token list`."""
+    from memrepo.agents.tokens import READ, WRITE, TokenStore
+
+    scope = READ if read_only else WRITE
+    code = TokenStore(discover((ctx.obj or {}).get("repo")).root).approval(scope)
+    click.echo(code)
+    click.echo(f"memory mcp: approves one {scope} login within ten minutes; type it on the "
+               "approval page", err=True)

@@ -24,7 +24,15 @@ Who may call (tokens: :mod:`memrepo.agents.tokens`):
   server from web pages; a server that requires a token needs no such check (a page has no
   token), so a reverse proxy or ``tailscale serve`` may send its own Host.
 
-TLS is a reverse proxy's or a tailnet's (docs/remote-mcp.md); OAuth 2.1 is not done.
+With ``--oauth`` (:mod:`memrepo.agents.oauth`) the server is also the OAuth 2.1
+authorization server the MCP authorization spec describes: a connector registers, its
+owner approves the login with a one-time code, and the access token it gets passes the same
+bearer check (scope included). A 401 then names the protected-resource metadata
+(``resource_metadata`` in ``WWW-Authenticate``), tokens are always required, and an
+address beyond loopback is allowed once an https ``--public-url`` says where clients
+reach the server.
+
+TLS is a reverse proxy's or a tailnet's (docs/remote-mcp.md).
 """
 
 from __future__ import annotations
@@ -43,11 +51,13 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
+from mcp.server.auth.routes import build_resource_metadata_url
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent
 
-from memrepo.agents import mcp_server
+from memrepo.agents import mcp_server, oauth
 from memrepo.agents.mcp_front import NO_RESIDENT_ENV
 from memrepo.agents.resident import host_resident, shared_app
 from memrepo.agents.tokens import READ, WRITE, TokenStore
@@ -118,10 +128,10 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def url_of(sock: socket.socket) -> str:
+def url_of(sock: socket.socket, path: str = PATH) -> str:
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}{PATH}"
+    return f"http://{shown}:{port}{path}"
 
 
 # --- who may call ---------------------------------------------------------------------
@@ -130,11 +140,13 @@ def url_of(sock: socket.socket) -> str:
 @dataclass
 class BearerAuth:
     """ASGI middleware: the bearer check, and the caller's scope in ``scope[SCOPE_KEY]``.
-    ``always``: a token is required even while the clone has none (fail closed)."""
+    ``always``: a token is required even while the clone has none (fail closed);
+    ``metadata``: the protected-resource metadata URL a 401 names (OAuth on)."""
 
     app: Any
     store: TokenStore
     always: bool
+    metadata: str | None = None
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":  # lifespan: the SDK's session manager
@@ -151,11 +163,13 @@ class BearerAuth:
             return
         given = _bearer(scope)
         if given is None:
-            await _refuse(send, 401, "an Authorization: Bearer token is required")
+            await _refuse(send, 401, "an Authorization: Bearer token is required",
+                          metadata=self.metadata)
             return
         token = self.store.verify(given)
         if token is None:
-            await _refuse(send, 401, "the token is unknown or revoked", "invalid_token")
+            await _refuse(send, 401, "the token is unknown, expired or revoked",
+                          "invalid_token", self.metadata)
             return
         await self.app({**scope, SCOPE_KEY: token.scope}, receive, send)
 
@@ -170,8 +184,11 @@ def _bearer(scope: dict[str, Any]) -> str | None:
     return None
 
 
-async def _refuse(send: Any, status: int, why: str, error: str | None = None) -> None:
+async def _refuse(send: Any, status: int, why: str, error: str | None = None,
+                  metadata: str | None = None) -> None:
     challenge = f'{REALM}, error="{error}"' if error else REALM
+    if metadata:
+        challenge += f', resource_metadata="{metadata}"'
     body = json.dumps({"error": error or "unauthorized", "error_description": why}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if status == 401:
@@ -227,11 +244,14 @@ def guard(app: MCPServer) -> None:
         app.middleware.append(ScopeGuard(app))
 
 
-def build_app(app: MCPServer, store: TokenStore, *, always: bool, host: str) -> Any:
+def build_app(app: MCPServer, store: TokenStore, *, always: bool, host: str,
+              auth: AuthSettings | None = None) -> Any:
     """The ASGI app: ``app``'s streamable HTTP endpoint at :data:`PATH` behind the bearer
     check. ``always``: tokens required whatever the store holds (and no DNS-rebinding
-    check); else the open loopback server's Host and Origin checks."""
+    check); else the open loopback server's Host and Origin checks. ``auth``: OAuth on,
+    its endpoints in front (tokens always required)."""
     guard(app)
+    always = always or auth is not None
     if always:
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     else:
@@ -242,13 +262,20 @@ def build_app(app: MCPServer, store: TokenStore, *, always: bool, host: str) -> 
             allowed_origins=sorted(f"http://{h}:*" for h in hosts))
     http = app.streamable_http_app(streamable_http_path=PATH, transport_security=security,
                                    host=host)
-    return BearerAuth(http, store, always)
+    if auth is None:
+        return BearerAuth(http, store, always)
+    assert auth.resource_server_url is not None
+    metadata = str(build_resource_metadata_url(auth.resource_server_url))
+    return oauth.front(BearerAuth(http, store, True, metadata), store, auth)
 
 
-def exposure(bound: str, store: TokenStore) -> bool:
-    """Whether tokens are required from the start (the clone has some, or the address is
-    not loopback); MemrepoError for a non-loopback address while the clone has none."""
+def exposure(bound: str, store: TokenStore, *, oauth_on: bool = False) -> bool:
+    """Whether tokens are required from the start (the clone has some, OAuth is on, or the
+    address is not loopback); MemrepoError for a non-loopback address while the clone has
+    none and OAuth is off (with OAuth on, a login is the owner's approval away)."""
     tokens = store.tokens()
+    if oauth_on:
+        return True
     if not is_loopback(bound) and not tokens:
         raise MemrepoError(
             f"refusing to serve on {bound}, beyond loopback, with no token: create one "
@@ -285,17 +312,20 @@ def hosting(root: Path, say: Callable[[str], None]) -> Iterator[tuple[MCPServer,
         resident.stop()
 
 
-def serve_http(root: Path, listen: str, say: Callable[[str], None]) -> None:
+def serve_http(root: Path, listen: str, say: Callable[[str], None], *,
+               with_oauth: bool = False, public_url: str | None = None) -> None:
     """Serve until SIGINT, SIGTERM or SIGHUP, or until the resident hosted here is
     stopped (``memory serve --stop``). MemrepoError, before anything is served, for an
-    address it must not listen on."""
+    address it must not listen on. ``with_oauth``: OAuth 2.1 too, its issuer
+    ``public_url`` (``https://HOST``, where clients reach it) else the bound address."""
     host, port = parse_listen(listen)
     store = TokenStore(root)
     sock = bind(host, port)
     try:
-        always = exposure(sock.getsockname()[0], store)
+        auth = oauth.settings(public_url or url_of(sock, ""), PATH) if with_oauth else None
+        always = exposure(sock.getsockname()[0], store, oauth_on=auth is not None)
         with hosting(root, say) as (app, resident):
-            asgi = build_app(app, store, always=always, host=host)
+            asgi = build_app(app, store, always=always, host=host, auth=auth)
             debug = bool(os.environ.get("MEMORY_DEBUG"))
             server = uvicorn.Server(uvicorn.Config(
                 asgi, log_level="info" if debug else "warning", lifespan="on",
@@ -303,8 +333,11 @@ def serve_http(root: Path, listen: str, say: Callable[[str], None]) -> None:
             if resident is not None:
                 threading.Thread(target=_stop_with, args=(resident, server), daemon=True,
                                  name="memrepo-http-resident").start()
-            auth = "required" if always else "none yet: loopback, open to local users"
-            say(f"serving {root} at {url_of(sock)} (tokens: {auth})")
+            need = "required" if always else "none yet: loopback, open to local users"
+            say(f"serving {root} at {url_of(sock)} (tokens: {need})")
+            if auth is not None:
+                say(f"OAuth issuer {auth.issuer_url!s}: approve each login with "
+                    "a code from memory mcp oauth approve")
             _run(server, sock)
     finally:
         sock.close()

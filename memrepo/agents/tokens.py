@@ -11,6 +11,13 @@ constant time (:func:`hmac.compare_digest`), all of them whatever matched.
 
 Scopes: ``write`` calls every tool; ``read`` only those annotated read-only
 (:mod:`memrepo.agents.mcp_http` hides and refuses the others).
+
+The same file keeps what OAuth (:mod:`memrepo.agents.oauth`, ``memory mcp --http --oauth``)
+issues, hashed the same way: a *grant* (kind ``oauth``) per approved login, holding the
+digest of its access token (``mrp_``, one hour) and of its refresh token (``mrr_``, 90
+days, replaced at each use), listed and revoked by name like a token; and the owner's
+one-time *approval codes* (kind ``approval``, ten minutes, spent on use), never listed.
+Lapsed codes and grants are dropped at the next change of the file.
 """
 
 from __future__ import annotations
@@ -23,7 +30,8 @@ import os
 import re
 import secrets
 import threading
-from dataclasses import asdict, dataclass
+import time
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +44,13 @@ from memrepo.locks import LockBusy, file_lock
 READ, WRITE = "read", "write"
 SCOPES = (READ, WRITE)
 PREFIX = "mrp_"
+REFRESH_PREFIX = "mrr_"
+#: kinds of row: a token made by ``token create``, an OAuth grant, an approval code
+BEARER, OAUTH, APPROVAL = "bearer", "oauth", "approval"
+#: lifetimes in seconds: an OAuth access token, its refresh token, an approval code
+ACCESS_TTL, REFRESH_TTL, APPROVAL_TTL = 3600, 90 * 86400, 600
+#: approval codes: 12 symbols of Crockford's base32 (60 bits), shown as XXXX-XXXX-XXXX
+CODE_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 #: random bytes in a token: 256 bits
 TOKEN_BYTES = 32
 TOKENS_FILE = "tokens.json"
@@ -43,18 +58,41 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 FORMAT = 1
 
 
+REQUIRED = ("name", "scope", "sha256", "created")
+OPTIONAL = ("kind", "expires", "client", "refresh_sha256", "refresh_expires")
+
+
 @dataclass(frozen=True)
 class Token:
-    """One token as stored: never the token itself."""
+    """One row as stored: never a token itself. ``expires`` (ISO, UTC): when an OAuth
+    access token or an approval code lapses (``""``: never, a bearer token); ``client``:
+    the OAuth client id; ``refresh_*``: the grant's refresh token."""
 
     name: str
     scope: str
     sha256: str
     created: str
+    kind: str = BEARER
+    expires: str = ""
+    client: str = ""
+    refresh_sha256: str = ""
+    refresh_expires: str = ""
 
     def public(self) -> dict[str, str]:
         """What ``memory mcp token list`` shows (the digest is nobody's business)."""
-        return {"name": self.name, "scope": self.scope, "created": self.created}
+        shown = {"name": self.name, "scope": self.scope, "created": self.created}
+        if self.kind == OAUTH:
+            shown.update(kind=OAUTH, expires=self.refresh_expires)
+        return shown
+
+    def admits(self, now: float) -> bool:
+        """Whether this row's token lets a request in at ``now``."""
+        return self.kind == BEARER or (self.kind == OAUTH and epoch(self.expires) > now)
+
+    def lapsed(self, now: float) -> bool:
+        """A spent-by-time approval code or a grant past its refresh token: dropped."""
+        return ((self.kind == APPROVAL and epoch(self.expires) <= now)
+                or (self.kind == OAUTH and epoch(self.refresh_expires) <= now))
 
 
 def token_dir(root: Path) -> Path:
@@ -64,6 +102,30 @@ def token_dir(root: Path) -> Path:
 
 def digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def stamp(when: float) -> str:
+    return dt.datetime.fromtimestamp(int(when), dt.timezone.utc).isoformat()
+
+
+def epoch(iso: str) -> float:
+    """Seconds since the epoch of a stored time; ``""`` is never (infinity)."""
+    return dt.datetime.fromisoformat(iso).timestamp() if iso else float("inf")
+
+
+def normal_code(code: str) -> str:
+    """An approval code as typed (any case, with or without dashes) -> its canonical form."""
+    return "".join(code.split()).replace("-", "").upper()
+
+
+def _first(rows: list[Token], field: str, value: str) -> Token | None:
+    """The first row whose ``field`` digest is ``value``'s, every row compared in constant
+    time whichever matched."""
+    want, found = digest(value), None
+    for t in rows:
+        if hmac.compare_digest(getattr(t, field) or "-", want) and found is None:
+            found = t
+    return found
 
 
 class TokenStore:
@@ -79,8 +141,12 @@ class TokenStore:
 
     # -- reading -------------------------------------------------------------------------
     def tokens(self) -> list[Token]:
-        """Every token, the file read again only when it changed. MemrepoError when it
-        cannot be read or parsed (the server then lets nobody in)."""
+        """Every token and OAuth grant (not approval codes), the file read again only when
+        it changed. MemrepoError when it cannot be read or parsed (the server then lets
+        nobody in)."""
+        return [t for t in self._rows() if t.kind != APPROVAL]
+
+    def _rows(self) -> list[Token]:
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
@@ -101,22 +167,23 @@ class TokenStore:
             rows = data["tokens"] if isinstance(data, dict) else None
             if not isinstance(rows, list):
                 raise ValueError("no tokens list")
-            found = [Token(**{k: str(row[k]) for k in ("name", "scope", "sha256",
-                                                       "created")}) for row in rows]
+            found = [Token(**{k: str(row[k]) for k in REQUIRED},
+                           **{k: str(row[k]) for k in OPTIONAL if k in row}) for row in rows]
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise MemrepoError(f"{self.path} is not a token file memrepo wrote ({exc}); "
                                "move it away and create the tokens again") from None
-        return [t for t in found if t.scope in SCOPES]
+        return [t for t in found if t.scope in SCOPES and t.kind in (BEARER, OAUTH, APPROVAL)]
 
     def verify(self, token: str) -> Token | None:
-        """The stored token ``token`` is, or None; every digest compared in constant
-        time, whichever matched."""
-        want = digest(token)
-        found = None
-        for t in self.tokens():
-            if hmac.compare_digest(t.sha256, want) and found is None:
-                found = t
-        return found
+        """The stored token or OAuth grant ``token`` lets in now, or None (unknown,
+        revoked, an expired access token); every digest compared in constant time."""
+        found = _first(self.tokens(), "sha256", token)
+        return found if found is not None and found.admits(time.time()) else None
+
+    def find_refresh(self, token: str) -> Token | None:
+        """The OAuth grant whose live refresh token ``token`` is, or None."""
+        found = _first([t for t in self.tokens() if t.kind == OAUTH], "refresh_sha256", token)
+        return found if found is not None and not found.lapsed(time.time()) else None
 
     # -- changing ------------------------------------------------------------------------
     def create(self, name: str, scope: str = WRITE) -> str:
@@ -143,24 +210,105 @@ class TokenStore:
         gone: list[Token] = []
 
         def drop(rows: list[Token]) -> list[Token]:
-            gone.extend(t for t in rows if t.name == name)
+            gone.extend(t for t in rows if t.name == name and t.kind != APPROVAL)
             if not gone:
-                names = ", ".join(t.name for t in rows) or "none"
+                names = ", ".join(t.name for t in rows if t.kind != APPROVAL) or "none"
                 raise MemrepoError(f"no token named {name!r} (tokens: {names})")
-            return [t for t in rows if t.name != name]
+            return [t for t in rows if t not in gone]
 
         self._change(drop)
         return gone[0]
 
+    # -- OAuth: approval codes and grants (memrepo.agents.oauth) --------------------------
+    def approval(self, scope: str = WRITE, ttl: int = APPROVAL_TTL) -> str:
+        """A one-time code that approves one OAuth login with at most ``scope``, shown as
+        ``XXXX-XXXX-XXXX``: its only appearance in clear is this return value."""
+        if scope not in SCOPES:
+            raise MemrepoError(f"scope {scope!r}: one of {', '.join(SCOPES)}")
+        raw = "".join(secrets.choice(CODE_ALPHABET) for _ in range(12))
+        now = time.time()
+        row = Token(f"approval-{secrets.token_hex(4)}", scope, digest(raw), stamp(now),
+                    APPROVAL, stamp(now + ttl))
+        self._change(lambda rows: [*rows, row])
+        return "-".join(raw[i:i + 4] for i in (0, 4, 8))
+
+    def redeem(self, code: str) -> str | None:
+        """Spend an approval code: the scope it grants, or None (wrong, used, lapsed)."""
+        spent: list[Token] = []
+
+        def take(rows: list[Token]) -> list[Token]:
+            codes = [t for t in rows if t.kind == APPROVAL and not t.lapsed(time.time())]
+            found = _first(codes, "sha256", normal_code(code))
+            spent.extend([found] if found else [])
+            return [t for t in rows if t is not found]
+
+        self._change(take)
+        return spent[0].scope if spent else None
+
+    def grant(self, client: str, label: str, scope: str, *, access_ttl: int = ACCESS_TTL,
+              refresh_ttl: int = REFRESH_TTL) -> tuple[Token, str, str]:
+        """A new OAuth grant for ``client``, named ``oauth-<label>-<hex>``: (the row, its
+        access token, its refresh token)."""
+        slug = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")[:32] or "client"
+        made: list[tuple[Token, str, str]] = []
+
+        def add(rows: list[Token]) -> list[Token]:
+            names = {t.name for t in rows}
+            name = f"oauth-{slug}-{secrets.token_hex(3)}"
+            while name in names:
+                name = f"oauth-{slug}-{secrets.token_hex(3)}"
+            made.append(_issue(Token(name, scope, "", stamp(time.time()), OAUTH, client=client),
+                               access_ttl, refresh_ttl))
+            return [*rows, made[0][0]]
+
+        self._change(add)
+        return made[0]
+
+    def rotate(self, name: str, refresh: str, *, write: bool = True,
+               access_ttl: int = ACCESS_TTL, refresh_ttl: int = REFRESH_TTL,
+               ) -> tuple[Token, str, str] | None:
+        """Replace grant ``name``'s access and refresh tokens, if ``refresh`` still is its
+        refresh token (else None: used already, or revoked). ``write=False`` narrows the
+        grant to ``read``; nothing widens it."""
+        made: list[tuple[Token, str, str]] = []
+
+        def swap(rows: list[Token]) -> list[Token]:
+            found = _first([t for t in rows if t.kind == OAUTH and t.name == name],
+                           "refresh_sha256", refresh)
+            if found is None or found.lapsed(time.time()):
+                return rows
+            made.append(_issue(found if write else replace(found, scope=READ),
+                               access_ttl, refresh_ttl))
+            return [made[0][0] if t is found else t for t in rows]
+
+        self._change(swap)
+        return made[0] if made else None
+
     def _change(self, edit: Any) -> None:
-        """Read, edit and write the file under a lock (0600, atomically)."""
+        """Read, edit and write the file under a lock (0600, atomically); lapsed codes
+        and grants are dropped, and nothing is written when nothing changed."""
         private_dir(self.dir)
         try:
             with file_lock(self.dir / "tokens.lock", wait=5.0):
                 self._stamp = None
-                rows = edit(self.tokens())
-                body = {"format": FORMAT, "tokens": [asdict(t) for t in rows]}
+                before = self._rows()
+                now = time.time()
+                rows = [t for t in edit(before) if not t.lapsed(now)]
+                if rows == before:
+                    return
+                body = {"format": FORMAT, "tokens": [
+                    {k: v for k, v in asdict(t).items() if v or k in REQUIRED} for t in rows]}
                 atomic_write(self.path, json.dumps(body, indent=1) + "\n", mode=0o600)
         except LockBusy:
             raise MemrepoError(f"{self.dir}: another memory mcp token command is "
                                "running; try again") from None
+
+
+def _issue(row: Token, access_ttl: int, refresh_ttl: int) -> tuple[Token, str, str]:
+    """``row`` with a new access token and refresh token: (the row, access, refresh)."""
+    access = PREFIX + secrets.token_urlsafe(TOKEN_BYTES)
+    refresh = REFRESH_PREFIX + secrets.token_urlsafe(TOKEN_BYTES)
+    now = time.time()
+    return replace(row, sha256=digest(access), expires=stamp(now + access_ttl),
+                   refresh_sha256=digest(refresh),
+                   refresh_expires=stamp(now + refresh_ttl)), access, refresh
