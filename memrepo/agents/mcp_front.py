@@ -8,12 +8,21 @@ memrepo's index: it finds the repo (the rules of :func:`memrepo.repo.discover`),
 clone's resident server for a session (``{"op": "mcp", "version", "root"}``, served by
 :mod:`memrepo.agents.resident`) and then copies bytes both ways until either side closes.
 
-When none answers, the server runs in this process as before (the Click command,
-:mod:`memrepo.scripts.mcp`) and a resident is started, detached, for the next time (it
-exits after RESIDENT_IDLE_S without a session or a request). One that answers but refuses
-(busy, another protocol version, another working tree) or is too slow is left alone and
-the server runs here too. One that dies mid-session loses that session: one line on
-stderr, exit status 1; the agent starts ``memory mcp`` again. ``MEMREPO_NO_RESIDENT=1``:
+When none answers, a resident is started, detached (it exits after RESIDENT_IDLE_S
+without a session or a request), and the front answers the handshake itself
+(``initialize``, ``ping``, the tool, prompt and resource lists) from the record of what
+the server answers (``memrepo/data/mcp_handshake.json``, :mod:`memrepo.agents.mcp_record`):
+a client that does not wait for a slow server (Codex) has the tools at once. At the first
+other request (a tool call) the front replays the handshake to the resident, once it
+listens, and relays from then on; when it does not take the session within
+RESIDENT_WAIT_S, the server runs in a child process on a socket pair, relayed the same
+way. Without a record that matches this memrepo, the server runs in this process (the
+Click command, :mod:`memrepo.scripts.mcp`), as it did before the record existed.
+
+A resident that answers but refuses (busy, another protocol version, another working
+tree) or is too slow is left alone and the server runs here. One that dies mid-session
+loses that session: one line on stderr, exit status 1; the agent starts ``memory mcp``
+again. ``MEMREPO_NO_RESIDENT=1``:
 always in this process, and no resident started.
 
 Standard library only, and few modules of it (tests/test_mcp_front.py checks the imports).
@@ -27,8 +36,10 @@ import os
 import socket
 import sys
 import threading
+import time
 from pathlib import Path
 
+from memrepo import __version__
 from memrepo.layout import CONFIG_FILE, dot_git_dir, socket_path
 
 #: the session protocol the front and the resident speak; a resident of another version
@@ -44,6 +55,18 @@ REPO_ENV = "MEMORY_REPO"
 LOGFILE = "serve.log"
 CHUNK = 1 << 16
 MAX_REPLY = 1 << 16
+#: the record of the server's handshake answers (memrepo.agents.mcp_record writes it)
+RECORD = Path(__file__).resolve().parent.parent / "data" / "mcp_handshake.json"
+#: the list requests the record answers, and the key of each answer's list
+LISTS = {"tools/list": "tools", "prompts/list": "prompts", "resources/list": "resources",
+         "resources/templates/list": "resourceTemplates"}
+#: the id of the ``initialize`` the front replays to the server it hands the session to
+REPLAY_ID = "memrepo-front-initialize"
+#: how long a session that needs the server waits for the started resident to take it
+#: (it imports the SDK and opens the index); past it, a child process serves
+RESIDENT_WAIT_S = 15.0
+#: the longest a server takes to answer the replayed ``initialize``
+REPLAY_S = 60.0
 
 
 class Unreached(Exception):
@@ -130,13 +153,18 @@ def _write_all(data: bytes) -> None:
         view = view[os.write(1, view):]
 
 
-def relay(sock: socket.socket, early: bytes = b"") -> int:
-    """Copy stdin to ``sock`` and ``sock`` to stdout until the session ends: 0 when the
-    agent closed stdin (what the resident still answers is written first) or stopped
+def relay(sock: socket.socket, early: bytes = b"", first: bytes = b"") -> int:
+    """Copy stdin to ``sock`` and ``sock`` to stdout until the session ends (``first``:
+    what the agent sent that was read already; ``early``: what the server sent): 0 when
+    the agent closed stdin (what the resident still answers is written first) or stopped
     reading; 1, with one line on stderr, when the resident ended it first."""
     agent_done = threading.Event()
 
     def upstream() -> None:
+        try:
+            sock.sendall(first)
+        except OSError:
+            return
         while True:
             try:
                 data = os.read(0, CHUNK)
@@ -195,12 +223,17 @@ def run(repo: str | None) -> int | None:
     try:
         sock, reply, early = open_session(root, socket_path(sdir))
     except Unreached as exc:
-        _note(f"{exc}: serving in-process and starting one for the next time")
         try:
             start_resident(root, sdir)
         except Exception as err:  # never fail the agent for it
             _note(f"resident server not started: {type(err).__name__}: {err}")
-        return None
+            return None
+        record = load_record()
+        if record is None:
+            _note(f"{exc}: serving in-process and starting one for the next time")
+            return None
+        _note(f"{exc}: answering the handshake and starting one")
+        return serve_cold(root, sdir, record)
     except Declined as exc:
         _note(f"{exc}: serving in-process")
         return None
@@ -212,3 +245,144 @@ def _note(text: str) -> None:
     """A line on stderr under MEMORY_DEBUG: which way this session went, and why."""
     if os.environ.get("MEMORY_DEBUG"):
         sys.stderr.write(f"memory mcp: {text}\n")
+
+
+# ---------------------------------------------------------------------------
+# Cold: no resident yet
+# ---------------------------------------------------------------------------
+
+
+def load_record() -> dict | None:
+    """The handshake record, or None when it is missing, broken, or another memrepo's."""
+    try:
+        rec = json.loads(RECORD.read_text(encoding="utf-8"))
+        ok = rec["initialize"]["serverInfo"]["version"] == __version__ and all(
+            isinstance(rec[k], list) for k in LISTS.values())
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return rec if ok else None
+
+
+def recorded_answer(rec: dict, msg: dict) -> dict | None:
+    """The server's answer to ``msg`` from the record, or None when only it can answer
+    (a tool call, a list's next page, anything in the 2026 envelope)."""
+    method, params = msg.get("method"), msg.get("params") or {}
+    if "id" not in msg or not isinstance(params, dict) or "_meta" in params:
+        return None
+    if method == "initialize":
+        asked = params.get("protocolVersion")
+        version = asked if asked in rec["handshake_versions"] else rec[
+            "latest_handshake_version"]
+        result = {**rec["initialize"], "protocolVersion": version}
+    elif method == "ping":
+        result = {}
+    elif method in LISTS and not params.get("cursor"):
+        result = {LISTS[method]: rec[LISTS[method]]}
+    else:
+        return None
+    return {"jsonrpc": "2.0", "id": msg["id"], "result": result}
+
+
+def serve_cold(root: Path, sdir: Path, rec: dict) -> int:
+    """Answer the handshake from ``rec`` until a request only the server can answer, then
+    hand the session over (:func:`hand_over`)."""
+    buf, held = b"", []  # held: the handshake's messages, replayed to the server
+    while True:
+        line, sep, buf = buf.partition(b"\n")
+        if not sep:
+            data = os.read(0, CHUNK)
+            if not data:
+                return 0  # the agent left before asking anything of the server
+            buf = line + data
+            continue
+        try:
+            msg = json.loads(line) if line.strip() else None
+        except ValueError:
+            msg = "garbage"  # the server answers it as the SDK does
+        if msg is None:
+            continue
+        begun = bool(held) or (isinstance(msg, dict) and msg.get("method") == "initialize")
+        if isinstance(msg, dict) and begun and "id" not in msg and "method" in msg:
+            held.append(msg)  # a notification (initialized, cancelled): replayed
+            continue
+        answer = recorded_answer(rec, msg) if isinstance(msg, dict) and begun else None
+        if answer is None or (msg.get("method") == "initialize" and held):
+            return hand_over(root, sdir, held, line + b"\n" + buf)
+        if msg.get("method") == "initialize":
+            held.append(msg)
+        _write_all(json.dumps(answer).encode() + b"\n")
+
+
+def hand_over(root: Path, sdir: Path, held: list[dict], rest: bytes) -> int:
+    """Replay ``held`` to a server (the resident once it listens, else a child process),
+    its answer to the replayed ``initialize`` dropped, then relay from ``rest`` on."""
+    sock = wait_for_resident(root, socket_path(sdir)) or child_server(root)
+    early = b""
+    try:
+        if held:
+            sock.sendall(json.dumps({**held[0], "id": REPLAY_ID}).encode() + b"\n")
+            early = _drop_reply(sock)
+            sock.sendall(b"".join(json.dumps(m).encode() + b"\n" for m in held[1:]))
+    except (OSError, ValueError) as exc:
+        sock.close()
+        sys.stderr.write(f"memory mcp: the server did not take the session ({exc})\n")
+        return 1
+    return relay(sock, early, rest)
+
+
+def _drop_reply(sock: socket.socket) -> bytes:
+    """Read up to the server's answer to the replayed ``initialize``; what it sent
+    besides (before or after it) is returned, for the agent."""
+    sock.settimeout(REPLAY_S)
+    kept, buf = b"", b""
+    while True:
+        line, sep, buf = buf.partition(b"\n")
+        if not sep:
+            part = sock.recv(CHUNK)
+            if not part:
+                raise OSError("the server closed the session")
+            buf = line + part
+            continue
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            msg = None
+        if isinstance(msg, dict) and msg.get("id") == REPLAY_ID:
+            sock.settimeout(None)
+            return kept + buf
+        kept += line + b"\n"
+
+
+def wait_for_resident(root: Path, sock_path: Path) -> socket.socket | None:
+    """A session of the resident started for this one, once it listens; None past
+    RESIDENT_WAIT_S or when it refuses."""
+    deadline = time.monotonic() + RESIDENT_WAIT_S
+    while time.monotonic() < deadline:
+        try:
+            sock, reply, early = open_session(root, sock_path)
+        except Unreached:
+            time.sleep(0.05)
+            continue
+        except Declined as exc:
+            _note(f"{exc}: a child process serves")
+            return None
+        _note(f"handing over to the resident server (pid {reply.get('pid')})")
+        if early:  # nothing is sent before the first request; never lose it if it is
+            _write_all(early)
+        return sock
+    _note("the resident did not start in time: a child process serves")
+    return None
+
+
+def child_server(root: Path) -> socket.socket:
+    """``memory mcp`` served in a child process (no resident), its stdio one end of a
+    socket pair; the other end returned."""
+    import subprocess
+
+    mine, theirs = socket.socketpair()
+    env = {**os.environ, NO_RESIDENT_ENV: "1"}
+    subprocess.Popen([sys.executable, "-m", "memrepo", "--repo", str(root), "mcp"],
+                     stdin=theirs, stdout=theirs, env=env, close_fds=True)
+    theirs.close()
+    return mine
+
