@@ -24,6 +24,7 @@ from memrepo.agents import state as agent_state
 from memrepo.atomic import TMP_GRACE, atomic_write, leftover_tmp_files
 from memrepo.commit import person, remotes
 from memrepo.config import IGNORED_KEYS
+from memrepo.context import scopes
 from memrepo.context.watchers.feedback import judge_ended
 from memrepo.documents import (
     count_lines,
@@ -367,7 +368,8 @@ def _fix_line_count(repo: MemoryRepo) -> list[str]:
 CHECKS: list[CheckFn] = [foundation_checks, recovery.health_checks, index_health.checks,
                          agent_state.health_checks, agent_install.health_checks,
                          leftover_tmp_checks, index_lock_checks, link_checks, merge_driver_checks,
-                         memory_line_count_checks, memory_comment_checks, remote_checks]
+                         memory_line_count_checks, memory_comment_checks, remote_checks,
+                         scopes.health_checks]
 
 
 def run_checks(repo: MemoryRepo) -> list[Check]:

@@ -13,6 +13,7 @@ error it prints nothing and says why on stderr.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -65,7 +66,8 @@ def compile_cmd(
         return
     repo = discover((ctx.obj or {}).get("repo"))
     _check_events(repo.root, events)
-    req = CompileRequest(" ".join(message), budget, session, shared, list(events))
+    req = CompileRequest(" ".join(message), budget, session, shared, list(events),
+                         cwd=_here())  # the project it runs in: its rules (docs/scopes.md)
     result = compile_context(repo, req)
     if as_json:
         click.echo(json.dumps(result.as_json(explain), indent=1, ensure_ascii=False))
@@ -76,6 +78,14 @@ def compile_cmd(
         click.echo("\n" + steer)
     if explain:
         _explain(result)
+
+
+def _here() -> str | None:
+    """The current folder, None when it is gone."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
 
 
 def _check_events(root: Path, events: tuple[str, ...]) -> None:
@@ -154,6 +164,7 @@ def _hook(ctx: click.Context, budget: int | None, shared: bool) -> None:
             shared=shared,
             slots=slots,
             max_chars=HOOK_CHAR_CAP - stored_overhead(intro, topics=2 in slots),
+            cwd=cwd,
         )
         # stored text as every hook shows it: fenced, topics labelled as instructions
         prompt, _ = stored_fit(intro, compile_context(repo, req).sections, HOOK_CHAR_CAP)

@@ -35,6 +35,8 @@ def _isolated_git(
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
     # MiniLM's int8-kernel rewrite (memrepo.index.int8_model), made once for the session
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))
+    # the user's global identity (memrepo.context.scopes): never the machine's in a briefing
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.delenv("MEMORY_REPO", raising=False)
     for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
         monkeypatch.delenv(var, raising=False)

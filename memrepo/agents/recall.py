@@ -85,7 +85,7 @@ def brief(root: Path, harness: str, payload: dict[str, Any], today: dt.date | No
 
     room = H.MAX_CONTEXT_CHARS - stored_overhead(BRIEF_INTRO, topics=False)
     req = CompileRequest(slots=frozenset({0, 1}), max_chars=room, record_hits=False,
-                         today=today)
+                         today=today, cwd=payload.get("cwd"))  # its project's rules
     sections = [s for s in compile_context(MemoryRepo(root), req).sections if _says(s.text)]
     text, kept = stored_fit(BRIEF_INTRO, sections, H.MAX_CONTEXT_CHARS)
     _remember_shown(root, harness, payload, kept)

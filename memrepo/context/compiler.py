@@ -19,6 +19,7 @@ from typing import Any
 
 from memrepo import clock, layout, worktree
 from memrepo.context import retrieve as retr
+from memrepo.context import scopes
 from memrepo.context.sections import (
     SEP,
     SLOT_NAMES,
@@ -41,7 +42,6 @@ from memrepo.topics import subscription_problem
 from memrepo.transcript.messages import transcript_role
 from memrepo.transcript.read import Turn, read_history
 
-IDENTITY_ORDER = ("SOUL.md", "USER.md", "AGENTS.md", "TOOLS.md")
 #: Where MEMORY.md's overflow goes (memrepo.lifecycle.cap): as private as MEMORY.md itself.
 MEMORY_ARCHIVE_DIR = "archive/memory/"
 SHARED_WHY = "MEMORY.md is for the main session only"
@@ -67,6 +67,7 @@ class CompileRequest:
     #: an open memrepo.index.search.Search for P3 (``memory mcp``'s); None: P3 opens one
     engine: Any = None
     said: str | None = None  # the agent's last reply, for output watchers (else --session)
+    cwd: str | Path | None = None  # the agent's folder: its project's rules (context.scopes)
 
 
 @dataclass
@@ -302,13 +303,12 @@ class _Compiler:
 
     # -- slots ------------------------------------------------------------------------
     def p0(self) -> None:
-        base = self.root / IDENTITY_DIR
-        names = sorted(p.name for p in base.glob("*.md")) if base.is_dir() else []
-        order = [n for n in IDENTITY_ORDER if n in names] + [
-            n for n in names if n not in IDENTITY_ORDER
-        ]
-        rels = [f"{IDENTITY_DIR}/{n}" for n in order]
         cap = kb_to_tokens(self.cfg["context_compiler"]["identity_budget_kb"])
+        found = scopes.find(self.root, self.req.cwd)
+        if found.scoped:  # a global, project or local file: merged (docs/scopes.md)
+            scopes.place(self, found, cap)
+            return
+        rels = found.repo
         self._place_group(0, "identity", rels, cap, dict.fromkeys(rels, "identity: always loaded"))
 
     def p1(self) -> None:

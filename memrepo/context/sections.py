@@ -63,6 +63,8 @@ class Section:
     joined: bool = False
     #: the last line of the run of passages joined under this section's marker
     run_end: int | None = None
+    #: the rule scope of an identity part (memrepo.context.scopes), shown in its marker
+    origin: str = ""
 
     def marker(self) -> str:
         """``<!-- P3 knowledge: path:A-B -->``; a transcript passage is named by its short
@@ -77,7 +79,9 @@ class Section:
             return f"<!-- :{span}{unit}{cut} -->"
         if self.slot >= 3 and layout.is_transcript(self.path):
             return f"<!-- {SLOT_NAMES[self.slot]} {source_ref(self.path)}:{span}{unit}{cut} -->"
-        return f"<!-- {SLOT_NAMES[self.slot]} {self.kind}: {self.path}:{span}{unit}{cut} -->"
+        origin = f" ({self.origin})" if self.origin else ""
+        return (f"<!-- {SLOT_NAMES[self.slot]} {self.kind}: {self.path}:{span}{unit}{cut}"
+                f"{origin} -->")
 
     def render(self) -> str:
         """The marker, then the text; a transcript passage's turn header goes into the
@@ -119,6 +123,7 @@ class Section:
             "tokens": self.tokens,
             "cut": self.cut,
             "why": self.why,
+            **({"origin": self.origin} if self.origin else {}),  # a rule scope's part
         }
 
 
