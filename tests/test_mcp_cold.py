@@ -85,6 +85,10 @@ def test_an_unknown_protocol_version_gets_the_latest_and_a_next_page_the_server(
     modern = {"jsonrpc": "2.0", "id": 5, "method": "tools/list",
               "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}
     assert mcp_front.recorded_answer(rec, page) is None
+    # Codex asks for the tools with a progress token: still the first page
+    codex = {"jsonrpc": "2.0", "id": 6, "method": "tools/list",
+             "params": {"_meta": {"progressToken": 0}}}
+    assert mcp_front.recorded_answer(rec, codex)["result"]["tools"] == rec["tools"]
     assert mcp_front.recorded_answer(rec, modern) is None
     assert mcp_front.recorded_answer(rec, CALL) is None
 

@@ -267,7 +267,7 @@ def recorded_answer(rec: dict, msg: dict) -> dict | None:
     """The server's answer to ``msg`` from the record, or None when only it can answer
     (a tool call, a list's next page, anything in the 2026 envelope)."""
     method, params = msg.get("method"), msg.get("params") or {}
-    if "id" not in msg or not isinstance(params, dict) or "_meta" in params:
+    if "id" not in msg or not isinstance(params, dict) or _enveloped(params):
         return None
     if method == "initialize":
         asked = params.get("protocolVersion")
@@ -281,6 +281,14 @@ def recorded_answer(rec: dict, msg: dict) -> dict | None:
     else:
         return None
     return {"jsonrpc": "2.0", "id": msg["id"], "result": result}
+
+
+def _enveloped(params: dict) -> bool:
+    """A request of the 2026 protocol: its ``_meta`` carries the protocol's own keys (a
+    progress token alone, as Codex sends with ``tools/list``, is no envelope)."""
+    meta = params.get("_meta")
+    return isinstance(meta, dict) and any(
+        str(k).startswith("io.modelcontextprotocol/") for k in meta)
 
 
 def serve_cold(root: Path, sdir: Path, rec: dict) -> int:
