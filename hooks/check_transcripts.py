@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memrepo import documents, git, layout
+from memrepo import documents, git, gitcrypt, layout
 from memrepo.errors import FormatError
 
 from .check_frontmatter import date_value, line_of, require_fields, require_frontmatter
@@ -231,10 +231,11 @@ def check(paths: Sequence[str], ctx: Context) -> None:
             current[path] = data
     if not current:
         return
-    committed = git.read_blobs(ctx.root, [f"HEAD:{p}" for p in current])  # one process
+    committed = gitcrypt.reveal_all(  # one process; a git-crypt blob through the key
+        ctx.root, git.read_blobs(ctx.root, [f"HEAD:{p}" for p in current]))
     for path, data in current.items():
         old = committed.get(f"HEAD:{path}")
-        if old is not None:
+        if old is not None and not gitcrypt.is_ciphertext(old):
             check_history(path, old, data, ctx)
 
 

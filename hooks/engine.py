@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from memrepo import compression, documents, yamlsafe
+from memrepo import compression, documents, gitcrypt, yamlsafe
 from memrepo.config import Config, defaults, load_config, validate
 from memrepo.errors import ConfigError, FormatError, GitError, MemrepoError
 from memrepo.layout import CONFIG_FILE
@@ -180,7 +180,11 @@ class Context:
         """
         if path in self._data:
             return self._data[path]
-        data = self._inflate(path, self._read(path, check))
+        raw = self._read(path, check)
+        if gitcrypt.is_ciphertext(raw):  # a git-crypt file no key of this clone opens
+            self.report.warning(path, None, f"{gitcrypt.LOCKED}: not checked", "private")
+            raw = None
+        data = self._inflate(path, raw)
         self._data[path] = data
         return data
 
@@ -310,6 +314,8 @@ class BlobContext(Context):
         modes: dict[str, str] | None = None,
     ):
         self._blobs = blobs
+        #: a git-crypt blob is read through this clone's key (stored() gives it as stored)
+        self._revealer = gitcrypt.Revealer(root)
         self._config_blob = config
         super().__init__(root)
         self.modes = modes
@@ -336,6 +342,11 @@ class BlobContext(Context):
         link target or nothing (check_filetypes refuses them), as in a work tree."""
         if self.modes is not None and self.modes.get(path, "100644") not in REGULAR:
             return None
+        data = self._blobs.get(path)
+        return self._revealer.reveal(data) if data is not None else None
+
+    def stored(self, path: str) -> bytes | None:
+        """The blob as git stores it (a git-crypt file's ciphertext)."""
         return self._blobs.get(path)
 
     def sniff(self, path: str, check: str) -> bytes | None:

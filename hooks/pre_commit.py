@@ -29,6 +29,7 @@ from . import (
     check_links,
     check_memory_cap,
     check_names,
+    check_private,
     check_secrets,
     check_size,
     check_topics,
@@ -49,6 +50,7 @@ CHECKS: tuple[tuple[str, CheckFn], ...] = tuple(
         check_secrets,
         check_encoded,
         check_names,
+        check_private,
         check_size,
         check_links,
     )

@@ -20,13 +20,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memrepo import layout
+from memrepo import gitcrypt, layout
 from memrepo.errors import MemrepoError
 from memrepo.git import EMPTY_TREE, RawRow, git, is_ancestor, parse_raw, read_blobs
 from memrepo.hooks import (
     check_encoded,
     check_filetypes,
     check_names,
+    check_private,
     check_secrets,
     check_transcripts,
     commit_msg,
@@ -98,13 +99,15 @@ def audit_change(root: Path, base: str, target: str, policy: bytes | None = OWN_
         elif st in ("A", "M"):
             check_transcripts.check_shape(path, ctx)
             old = blobs.get(f"{base}:{path}") if st == "M" else None
-            new_data = current.get(path)
-            if old is not None and new_data is not None:
+            new_data = ctx.data(path, tid)  # a git-crypt blob through this clone's key
+            old = gitcrypt.reveal(root, old) if old is not None else None
+            if old is not None and new_data is not None and not gitcrypt.is_ciphertext(old):
                 check_transcripts.check_history(path, old, new_data, ctx)
     check_filetypes.report(modes, ctx)
     present = [p for p in new_paths if current.get(p) is not None]
     check_filetypes.check_compressed(present, ctx, unreadable_only=True)
     check_secrets.check(present, ctx)
+    check_private.check(present, ctx)
     check_encoded.check(present, ctx)
     check_names.check([(new or path) for st, path, new, _sha, _m in rows
                        if st in ("A", "R", "C")], ctx)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memrepo import yamlsafe
+from memrepo import gitcrypt, yamlsafe
 from memrepo.errors import ConfigError
 from memrepo.layout import CONFIG_FILE
 
@@ -194,6 +194,13 @@ SCHEMA: dict[str, dict[str, Setting]] = {
                             above_low=True),
         "secrets_allowlist": Setting(
             [], list, "regexes; a flagged value matching one is a known false positive"
+        ),
+    },
+    "private": {
+        "paths": Setting(
+            [], list, ".gitattributes patterns (knowledge/people/**) git-crypt encrypts in "
+            "every remote; `memory private init` applies them (docs/private.md)",
+            nested=lambda v: gitcrypt.patterns_problem(v),
         ),
     },
 }

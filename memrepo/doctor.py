@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from memrepo import git, scaffold, worktree, yamlsafe
+from memrepo import git, private, scaffold, worktree, yamlsafe
 from memrepo.agents import install as agent_install
 from memrepo.agents import state as agent_state
 from memrepo.atomic import TMP_GRACE, atomic_write, leftover_tmp_files
@@ -369,7 +369,7 @@ CHECKS: list[CheckFn] = [foundation_checks, recovery.health_checks, index_health
                          agent_state.health_checks, agent_install.health_checks,
                          leftover_tmp_checks, index_lock_checks, link_checks, merge_driver_checks,
                          memory_line_count_checks, memory_comment_checks, remote_checks,
-                         scopes.health_checks]
+                         scopes.health_checks, private.health_checks]
 
 
 def run_checks(repo: MemoryRepo) -> list[Check]:

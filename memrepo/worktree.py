@@ -18,6 +18,7 @@ import os
 import stat
 from pathlib import Path
 
+from memrepo import gitcrypt
 from memrepo.errors import MemrepoError
 
 SYMLINK = "a symlink, never read through"
@@ -50,10 +51,18 @@ def read_file(root: str | Path, rel: str) -> bytes:
         _check_opened(fd, rel, one_name=True)
         with os.fdopen(fd, "rb") as fh:
             fd = -1  # the file object closes it
-            return fh.read()
+            return _readable(fh.read(), rel)
     finally:
         if fd >= 0:
             os.close(fd)
+
+
+def _readable(data: bytes, name: str) -> bytes:
+    """``data``, unless it is a git-crypt file this clone has no key for (ciphertext in
+    the work tree): OSError naming it, as for any file that cannot be read."""
+    if gitcrypt.is_ciphertext(data):
+        raise OSError(errno.EACCES, gitcrypt.LOCKED, name)
+    return data
 
 
 #: Opening relative to a folder's descriptor (POSIX): the walk :func:`read_file` takes.
@@ -117,13 +126,18 @@ def link_on_the_way(root: str | Path, rel: str) -> str | None:
 
 def check_write(root: str | Path, path: str | Path) -> None:
     """Refuse to write ``path`` when it is outside ``root`` or a folder on its way is a
-    symlink: a new file would land wherever the link points (a transcript, a prompt)."""
+    symlink: a new file would land wherever the link points (a transcript, a prompt). A
+    new file in a sparse checkout: :func:`memrepo.sparse.before_write`."""
     rel = os.path.relpath(os.fspath(path), os.fspath(root)).replace(os.sep, "/")
     if rel == ".." or rel.startswith("../") or os.path.isabs(rel):
         raise MemrepoError(f"{path}: outside the memory repo {root}")
     folder = link_on_the_way(root, rel)
     if folder is not None:
         raise MemrepoError(f"{rel}: {folder}/ is a symlink; memrepo never writes through one")
+    if not os.path.lexists(path):
+        from memrepo import sparse  # git only for a new file; agents' hooks read plain files
+
+        sparse.before_write(root, path)
 
 
 def read_path(full: str | Path, name: str | None = None) -> bytes:
@@ -143,7 +157,7 @@ def read_path(full: str | Path, name: str | None = None) -> bytes:
         _check_opened(fd, name)
         with os.fdopen(fd, "rb") as fh:
             fd = -1  # the file object closes it
-            return fh.read()
+            return _readable(fh.read(), name)
     finally:
         if fd >= 0:
             os.close(fd)

@@ -30,7 +30,7 @@ _session_opt = click.option(
 
 
 def _root(ctx: click.Context) -> Path:
-    return discover((ctx.obj or {}).get("repo")).root
+    return discover((ctx.obj or {}).get("repo"), op="capture").root
 
 
 def _text(text: str | None) -> tuple[str, str]:

@@ -26,7 +26,7 @@ def commit(ctx: click.Context, dry_run: bool, as_json: bool, use_llm: bool | Non
     """
     from memrepo.commit import batch
 
-    root = discover((ctx.obj or {}).get("repo")).root
+    root = discover((ctx.obj or {}).get("repo"), op="commit").root
     result = batch.run(root, dry_run=dry_run, use_llm=use_llm, push=push)
     if as_json:
         click.echo(json.dumps({**result.__dict__, "dry_run": dry_run}, indent=2))

@@ -143,7 +143,7 @@ def run(argv: Sequence[str]) -> int | None:
             stream = getattr(sys.stdin, "buffer", None)
             data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
             text, source = capture.text_from_bytes(data, "stdin"), "stdin"
-        count = capture.append(discover(call["repo"]).root, str(call["session"]),
+        count = capture.append(discover(call["repo"], op="capture").root, str(call["session"]),
                                str(call["role"]), text, memory=bool(call["memory"]),
                                source=source)
     except MemrepoError as exc:

@@ -43,7 +43,7 @@ class _Bar:
 @click.pass_context
 def index(ctx: click.Context, rebuild: bool, as_json: bool) -> None:
     """Bring the search index (memory.db) up to HEAD: only changed files are read."""
-    repo = discover((ctx.obj or {}).get("repo"))
+    repo = discover((ctx.obj or {}).get("repo"), op="index")
     name = repo.config["search"]["embedder"]
     missing = embedders.available(name)
     if missing:

@@ -20,6 +20,7 @@ from memrepo.index.signals import record_hits
 from memrepo.layout import category_names
 from memrepo.repo import discover
 from memrepo.scripts._params import DATE
+from memrepo.sparse import view as sparse_view
 
 
 def _date(value: str | None, option: str) -> str | None:
@@ -87,8 +88,13 @@ def search(
     with_links: bool,
 ) -> None:
     """Search the memory repo: BM25 (and vectors when configured), ranked per file."""
-    repo = discover((ctx.obj or {}).get("repo"))
+    repo = discover((ctx.obj or {}).get("repo"), op="search")
     cfg = repo.config["search"]
+    view = sparse_view(repo.root)
+    if view is not None:  # its cone may have changed since the last commit's index update
+        from memrepo.index.indexer import follow_checkout
+
+        follow_checkout(repo.root)
     try:
         cats = category_names(category) or None
     except ValueError as exc:
@@ -109,6 +115,8 @@ def search(
             click.echo(f"memory: search index unavailable ({engine.why}); using {how}", err=True)
         for note in engine.notes:
             click.echo(f"memory: {note}", err=True)
+        if view is not None:
+            click.echo(f"memory: {view.note}", err=True)
         if batch:
             for line in sys.stdin:
                 if line.strip():

@@ -21,7 +21,7 @@ from memrepo.repo import discover
 @click.pass_context
 def remember(ctx: click.Context, text: tuple[str, ...], tags: str) -> None:
     """Append TEXT as a dated bullet to today's journal (created if missing)."""
-    repo = discover((ctx.obj or {}).get("repo"))
+    repo = discover((ctx.obj or {}).get("repo"), op="remember")
     rel, line = journal.remember(repo.root, " ".join(text), tags.split(","))
     click.echo(f"{rel}:{line}")
     # the index follows commits: say so, or a search right after finds nothing
@@ -29,7 +29,7 @@ def remember(ctx: click.Context, text: tuple[str, ...], tags: str) -> None:
 
 
 def _signal(ctx: click.Context, ref: str, event: str) -> None:
-    repo = discover((ctx.obj or {}).get("repo"))
+    repo = discover((ctx.obj or {}).get("repo"), op="reinforce")
     done = refs.record(repo.root, ref, event)
     rel = done.logged.relative_to(repo.root).as_posix()
     now = f" (score now {done.score:+g})" if done.score is not None else ""

@@ -18,7 +18,7 @@ def sync(ctx: click.Context, remote: str | None, branch: str | None, as_json: bo
     """Share this memory with the remote; a real conflict is left for you, never dropped."""
     from memrepo.commit import sync as engine
 
-    root = discover((ctx.obj or {}).get("repo")).root
+    root = discover((ctx.obj or {}).get("repo"), op="sync").root
     result = engine.sync(root, remote, branch)
     if as_json:
         click.echo(json.dumps({**result.__dict__, "summary": result.summary}))

@@ -19,7 +19,7 @@ def verify(ctx: click.Context, since: str | None, rev: str, as_json: bool) -> in
     or renamed, no secrets. Exit 1 and name each offending commit when one is found."""
     from memrepo.hooks import verify as audit
 
-    root = discover((ctx.obj or {}).get("repo")).root
+    root = discover((ctx.obj or {}).get("repo"), op="verify").root
     commits = audit.commits_since(root, since, rev)
     findings = audit.audit_commits(root, commits)
     if as_json:

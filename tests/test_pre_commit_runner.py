@@ -58,6 +58,7 @@ def test_runs_the_checks_in_order() -> None:
         "check-secrets",  # contents (UTF-8)
         "check-secrets",  # contents with NUL bytes, UTF-16/32 (check_encoded)
         "check-secrets",  # file names (check_names)
+        "check-private",  # private.paths stored encrypted
         "check-size",
         "check-links",  # warnings only, last
     ]

@@ -236,6 +236,10 @@ def _extract_if_due(root: Path, rel: str) -> dict[str, Any]:
 
     if load_config(root)["lifecycle"]["extraction_trigger"] != "on_session_end":
         return {}
+    from memrepo.sparse import view
+
+    if view(root) is not None:  # it rewrites knowledge anywhere: a full clone's job
+        return {"extract": "skipped: a sparse checkout ('memory extract' in a full clone)"}
     from memrepo.lifecycle.extract.runner import extract
     from memrepo.llm import for_repo
 
@@ -283,7 +287,8 @@ def run_worker(argv: Sequence[str]) -> int:
             raise ValueError("no repo given")
         from memrepo.repo import require_full_checkout
 
-        require_full_checkout(path)  # the hook took --repo on trust: never write a sparse one
+        # the hook took --repo on trust: a sparse checkout only for what works there
+        require_full_checkout(path, op=H.action(harness, event))
         entry.update(work(harness, event, path, payload))
         entry["status"] = "ok"
     except Exception as exc:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrepo import documents
+from memrepo import documents, gitcrypt
 from memrepo.commit import trees
 from memrepo.commit.inline import NothingToCommit
 from memrepo.commit.sync import sync
@@ -228,9 +228,10 @@ def _sections(
     """The markdown headings the changed lines sit under (from the staged blob)."""
     wanted = [p for p in hunks if p in changes and changes[p].status != "D" and p in shas]
     blobs = read_blobs(root, [shas[p] for p in wanted])  # by sha: no index to load
+    blobs = gitcrypt.reveal_all(root, blobs)  # a git-crypt blob through this clone's key
     for p in wanted:
         data = blobs.get(shas[p])
-        if not data:
+        if not data or gitcrypt.is_ciphertext(data):
             continue
         lines = data.decode("utf-8", "replace").split("\n")
         headings: list[tuple[int, str]] = []

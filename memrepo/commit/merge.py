@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrepo import clock, yamlsafe
+from memrepo import clock, gitcrypt, yamlsafe
 from memrepo import entries as E
 from memrepo.documents import LINE_COUNT_KEY, with_line_count
 from memrepo.errors import GitError
@@ -342,17 +342,32 @@ def _body(line: str) -> str:
 def run_driver(base: Path, ours: Path, theirs: Path, path: str, marker_size: int = 7) -> int:
     """Merge into ``ours`` (git's %A) as git expects: exit 0 when clean, 1 with conflict
     markers left in the file. What this cannot read as UTF-8 text goes to
-    ``git merge-file`` (git's own merge, with its markers)."""
+    ``git merge-file`` (git's own merge, with its markers).
+
+    git gives a driver a git-crypt file (``private.paths``) as ciphertext and stores what
+    it leaves in %A as it is: such a file is merged as its plaintext and written back
+    encrypted; without the key it is left to a person."""
+    raw = [p.read_bytes() for p in (base, ours, theirs)]
+    sealed = any(gitcrypt.is_ciphertext(b) for b in raw)
+    root = Path.cwd()  # git runs the driver at the top of the work tree
+    if sealed:
+        raw = [gitcrypt.reveal(root, b) for b in raw]
     try:
-        texts = [p.read_bytes().decode("utf-8") for p in (base, ours, theirs)]
+        texts = [b.decode("utf-8") for b in raw]
         if any("\0" in t for t in texts):
             raise UnicodeDecodeError("utf-8", b"", 0, 1, "NUL byte")
     except UnicodeDecodeError:
-        return _merge_file(base, ours, theirs, path, marker_size)
+        return 1 if sealed else _merge_file(base, ours, theirs, path, marker_size)
     result = merge_text(*texts, marker_size=marker_size, labels=(f"ours:{path}",
                                                                  f"theirs:{path}"))
+    out = result.text.encode("utf-8")
+    if sealed and not result.conflicts:  # with conflicts a person resolves, git add seals
+        encrypted = gitcrypt.seal(root, path, out)
+        if encrypted is None:
+            return 1
+        out = encrypted
     tmp = ours.with_name(ours.name + ".memrepo-merge")
-    tmp.write_bytes(result.text.encode("utf-8"))
+    tmp.write_bytes(out)
     tmp.replace(ours)
     return 1 if result.conflicts else 0
 

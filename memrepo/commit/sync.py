@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from memrepo import documents
+from memrepo import documents, gitcrypt
 from memrepo.commit import merge
 from memrepo.config import load_config
 from memrepo.errors import FormatError, GitError, MemrepoError
@@ -144,11 +144,11 @@ def _check_merges(root: Path, local: str, theirs: str, remote: str, branch: str)
     both = sorted(_changed(root, base, local) & _changed(root, base, theirs))
     if not both:
         return
-    blobs = read_blobs(root, [f"HEAD:{p}" for p in both])
+    blobs = gitcrypt.reveal_all(root, read_blobs(root, [f"HEAD:{p}" for p in both]))
     broken = []
     for path in both:
         data = blobs.get(f"HEAD:{path}")
-        if data is None:
+        if data is None or gitcrypt.is_ciphertext(data):  # no key here: git merged it
             continue
         try:
             documents.parse_document(documents.decode(data, path), path)

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from memrepo import gitcrypt
 from memrepo.errors import GitError
 
 NULL_SHA = "0" * 40
@@ -106,7 +107,8 @@ def list_tree(root: Path, commit: str,
 
 
 def stream_blobs(root: Path, shas: Iterable[str]) -> Iterator[tuple[str, bytes | None]]:
-    """Yield (sha, content or None when missing) in order, through one cat-file process."""
+    """Yield (sha, content or None when missing) in order, through one cat-file process;
+    a git-crypt blob's plaintext when this clone has the key."""
     shas = list(shas)
     if not shas:
         return
@@ -129,6 +131,7 @@ def stream_blobs(root: Path, shas: Iterable[str]) -> Iterator[tuple[str, bytes |
 
     writer = threading.Thread(target=feed, daemon=True)
     writer.start()
+    revealer = gitcrypt.Revealer(root)
     out = proc.stdout
     try:
         for sha in shas:
@@ -141,7 +144,9 @@ def stream_blobs(root: Path, shas: Iterable[str]) -> Iterator[tuple[str, bytes |
             size = int(header.rsplit(" ", 1)[1])
             data = out.read(size)
             out.read(1)
-            yield sha, data
+            # a git-crypt blob is read through this clone's key; without one it stays
+            # ciphertext, which the index parses as a document without text (writer.parse)
+            yield sha, revealer.reveal(data)
     finally:
         out.close()
         proc.wait()

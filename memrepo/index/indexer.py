@@ -35,6 +35,8 @@ from memrepo.index.paths import (
 )
 from memrepo.index.writer import EMBED_BATCH, NeedsRebuild, Progress, Writer, gz_limit, parse
 from memrepo.layout import is_ranking_signal_file
+from memrepo.sparse import View
+from memrepo.sparse import view as sparse_view
 
 
 class NoIndex(Exception):
@@ -164,12 +166,16 @@ def update(
         embedder = get_embedder(meta.get("embedder", "none"))
         embed_now = embedder is not None and (embedder.light or not hook)
         res = Result("noop", head)
-        if indexed != head and head is not None:
+        view = sparse_view(root)  # a sparse checkout: what is checked out, and only that
+        resync = meta.get("sparse", "") != (view.stamp if view else "")
+        if (indexed != head or resync) and head is not None:
             res.mode = "incremental"
-            _apply_diff(root, con, indexed, head, embedder, embed_now, res)
+            _apply_diff(root, con, indexed, head, embedder, embed_now, res, view, resync)
         elif signals.stamp(root) != meta.get("signals"):
             with dbmod.write(con):
                 _refold_signals(root, con, force=True)
+        if view is not None:
+            res.notes.append(view.note)
         if embedder is not None and embed_now and not hook:
             res.embedded += _catch_up_vectors(root, con, embedder, progress)
         if embedder is not None and not hook:  # a hook counts only what its commit left
@@ -188,9 +194,13 @@ def _apply_diff(
     embedder: Embedder | None,
     embed_now: bool,
     res: Result,
+    view: View | None = None,
+    resync: bool = False,
 ) -> None:
     irregular: list[str] = []
-    if indexed is None:
+    if resync:  # the cone changed (or the checkout became sparse): compare with the tree
+        changes = _resync(root, con, head, view, irregular)
+    elif indexed is None:
         changes = [gitsource.Change(p, None, s)
                    for p, s in gitsource.list_tree(root, head, irregular)]
     else:
@@ -201,7 +211,8 @@ def _apply_diff(
                 f"cannot diff from the indexed commit {indexed[:12]}: {exc}"
             ) from None
     res.skip_irregular(irregular)
-    docs = [c for c in changes if is_indexed(c.path)]
+    docs = [c for c in changes if is_indexed(c.path)
+            and (resync or view is None or view.shows(c.path))]
     res.skip(_bad_names(c.path for c in changes if c.new is not None))
     # a changed file that holds signals: its entries may have moved (anchors re-find them)
     signals_changed = any(is_ranking_signal_file(c.path) for c in changes) or _has_signals(
@@ -244,8 +255,22 @@ def _apply_diff(
         writer.drop_orphan_vectors()
         _refold_signals(root, con, force=signals_changed)
         total = int(schema.get_meta(con).get("chunks", 0)) + writer.chunks - writer.removed_chunks
-        schema.set_meta(con, commit=head, updated=int(time.time()), chunks=total)
+        schema.set_meta(con, commit=head, updated=int(time.time()), chunks=total,
+                        sparse=view.stamp if view else "")
     res.chunks = writer.chunks
+
+
+def _resync(root: Path, con: dbmod.Connection, head: str, view: View | None,
+            irregular: list[str]) -> list[gitsource.Change]:
+    """What brings an index built for another cone to ``head`` as ``view`` shows it: the
+    files now shown that it lacks or holds in another version, and those it holds that
+    are not shown any more (removed)."""
+    indexed = dict(con.execute("SELECT path, blob FROM documents").fetchall())
+    tree = {p: sha for p, sha in gitsource.list_tree(root, head, irregular)
+            if view is None or view.shows(p)}
+    out = [gitsource.Change(p, indexed.get(p), sha) for p, sha in tree.items()
+           if indexed.get(p) != sha]
+    return out + [gitsource.Change(p, old, None) for p, old in indexed.items() if p not in tree]
 
 
 def _has_signals(con: dbmod.Connection, paths: list[str]) -> bool:
@@ -312,6 +337,7 @@ def rebuild(root: Path, embedder_name: str, *, progress: Progress | None = None,
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)
     res = Result("rebuild", head)
+    view = sparse_view(root)
     try:
         con = dbmod.connect(tmp, fast_build=True)
         try:
@@ -323,12 +349,14 @@ def rebuild(root: Path, embedder_name: str, *, progress: Progress | None = None,
                 reply_vectors=int(replies),
                 commit=head or "",
                 updated=int(time.time()),
+                sparse=view.stamp if view else "",
             )
             files = []
             if head is not None:
                 irregular: list[str] = []
                 tree = gitsource.list_tree(root, head, irregular)
-                files = [(p, s) for p, s in tree if is_indexed(p)]
+                files = [(p, s) for p, s in tree
+                         if is_indexed(p) and (view is None or view.shows(p))]
                 res.skip(_bad_names(p for p, _ in tree))
                 res.skip_irregular(irregular)
             writer = Writer(con, embedder, True, gz_limit(root, (p for p, _ in files)))
@@ -350,6 +378,7 @@ def rebuild(root: Path, embedder_name: str, *, progress: Progress | None = None,
     finally:
         tmp.unlink(missing_ok=True)
     res.added = res.files
+    res.notes += [view.note] if view is not None else []
     res.seconds = time.perf_counter() - t0
     return res
 
@@ -495,6 +524,20 @@ def _one_pass(
     res.notes.insert(0, note)  # first: `memory index` prints it as the reason
     # commits that landed while rebuilding are picked up by the next pass (pending mark)
     return res
+
+
+def follow_checkout(root: Path, wait: float = 5.0) -> Result | None:
+    """An index built for another cone than the work tree's brought to it (``git
+    sparse-checkout set/add`` runs no git hook; a commit's post-commit would). None when
+    it already fits, there is no index, or another indexer holds the lock past ``wait``."""
+    recorded = _recorded_meta(root)
+    view = sparse_view(root)
+    if not recorded or recorded.get("sparse", "") == (view.stamp if view else ""):
+        return None
+    try:
+        return sync(root, wait=wait)
+    except Busy:
+        return None
 
 
 def _recorded_meta(root: Path) -> dict[str, str]:

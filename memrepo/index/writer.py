@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memrepo import compression
+from memrepo import compression, gitcrypt
 from memrepo.errors import FormatError
 from memrepo.index import cjk, links, names, schema
 from memrepo.index import db as dbmod
@@ -50,7 +50,10 @@ class Parsed:
 def parse(path: str, data: bytes, gz_limit: int = compression.DEFAULT_LIMIT) -> Parsed:
     """A blob as the index sees it. Never raises on odd content (validators do that): a
     compressed archive (``archive/**.md.gz``) is read inflated, up to ``gz_limit`` bytes;
-    one that is corrupt or bigger is a document without chunks and an ``error``."""
+    one that is corrupt or bigger is a document without chunks and an ``error``, as is a
+    git-crypt file this clone has no key for (gitsource reveals the others)."""
+    if gitcrypt.is_ciphertext(data):
+        return Parsed(read_meta("", [], path), [], 0, 0, error=gitcrypt.LOCKED)
     if compression.is_gzip_name(path):
         try:
             data = compression.decompress(data, path, gz_limit)

@@ -11,9 +11,9 @@ import datetime as dt
 import re
 from pathlib import Path
 
-from memrepo import clock
+from memrepo import clock, gitcrypt
 from memrepo.errors import GitError, MemrepoError
-from memrepo.git import git
+from memrepo.git import git, git_bytes
 
 SCOPE = ("knowledge/", "topics/")
 
@@ -118,6 +118,10 @@ def show_at(root: Path, at: str, path: str) -> str:
     """What ``path`` said at ``at`` (``git show REV:PATH``; see :func:`resolve_at`)."""
     rev = resolve_at(root, at)
     try:
-        return git(["show", f"{rev}:{path}"], root)
+        data = git_bytes(["show", f"{rev}:{path}"], root)
     except GitError as exc:
         raise MemrepoError(f"{path} at {at}: {exc}") from None
+    data = gitcrypt.reveal(root, data)  # a git-crypt blob through this clone's key
+    if gitcrypt.is_ciphertext(data):
+        raise MemrepoError(f"{path} at {at}: {gitcrypt.LOCKED}")
+    return data.decode("utf-8", "replace")
