@@ -15,7 +15,7 @@ import re
 import time
 from pathlib import Path
 
-from memrepo.worktree import check_write
+from memrepo.worktree import check_write, writing
 
 #: Opened with this, an append never goes through a symlink (ELOOP): a log or transcript
 #: swapped for a link to a file outside the repo would have memory's lines written there
@@ -36,8 +36,15 @@ def atomic_write(path: str | Path, data: str | bytes, *, mode: int | None = None
     (:func:`memrepo.worktree.check_write`). A link at ``path`` itself is replaced, never
     written through."""
     path = Path(path)
-    if root is not None:
+    if root is None:
+        _write(path, data, mode)
+        return
+    with writing(root):  # never while a sync's rebase moves the work tree
         check_write(root, path)
+        _write(path, data, mode)
+
+
+def _write(path: Path, data: str | bytes, mode: int | None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     if mode is None:
@@ -68,8 +75,15 @@ def append_lines(path: str | Path, data: bytes, root: str | Path | None = None) 
     mid-line leaves a line with no newline; the next record would be glued to it and both
     lost to a JSON reader, so a file that does not end with a newline gets one first (in
     the same write). ``root``: as for :func:`atomic_write`."""
-    if root is not None:
+    if root is None:
+        _append(path, data)
+        return
+    with writing(root):
         check_write(root, path)
+        _append(path, data)
+
+
+def _append(path: str | Path, data: bytes) -> None:
     try:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o644)
     except OSError as exc:

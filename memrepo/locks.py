@@ -22,9 +22,10 @@ class LockBusy(Exception):
     """Another process holds the lock and ``wait`` ran out."""
 
 
-def try_lock(path: Path, mode: int = 0o644) -> int | None:
+def try_lock(path: Path, mode: int = 0o644, shared: bool = False) -> int | None:
     """An fd holding the lock on ``path`` now, or None when another process holds it
-    (the caller closes the fd to release it)."""
+    (the caller closes the fd to release it). ``shared``: held beside other shared
+    holders, never beside an exclusive one (without flock: exclusive)."""
     if fcntl is None:  # pragma: no cover - Windows
         try:
             return os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
@@ -32,7 +33,7 @@ def try_lock(path: Path, mode: int = 0o644) -> int | None:
             return None
     fd = os.open(path, os.O_CREAT | os.O_RDWR, mode)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
     except OSError:
         os.close(fd)
         return None
@@ -40,11 +41,13 @@ def try_lock(path: Path, mode: int = 0o644) -> int | None:
 
 
 @contextlib.contextmanager
-def file_lock(path: Path, wait: float = 0.0, poll: float = 0.01) -> Iterator[None]:
-    """Hold an exclusive lock on ``path``, waiting up to ``wait`` seconds, else LockBusy."""
+def file_lock(path: Path, wait: float = 0.0, poll: float = 0.01, shared: bool = False
+              ) -> Iterator[None]:
+    """Hold a lock on ``path`` (exclusive, or ``shared``), waiting up to ``wait``
+    seconds, else LockBusy."""
     path.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + wait
-    while (fd := try_lock(path)) is None:
+    while (fd := try_lock(path, shared=shared)) is None:
         if time.monotonic() >= deadline:
             raise LockBusy(str(path))
         time.sleep(poll)

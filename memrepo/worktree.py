@@ -13,13 +13,17 @@ missing file, so each reader does what it does for one; a writer stops (MemrepoE
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from memrepo import gitcrypt
 from memrepo.errors import MemrepoError
+from memrepo.layout import dot_git_dir
+from memrepo.locks import LockBusy, file_lock
 
 SYMLINK = "a symlink, never read through"
 # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer (and hang the
@@ -122,6 +126,43 @@ def link_on_the_way(root: str | Path, rel: str) -> str | None:
         except (FileNotFoundError, NotADirectoryError):
             return None  # nothing further exists
     return None
+
+
+#: The work tree's write gate, in its git dir: every memrepo write to the work tree holds
+#: it shared; ``memory sync`` holds it exclusive while a rebase moves the work tree. A file
+#: written mid-rebase was lost to the rebase's abort, and a commit made on its detached
+#: HEAD was left behind (bench/torture/fleet.py found both).
+TREE_LOCK = "memrepo-tree.lock"
+#: How long a write waits for a sync's rebase (seconds); past it the write fails, named.
+TREE_LOCK_WAIT = 180.0
+#: Set by ``memory sync`` for the git it runs: a merge driver or a hook started by that
+#: rebase writes inside it (waiting for it would wait for itself).
+TREE_HELD_ENV = "MEMREPO_TREE_HELD"
+
+
+def tree_lock_path(root: str | Path) -> Path | None:
+    """The write gate of ``root``'s work tree; None when ``.git`` does not say where the
+    git dir is (no gate: git is asked nowhere on a write's path)."""
+    gd = dot_git_dir(Path(root))
+    return None if gd is None else gd / TREE_LOCK
+
+
+@contextlib.contextmanager
+def writing(root: str | Path, exclusive: bool = False, wait: float = TREE_LOCK_WAIT
+            ) -> Iterator[None]:
+    """Hold ``root``'s write gate: shared for a write, ``exclusive`` for a sync's rebase."""
+    path = tree_lock_path(root)
+    if path is None or not path.parent.is_dir() or (
+            not exclusive and os.environ.get(TREE_HELD_ENV) == str(path)):
+        yield
+        return
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(file_lock(path, wait=wait, poll=0.02, shared=not exclusive))
+        except LockBusy:
+            raise MemrepoError(f"{path}: a memory sync has held the work tree for {wait:g} "
+                               "s; nothing was written, try again") from None
+        yield
 
 
 def check_write(root: str | Path, path: str | Path) -> None:

@@ -16,6 +16,12 @@ a clone whose git config lacks it (a plain ``git clone``) merges the same way. W
 driver leaves in conflict (prose both sides changed, a scalar key both set) stops the sync.
 After the rebase, the merged files both sides touched must still parse; a broken one is
 treated as a conflict (branch reset to where it was), never pushed.
+
+While it moves the work tree (fast-forward, rebase, reset) sync holds memrepo's commit
+lock and the work tree's write gate (:func:`memrepo.worktree.writing`): the agent's
+writers wait for it. A turn appended or a note written mid-rebase was lost to the
+rebase's abort, and a session's commit made on its detached HEAD was left behind
+(bench/torture/fleet.py). The fetch and the push run outside them.
 """
 
 from __future__ import annotations
@@ -27,9 +33,11 @@ from pathlib import Path
 
 from memrepo import documents, gitcrypt
 from memrepo.commit import merge
+from memrepo.commit.write import commit_lock
 from memrepo.config import load_config
 from memrepo.errors import FormatError, GitError, MemrepoError
 from memrepo.git import git, git_dir, head, is_ancestor, read_blobs
+from memrepo.worktree import TREE_HELD_ENV, tree_lock_path, writing
 
 #: Push (and fetch) attempts before giving up when other machines keep winning the race
 #: or the network keeps failing.
@@ -133,7 +141,8 @@ def _changed(root: Path, a: str, b: str) -> set[str]:
     return {p for p in out.split("\0") if p.endswith(".md")}
 
 
-def _check_merges(root: Path, local: str, theirs: str, remote: str, branch: str) -> None:
+def _check_merges(root: Path, local: str, theirs: str, remote: str, branch: str,
+                  env: dict[str, str] | None = None) -> None:
     """After a rebase: the line-merged files both sides changed must still parse.
 
     Otherwise reset the branch to ``local`` (where it was) and stop with a conflict.
@@ -156,7 +165,7 @@ def _check_merges(root: Path, local: str, theirs: str, remote: str, branch: str)
             broken.append(f"{path}:{exc.line or 1}: {exc.message}")
     if not broken:
         return
-    git(["reset", "-q", "--keep", local], root)
+    git(["reset", "-q", "--keep", local], root, env=env)
     raise SyncConflict(
         f"sync stopped: your commits and {remote}/{branch} both changed the frontmatter of "
         f"{', '.join(p.split(':', 1)[0] for p in broken)}, and merging their lines made it "
@@ -168,24 +177,35 @@ def _check_merges(root: Path, local: str, theirs: str, remote: str, branch: str)
 
 
 def _integrate(root: Path, upstream: str, remote: str, branch: str) -> int:
-    """Bring ``upstream`` in: fast-forward, or rebase local commits onto it."""
+    """Bring ``upstream`` in (fast-forward, or rebase local commits onto it) with the
+    work tree to itself: no memrepo commit or write beside it."""
+    held = tree_lock_path(root)
+    env = {TREE_HELD_ENV: str(held)} if held is not None else None
+    with commit_lock(root), writing(root, exclusive=True):
+        return _move(root, upstream, remote, branch, env)
+
+
+def _move(root: Path, upstream: str, remote: str, branch: str,
+          env: dict[str, str] | None) -> int:
+    """:func:`_integrate`'s steps (``env``: for the git that runs the merge driver and
+    the hooks, which write inside the sync's hold)."""
     local = head(root)
     theirs = git(["rev-parse", upstream], root).strip()
     if local is None:
-        git(["reset", "-q", "--keep", theirs], root)
+        git(["reset", "-q", "--keep", theirs], root, env=env)
         return _count(root, theirs)
     if is_ancestor(root, theirs, local):
         return 0
     pulled = _count(root, f"{local}..{theirs}")
     if is_ancestor(root, local, theirs):
-        git(["merge", "-q", "--ff-only", theirs], root)
+        git(["merge", "-q", "--ff-only", theirs], root, env=env)
         return pulled
     try:
-        git([*merge.git_config_args(), "rebase", "-q", "--autostash", theirs], root)
+        git([*merge.git_config_args(), "rebase", "-q", "--autostash", theirs], root, env=env)
     except GitError as exc:
         unmerged = git(["diff", "--name-only", "--diff-filter=U"], root, check=False)
         conflicted = [p for p in unmerged.split("\n") if p]
-        git(["rebase", "--abort"], root, check=False)
+        git(["rebase", "--abort"], root, check=False, env=env)
         if conflicted:
             raise SyncConflict(
                 f"sync stopped: your commits and {remote}/{branch} changed the same lines in "
@@ -199,7 +219,7 @@ def _integrate(root: Path, upstream: str, remote: str, branch: str) -> int:
             f"sync stopped: rebasing onto {remote}/{branch} failed and was aborted; your "
             f"branch is as it was. git said: {exc}"
         ) from None
-    _check_merges(root, local, theirs, remote, branch)
+    _check_merges(root, local, theirs, remote, branch, env)
     return pulled
 
 

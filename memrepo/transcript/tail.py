@@ -19,7 +19,7 @@ from pathlib import Path
 from memrepo.atomic import NOFOLLOW
 from memrepo.errors import MemrepoError
 from memrepo.transcript.session import OpenSession, _is_closed, _tail_file
-from memrepo.worktree import check_write
+from memrepo.worktree import check_write, writing
 
 #: Room kept below ``validation.max_file_kb`` for what ``end`` adds to the frontmatter
 #: (end time, counts, knowledge changes); at most a quarter of the limit.
@@ -39,19 +39,20 @@ def write_turn(root: Path, session: OpenSession, chunk: str) -> None:
         # one turn that no transcript could hold: its head and tail (several turns are
         # refused as they are: the caller writes them one by one)
         data = cut_middle(chunk, room // 4).encode("utf-8")
-    repair_tail(root, session)
-    _check_open(root, session)
     path = root / session.path
-    check_write(root, path)  # raw/ swapped for a link since the start: not through it
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | NOFOLLOW)
-    try:
-        st = os.fstat(fd)
-        _check_size(root, session, st.st_size, len(data))
-        _note_tail(root, session.session_id, st.st_ino, st.st_size, len(data))
-        while data:  # one write; a second only after a short write (a full disk)
-            data = data[os.write(fd, data):]
-    finally:
-        os.close(fd)
+    with writing(root):  # never while a sync's rebase moves the work tree
+        repair_tail(root, session)
+        _check_open(root, session)
+        check_write(root, path)  # raw/ swapped for a link since the start: not through it
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | NOFOLLOW)
+        try:
+            st = os.fstat(fd)
+            _check_size(root, session, st.st_size, len(data))
+            _note_tail(root, session.session_id, st.st_ino, st.st_size, len(data))
+            while data:  # one write; a second only after a short write (a full disk)
+                data = data[os.write(fd, data):]
+        finally:
+            os.close(fd)
 
 
 #: A turn header line inside a chunk (memrepo.layout.TURN_HEADER, unanchored per line).
