@@ -20,6 +20,7 @@ from pathlib import Path
 
 from memrepo import git, private, scaffold, worktree, yamlsafe
 from memrepo.agents import install as agent_install
+from memrepo.agents import plugin_installs
 from memrepo.agents import state as agent_state
 from memrepo.atomic import TMP_GRACE, atomic_write, leftover_tmp_files
 from memrepo.commit import person, remotes
@@ -367,6 +368,7 @@ def _fix_line_count(repo: MemoryRepo) -> list[str]:
 #: Every check, in report order (foundation first).
 CHECKS: list[CheckFn] = [foundation_checks, recovery.health_checks, index_health.checks,
                          agent_state.health_checks, agent_install.health_checks,
+                         plugin_installs.health_checks,
                          leftover_tmp_checks, index_lock_checks, link_checks, merge_driver_checks,
                          memory_line_count_checks, memory_comment_checks, remote_checks,
                          scopes.health_checks, private.health_checks]

@@ -46,7 +46,9 @@ from memrepo.scripts import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 REBUILD = "memory plugin build --all plugins --marketplace ."
-AGENTS_WITH_PLUGINS = list(plugin.PLUGIN_AGENTS)
+#: The plugins a marketplace lists; Gemini CLI's extension: tests/test_plugin_gemini.py.
+AGENTS_WITH_PLUGINS = list(plugin.MARKETPLACE_AGENTS)
+ALL_PLUGINS = list(plugin.PLUGIN_AGENTS)
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
 
@@ -177,7 +179,7 @@ def _tree(folder: Path) -> dict[str, str]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-@pytest.mark.parametrize("agent", AGENTS_WITH_PLUGINS)
+@pytest.mark.parametrize("agent", ALL_PLUGINS)
 def test_committed_plugin_is_what_the_generator_writes(agent: str) -> None:
     committed = _tree(ROOT / "plugins" / agent)
     assert committed == _files(agent), f"plugins/{agent} drifted from the table: run {REBUILD}"
@@ -187,7 +189,7 @@ def test_committed_marketplaces_are_what_the_generator_writes() -> None:
     folders = {agent: ROOT / "plugins" / agent for agent in AGENTS_WITH_PLUGINS}
     for rel, text in plugin.marketplace_files(folders, ROOT).items():
         assert (ROOT / rel).read_text(encoding="utf-8") == text, f"{rel}: run {REBUILD}"
-    assert sorted(p.name for p in (ROOT / "plugins").iterdir()) == sorted(AGENTS_WITH_PLUGINS)
+    assert sorted(p.name for p in (ROOT / "plugins").iterdir()) == sorted(ALL_PLUGINS)
 
 
 # --- the hooks as an agent runs them ------------------------------------------------------
@@ -249,18 +251,16 @@ def test_build_all_with_marketplace_lists_every_file(
     assert {".claude-plugin/marketplace.json", ".agents/plugins/marketplace.json",
             "plugins/claude-code/.claude-plugin/plugin.json",
             "plugins/codex/.codex-plugin/plugin.json"} <= paths
-    assert len(paths) == 5 * len(AGENTS_WITH_PLUGINS) + 2
+    assert len(paths) == sum(len(_files(a)) for a in ALL_PLUGINS) + len(AGENTS_WITH_PLUGINS)
     assert all(f["changed"] for f in report["files"])
     assert report["stale"] == [str(old)] and old.exists()  # reported, never deleted
-    for agent in AGENTS_WITH_PLUGINS:
+    for agent in ALL_PLUGINS:
         assert {k: v for k, v in _tree(tmp_path / "plugins" / agent).items()
                 if k != "old.txt"} == _files(agent)
 
 
 @pytest.mark.parametrize(("agent", "said"), [
-    ("gemini", "no plugin for 'gemini' (plugins: claude-code, codex); `memory install gemini` "
-               "wires it without a plugin"),
-    ("cursor", "no plugin for 'cursor' (plugins: claude-code, codex)"),
+    ("cursor", "no plugin for 'cursor' (plugins: claude-code, codex, gemini)"),
 ])
 def test_build_refuses_an_agent_without_a_plugin(
         agent: str, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

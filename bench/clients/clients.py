@@ -31,6 +31,10 @@ PACKAGES = {
 DEAD_PROXY = "http://127.0.0.1:9"
 #: Codex features that reach the network on their own (remote plugins, sharing, apps)
 CODEX_OFF = ["--disable", "remote_plugin", "--disable", "plugin_sharing", "--disable", "apps"]
+#: What memrepo's Gemini extension README has a user put in ~/.gemini/policies/memrepo.toml
+#: (memrepo.agents.plugin.GEMINI_POLICY; tests/test_plugin_gemini.py compares)
+GEMINI_POLICY = ('[[rule]]\nmcpName = "memrepo"\ntoolName = "*"\ndecision = "allow"\n'
+                 'priority = 100\n')
 
 
 # --- npm ---------------------------------------------------------------------------------------
@@ -140,6 +144,11 @@ class Client:
     def plugin_steps(self, sb: Sandbox, marketplace: Path) -> list[list[str]]:
         return []
 
+    def plugin_setup(self, sb: Sandbox, marketplace: Path) -> list[str]:
+        """Steps a user takes for the plugin that the client asks for and the harness
+        cannot type (a prompt's answer, a policy); what was done, one line each."""
+        return []
+
     def after_install(self, sb: Sandbox) -> list[str]:
         """Steps a user takes after `memory install` that the client, not memrepo, asks for;
         what was done, one line each."""
@@ -246,6 +255,7 @@ class Codex(Client):
 
 class Gemini(Client):
     name, agent = "gemini", "gemini"
+    routes = ("install", "plugin")
 
     def env(self, sb: Sandbox) -> dict[str, str]:
         return {"GEMINI_API_KEY": "mock", "GOOGLE_GEMINI_BASE_URL": sb.url}
@@ -271,6 +281,31 @@ class Gemini(Client):
         path.write_text(json.dumps(doc, indent=2) + "\n")
         return ['added "trust": true to mcpServers.memrepo, as `memory install gemini` says '
                 "for `gemini -p` to offer its tools"]
+
+    @staticmethod
+    def extension(marketplace: Path) -> Path:
+        return marketplace / "plugins" / "gemini"
+
+    def plugin_setup(self, sb: Sandbox, marketplace: Path) -> list[str]:
+        # `gemini extensions install PATH` asks "Do you trust the files in this folder?"
+        # of a local source; answering y records it in trustedFolders.json, as done here
+        path = sb.home / ".gemini" / "trustedFolders.json"
+        doc = json.loads(path.read_text())
+        doc[str(self.extension(marketplace).resolve())] = "TRUST_FOLDER"
+        path.write_text(json.dumps(doc, indent=2) + "\n")
+        # `gemini -p` offers only tools the policy allows; an extension cannot allow its
+        # own (`trust` is ignored there): the user's policy file does, as the README says
+        policy = sb.home / ".gemini" / "policies" / "memrepo.toml"
+        policy.parent.mkdir(parents=True, exist_ok=True)
+        policy.write_text(GEMINI_POLICY)
+        return ["answered y to `gemini extensions install`'s \"Do you trust the files in "
+                "this folder?\" (trustedFolders.json)",
+                "wrote ~/.gemini/policies/memrepo.toml (allow memrepo's tools), as the "
+                "extension's README says for `gemini -p` to offer them"]
+
+    def plugin_steps(self, sb: Sandbox, marketplace: Path) -> list[list[str]]:
+        return [[self.exe, "extensions", "install", str(self.extension(marketplace)),
+                 "--consent"]]
 
     def one_shot(self, prompt: str, sb: Sandbox, *, check: bool = False) -> list[str]:
         return [self.exe, "-p", prompt]

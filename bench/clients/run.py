@@ -14,8 +14,9 @@ anything else (``--no-netns``: loopback base URLs and a dead proxy alone).
 
 For each client and each way of installing memrepo (``memory install AGENT --scope
 project``; the plugin through the client's own commands, ``claude plugin marketplace add``
-+ ``claude plugin install``, ``codex plugin marketplace add`` + ``codex plugin add``, the
-repo through ``MEMORY_REPO``), in a sandbox home with a fresh ``memory init`` repo holding
++ ``claude plugin install``, ``codex plugin marketplace add`` + ``codex plugin add``,
+``gemini extensions install`` with the steps its README gives, the repo through
+``MEMORY_REPO``), in a sandbox home with a fresh ``memory init`` repo holding
 one canary note (knowledge/reference/zephyrine.md: "kestrel-7"), it checks:
 
 - ``mcp_connects``: the client's own ``mcp list`` says memrepo's server is connected (Codex
@@ -233,6 +234,7 @@ def make_sandbox(work: Path, client: clients.Client, route: str, url: str, args:
             steps.append("and a 15-line Python stdio MCP server (the floor of any such setup)")
             steps += client.after_install(sb)
     elif route == "plugin":
+        steps += client.plugin_setup(sb, args.marketplace)
         for argv in client.plugin_steps(sb, args.marketplace):
             out = run(argv, sb)
             shown = " ".join(Path(a).name if a == client.exe else a for a in argv)
@@ -704,7 +706,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                     help="comma-separated: claude, codex, gemini (default: all three)")
     ap.add_argument("--routes", default="install,plugin",
                     help="install routes to check: install (memory install --scope project), "
-                         "plugin (Claude Code and Codex)")
+                         "plugin (each client's own plugin or extension install)")
     ap.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds (5)")
     ap.add_argument("--warmup", type=int, default=1, help="unmeasured runs per variant (1)")
     ap.add_argument("--max-ratio", type=float, default=1.3,

@@ -1,5 +1,5 @@
-"""memrepo as a Claude Code plugin and a Codex plugin, built from the table `memory install`
-writes: for users who install plugins, the way they get every other one.
+"""memrepo as a Claude Code plugin, a Codex plugin and a Gemini CLI extension, built from the
+table `memory install` writes: for users who install plugins, the way they get every other one.
 
 A plugin is a folder an agent installs from a marketplace (a git repository or a local
 path): its manifest, its hooks (``hooks/hooks.json``), its MCP server (``.mcp.json``), a
@@ -17,7 +17,8 @@ only where a plugin, written once for everyone, cannot do the same:
   user's agents log) and the MCP server does not start (the agent lists it as failed);
 - Codex's server names the variables Codex is to pass it (below).
 
-Formats, as the clients read them (Claude Code 2.1.332, Codex 0.171.0; docs/plugins.md):
+Formats, as the clients read them (Claude Code 2.1.332, Codex 0.171.0, Gemini CLI 0.61.0;
+docs/plugins.md):
 
 - Claude Code: ``.claude-plugin/plugin.json``; ``hooks/hooks.json``, ``.mcp.json`` and
   ``skills/`` are found by default (a manifest naming the default hooks file loads it
@@ -27,6 +28,15 @@ Formats, as the clients read them (Claude Code 2.1.332, Codex 0.171.0; docs/plug
   ``.claude-plugin/marketplace.json``, so one git repository is a marketplace for both.
   Codex starts an MCP server with a short list of variables (HOME, PATH, …):
   ``env_vars`` passes ``MEMORY_REPO`` (and ``MEMREPO_NO_RESIDENT``) on to it.
+- Gemini CLI: an extension, a folder ``gemini extensions install`` copies (or ``link``
+  links) into ``~/.gemini/extensions/<name>``: ``gemini-extension.json`` (name, version,
+  the MCP servers, ``contextFileName``), ``hooks/hooks.json`` (read only from there, in
+  the settings' hooks format), ``skills/`` and the context file (``GEMINI.md``, loaded
+  into every session). No marketplace: a local folder or a git repository whose root is
+  the extension. Gemini hands a hook the whole environment and a stdio MCP server all but
+  secret-looking variables, so ``MEMORY_REPO`` reaches both. ``gemini -p`` offers the
+  model only the tools a policy allows, and an extension cannot allow its own: the
+  README and the build's output give the user's rule (:data:`GEMINI_POLICY`).
 """
 
 from __future__ import annotations
@@ -72,11 +82,45 @@ class Format:
 
     title: str
     manifest: str  # the manifest's path inside the plugin
-    marketplace: str  # the marketplace file's path under the marketplace root
+    marketplace: str | None  # the marketplace file's path under the marketplace root
     server_extra: dict[str, Any] = field(default_factory=dict)  # keys the server entry adds
     add: str = ""  # how a user adds the marketplace and installs the plugin
     notes: str = ""  # what else the user should know (README)
+    mcp_file: str = ".mcp.json"  # the file that holds the MCP server
+    kind: str = "plugin"  # what the agent calls it
+    steps: tuple[str, ...] = ()  # what the client asks of the user after installing
+    extra: str = ""  # Markdown the README adds after the notes
 
+
+#: The file Gemini CLI loads into every session of an extension's (``contextFileName``).
+CONTEXT_FILE = "GEMINI.md"
+#: Where a Gemini CLI user allows memrepo's tools for ``gemini -p``, and the rule: an
+#: extension cannot (Gemini ignores ``allow`` in an extension's policies and ``trust`` in
+#: its servers), and ``gemini -p`` offers the model only the tools a policy allows
+#: (bench/clients/clients.py writes the same rule).
+GEMINI_POLICY_FILE = "~/.gemini/policies/memrepo.toml"
+GEMINI_POLICY = (f'[[rule]]\nmcpName = "{SERVER_NAME}"\ntoolName = "*"\ndecision = "allow"\n'
+                 'priority = 100\n')
+#: What Gemini CLI asks of the user around the extension (README, build output).
+GEMINI_STEPS = (
+    "`gemini extensions install` asks \"Do you trust the files in this folder?\" of a local "
+    "folder: answer y (`link` does not ask).",
+    "Gemini CLI runs an extension's hooks while its hooks system is on "
+    "(`hooksConfig.enabled` in settings.json, the default in 0.61; before 0.61: `/settings` "
+    "→ Advanced → Enable Hooks System), and starts its MCP server in trusted folders only: "
+    "trust the folder when Gemini asks.",
+    f"`gemini -p` offers the model only the tools a policy allows: for memrepo's, write "
+    f"{GEMINI_POLICY_FILE} (below); they then run without asking.",
+)
+GEMINI_EXTRA = f"""\
+`gemini -p` offers the model only the tools a policy allows, and an extension cannot
+allow its own (Gemini ignores `allow` in an extension's policies and `trust` in its
+servers). For memrepo's tools in `gemini -p`, put this rule in
+`{GEMINI_POLICY_FILE}` (they then run without asking, as after `memory
+install gemini` with `"trust": true`):
+
+```toml
+{GEMINI_POLICY}```"""
 
 FORMATS: dict[str, Format] = {
     "claude-code": Format(
@@ -101,9 +145,29 @@ FORMATS: dict[str, Format] = {
               "in `/hooks` (a one-off `codex exec` can pass "
               "`--dangerously-bypass-hook-trust`). Codex hands an MCP server only the "
               f"variables it names: this plugin names `{ENV_VAR}` and `{NO_RESIDENT_ENV}`.",
+        steps=("Codex runs the plugin's hooks only once trusted: start `codex` and trust "
+               "memrepo's hooks in `/hooks`.",),
+    ),
+    "gemini": Format(
+        title="Gemini CLI",
+        manifest="gemini-extension.json",
+        marketplace=None,
+        mcp_file="gemini-extension.json",
+        kind="extension",
+        add="gemini extensions install <path of this folder> --consent\n"
+            "# or, to follow a checkout as it changes:\n"
+            "gemini extensions link <path of this folder> --consent",
+        notes=" ".join(GEMINI_STEPS[:2]) + (
+            f" Gemini copies the extension on `install` (`gemini extensions update {NAME}` "
+            "after a rebuild) and follows the folder on `link`; `gemini extensions list` "
+            "shows it, `/hooks panel` the hooks, `/mcp` the server."),
+        steps=GEMINI_STEPS,
+        extra=GEMINI_EXTRA,
     ),
 }
 PLUGIN_AGENTS = tuple(FORMATS)
+#: The agents whose plugin a marketplace file lists (Gemini installs a folder).
+MARKETPLACE_AGENTS = tuple(a for a, f in FORMATS.items() if f.marketplace)
 assert set(PLUGIN_AGENTS) <= set(HARNESSES), "a plugin per harness of harness.py"
 
 
@@ -163,6 +227,10 @@ def mcp_document(agent: str) -> dict[str, Any]:
 
 def manifest(agent: str) -> dict[str, Any]:
     """The plugin manifest (``plugin.json``)."""
+    if agent == "gemini":  # hooks/hooks.json, skills/ and the context file by their place
+        return {"name": NAME, "version": __version__, "description": DESCRIPTION,
+                "mcpServers": mcp_document(agent)["mcpServers"],
+                "contextFileName": CONTEXT_FILE}
     common: dict[str, Any] = {"name": NAME, "version": __version__, "description": DESCRIPTION,
                               "author": AUTHOR, "license": "MIT", "keywords": KEYWORDS}
     if agent == "claude-code":
@@ -235,15 +303,37 @@ No memrepo tools, or "no memory repo found": `memory` finds the repo through
 """
 
 
+CONTEXT_TEXT = f"""# Long-term memory (memrepo)
+
+The `{SERVER_NAME}` MCP server is the user's long-term memory (Markdown notes in a git
+repo). Each session starts with its briefing and each prompt comes with what it recalled.
+Beyond that (the `{SKILL}` skill says more):
+
+- `memory_search` before answering anything that may depend on an earlier session;
+- `memory_remember` a durable decision, preference or lesson (one line, never a secret);
+- `memory_update` a remembered fact that changed, rather than contradict it.
+
+`knowledge/identity/` is read-only to these tools: when it is wrong, tell the user.
+"""
+
+
+def _bullet(text: str) -> str:
+    return textwrap.fill(text, 90, subsequent_indent="  ")
+
+
 def readme(agent: str) -> str:
     """The plugin's README.md: what it adds, what it needs, how to install it."""
     fmt = FORMATS[agent]
     events = ", ".join(f"{event} ({act})" for event, act in HARNESSES[agent].items())
-    hooks = textwrap.fill(f"- **Hooks** (`hooks/hooks.json`): {events}.", 90,
-                          subsequent_indent="  ")
+    hooks = _bullet(f"- **Hooks** (`hooks/hooks.json`): {events}.")
     notes = textwrap.fill(fmt.notes, 90)
-    tools = textwrap.fill(f"- **MCP server** `{SERVER_NAME}` (`.mcp.json`: `{EXE} mcp`): "
-                          f"{', '.join(TOOLS)}.", 90, subsequent_indent="  ")
+    extra = f"\n{fmt.extra}\n" if fmt.extra else ""
+    runs = "the plugin" if fmt.kind == "plugin" else "it"
+    tools = _bullet(f"- **MCP server** `{SERVER_NAME}` (`{fmt.mcp_file}`: `{EXE} mcp`): "
+                    f"{', '.join(TOOLS)}.")
+    if agent == "gemini":
+        tools += "\n" + _bullet(f"- **Context** `{CONTEXT_FILE}`, loaded into every session: "
+                                 "when to search, remember and update.")
     return f"""# memrepo for {fmt.title}
 
 Generated by `memory plugin build {agent}` from the table `memory install {agent}` writes;
@@ -256,23 +346,42 @@ edit memrepo/agents/plugin.py (or settings.py), not these files.
 ## Install
 
 1. memrepo, with `pipx` or `pip`, so that `{EXE}` is on the PATH {fmt.title} runs hooks
-   with: the plugin runs `{EXE}` from PATH (`{EXE} --version` must work in a new shell).
+   with: {runs} runs `{EXE}` from PATH (`{EXE} --version` must work in a new shell).
 2. A memory repo: `{EXE} init ~/agent-memory`.
 3. Point at it: `export {ENV_VAR}=~/agent-memory` in your shell profile. Without it the
    repo is the nearest memory repo above the folder the session runs in.
-4. In {fmt.title}:
+4. {"In a shell" if agent == "gemini" else "In " + fmt.title}:
 
 ```
 {fmt.add}
 ```
 
 {notes}
-
-Use the plugin or `{EXE} install {agent}`, not both: each runs its own hooks. Where no
+{extra}
+Use the {fmt.kind} or `{EXE} install {agent}`, not both: each runs its own hooks. Where no
 memory repo is found, each hook exits 0 with no output (one line in
 `$XDG_STATE_HOME/memrepo/agents.log`) and the MCP server does not start.
 `MEMREPO_NO_HOOKS=1` turns the hooks off for one session. More: docs/plugins.md in memrepo.
 """
+
+
+_MARKET = "<git URL, owner/repo or local path of memrepo>"
+_FOLDER = "<path of this folder>"
+
+
+def next_steps(agent: str, folder: Path, root: Path | None = None) -> list[str]:
+    """What a user does after a build, one line each: the client's own install commands
+    (this build's folder or marketplace filled in) and what the client then asks of them."""
+    fmt = FORMATS[agent]
+    add = fmt.add.replace(_FOLDER, os.path.abspath(folder))
+    if root is not None:
+        add = add.replace(_MARKET, os.path.abspath(root))
+    out = [f"{fmt.title}: install the {fmt.kind} with the client's own commands:"]
+    out += [f"  {line}" for line in add.splitlines()]
+    out += [f"  - {step}" for step in fmt.steps]
+    if agent == "gemini":
+        out += [f"    {line}" for line in GEMINI_POLICY.splitlines()]
+    return out
 
 
 # --- the files --------------------------------------------------------------------------
@@ -285,13 +394,13 @@ def _json(doc: Any) -> str:
 def plugin_files(agent: str) -> dict[str, str]:
     """Every file of ``agent``'s plugin: path inside the plugin -> text."""
     fmt = check_agent(agent)
-    return {
-        fmt.manifest: _json(manifest(agent)),
-        "hooks/hooks.json": _json(hooks_document(agent)),
-        ".mcp.json": _json(mcp_document(agent)),
-        f"skills/{SKILL}/SKILL.md": SKILL_TEXT,
-        "README.md": readme(agent),
-    }
+    files = {fmt.manifest: _json(manifest(agent)),
+             "hooks/hooks.json": _json(hooks_document(agent))}
+    if fmt.mcp_file != fmt.manifest:
+        files[fmt.mcp_file] = _json(mcp_document(agent))
+    if agent == "gemini":
+        files[CONTEXT_FILE] = CONTEXT_TEXT
+    return {**files, f"skills/{SKILL}/SKILL.md": SKILL_TEXT, "README.md": readme(agent)}
 
 
 def source_path(root: Path, plugin_dir: Path) -> str:
@@ -307,10 +416,10 @@ def source_path(root: Path, plugin_dir: Path) -> str:
 
 
 def marketplace_files(plugin_dirs: dict[str, Path], root: Path) -> dict[str, str]:
-    """The marketplace file of each agent in ``plugin_dirs`` (agent -> its plugin's folder),
-    path under ``root`` -> text."""
-    return {FORMATS[agent].marketplace: _json(marketplace(agent, source_path(root, folder)))
-            for agent, folder in plugin_dirs.items()}
+    """The marketplace file of each agent in ``plugin_dirs`` (agent -> its plugin's folder)
+    that has one, path under ``root`` -> text."""
+    return {str(FORMATS[agent].marketplace): _json(marketplace(agent, source_path(root, folder)))
+            for agent, folder in plugin_dirs.items() if FORMATS[agent].marketplace}
 
 
 # --- writing ------------------------------------------------------------------------------
@@ -368,5 +477,6 @@ def build(targets: dict[str, Path], root: Path | None = None) -> tuple[list[Writ
     if root is not None:
         for agent in targets:
             rel = FORMATS[agent].marketplace
-            written += _write(root, {rel: markets[rel]}, agent, "marketplace")
+            if rel is not None:
+                written += _write(root, {rel: markets[rel]}, agent, "marketplace")
     return written, stale
