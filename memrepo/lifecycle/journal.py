@@ -23,6 +23,7 @@ from memrepo.errors import MemrepoError
 from memrepo.layout import STATE_DIR, journal_path
 from memrepo.locks import file_lock
 from memrepo.secrets import find_secrets
+from memrepo.worktree import writing
 
 #: One lock for every journal: a write takes milliseconds, and one file per day would be
 #: left behind in .memrepo/ for good.
@@ -44,8 +45,8 @@ def add_bullets(root: Path, day: dt.date, bullets: Sequence[str],
 
     A journal written by hand without frontmatter gets the fields the validator needs.
     """
-    with file_lock(root / LOCK_FILE, wait=LOCK_WAIT, poll=0.002):
-        return append_bullets(root, day, bullets, tags)
+    with file_lock(root / LOCK_FILE, wait=LOCK_WAIT, poll=0.002), writing(root):
+        return append_bullets(root, day, bullets, tags)  # read and written: no sync between
 
 
 def append_bullets(root: Path, day: dt.date, bullets: Sequence[str],

@@ -185,7 +185,7 @@ def import_memory(root: Path, sources: Sequence[Source], *, dry_run: bool = Fals
         return Result(plan.items, sorted(plan.texts), None, dry_run=True)
     before: dict[str, bytes | None] = {}
     try:
-        with file_lock(root / LOCK_FILE, wait=LOCK_WAIT, poll=0.005):
+        with file_lock(root / LOCK_FILE, wait=LOCK_WAIT, poll=0.005), worktree.writing(root):
             _fill(plan, loaded)
             for rel, text in plan.texts.items():
                 before[rel] = _bytes_of(root, rel)

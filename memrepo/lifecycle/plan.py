@@ -75,7 +75,8 @@ class Plan:
         ``Workspace.write``: :func:`~memrepo.lifecycle.extract.apply.merge_written`)."""
         written = []
         try:
-            with file_lock(root / LOCK_FILE, wait=LOCK_WAIT, poll=0.005):
+            with (file_lock(root / LOCK_FILE, wait=LOCK_WAIT, poll=0.005),
+                  worktree.writing(root)):  # no sync's rebase between read and write
                 for p, text in self.changed(root).items():
                     full = root / p
                     disk = worktree.read_text(root, p)

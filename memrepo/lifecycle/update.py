@@ -40,6 +40,7 @@ from memrepo.index.paths import is_markdown
 from memrepo.layout import JOURNAL_PATH, category_of, journal_path
 from memrepo.lifecycle import journal
 from memrepo.locks import LockBusy, file_lock
+from memrepo.worktree import writing
 
 log = logging.getLogger(__name__)
 
@@ -167,31 +168,40 @@ def update_entry(
     journal.refuse_secrets(root, said)
     day = (today or clock.today()).isoformat()
     with _lock(root):
-        before = (root / rel).read_bytes()
-        lines, body_start = _lines(before, rel)
-        old = _pick_entry(rel, lines, body_start, a, b or a)
-        i = old.line_no
-        time = _TIME.match(old.text) if old.date is None else None
-        body = f"{time['time']} {said}" if time else said
-        srcs = old.srcs if mode == "replace" else ()
-        if body == old.text:
-            raise MemrepoError(f"{rel}:{i + 1} already says that")
-        lines[i] = E.Entry(0, body, day if old.date else None, srcs).render()
-        old_line = None
-        if mode == "supersede":
-            span = _section_of(lines, body_start, i)
-            struck = E.superseded_line(old, day, said)
-            E.insert_entry(lines, span, struck)
-            old_line = 1 + max(n for n in range(i + 1, min(span[1] + 1, len(lines)))
-                               if lines[n] == struck)
-        _touch_updated(lines, body_start, day)
-        after = with_line_count("\n".join(lines), add=False)  # MEMORY.md states its size
-        atomic_write(root / rel, after, root=root)
+        with writing(root):  # read and written with no sync's rebase between
+            before, after, i, old, old_line = _reword(root, rel, said, mode, day, a, b)
         verb = "supersede" if mode == "supersede" else "reword"
         message = (f"memory: {verb} an entry of {_label(rel)}\n\n"
                    f"- {rel}:{i + 1} was: {old.text}\n- now: {said}\n")
         sha = _commit_or_restore(root, rel, before, after.encode("utf-8"), message)
     return Written(rel, i + 1, sha, old.text, old_line)
+
+
+def _reword(root: Path, rel: str, said: str, mode: str, day: str, a: int, b: int | None
+            ) -> tuple[bytes, str, int, E.Entry, int | None]:
+    """:func:`update`'s change of ``rel``, written: (before, after, line index, the old
+    entry, the struck line's number)."""
+    before = (root / rel).read_bytes()
+    lines, body_start = _lines(before, rel)
+    old = _pick_entry(rel, lines, body_start, a, b or a)
+    i = old.line_no
+    time = _TIME.match(old.text) if old.date is None else None
+    body = f"{time['time']} {said}" if time else said
+    srcs = old.srcs if mode == "replace" else ()
+    if body == old.text:
+        raise MemrepoError(f"{rel}:{i + 1} already says that")
+    lines[i] = E.Entry(0, body, day if old.date else None, srcs).render()
+    old_line = None
+    if mode == "supersede":
+        span = _section_of(lines, body_start, i)
+        struck = E.superseded_line(old, day, said)
+        E.insert_entry(lines, span, struck)
+        old_line = 1 + max(n for n in range(i + 1, min(span[1] + 1, len(lines)))
+                           if lines[n] == struck)
+    _touch_updated(lines, body_start, day)
+    after = with_line_count("\n".join(lines), add=False)  # MEMORY.md states its size
+    atomic_write(root / rel, after, root=root)
+    return before, after, i, old, old_line
 
 
 def remember(
@@ -212,27 +222,37 @@ def remember(
         # a note another writer adds in between is neither in ``before`` nor undone
         with _lock(root):
             full = root / today
-            before = full.read_bytes() if full.exists() else None
-            line = journal.append_bullets(root, now.date(), [f"- {now:%H:%M} {said}"])
+            with writing(root):  # read and written with no sync's rebase between
+                before = full.read_bytes() if full.exists() else None
+                line = journal.append_bullets(root, now.date(), [f"- {now:%H:%M} {said}"])
             sha = _commit_or_restore(root, today, before, full.read_bytes(),
                                      f"memory: remember in {_label(today)}\n\n- {said}\n")
         return Written(today, line, sha)
     with _lock(root):
-        before = (root / rel).read_bytes()
-        lines, body_start = _lines(before, rel)
-        end = len(lines)
-        while end > body_start and not lines[end - 1].strip():
-            end -= 1
-        entry = E.Entry(0, said, now.date().isoformat()).render()
-        after_bullet = end > body_start and lines[end - 1].startswith(("- ", "* "))
-        add = [entry] if after_bullet else ["", entry]
-        lines[end:] = [*add, ""]
-        _touch_updated(lines, body_start, now.date().isoformat())
-        after = with_line_count("\n".join(lines), add=False)  # MEMORY.md states its size
-        atomic_write(root / rel, after, root=root)
+        with writing(root):  # read and written with no sync's rebase between
+            before, after, end, add = _append_entry(root, rel, said, now)
         sha = _commit_or_restore(root, rel, before, after.encode("utf-8"),
                                  f"memory: remember in {_label(rel)}\n\n- {said}\n")
     return Written(rel, end + len(add), sha)
+
+
+def _append_entry(root: Path, rel: str, said: str, now: dt.datetime
+                  ) -> tuple[bytes, str, int, list[str]]:
+    """:func:`remember`'s note at the end of ``rel``, written: (before, after, the end
+    line index, the lines added)."""
+    before = (root / rel).read_bytes()
+    lines, body_start = _lines(before, rel)
+    end = len(lines)
+    while end > body_start and not lines[end - 1].strip():
+        end -= 1
+    entry = E.Entry(0, said, now.date().isoformat()).render()
+    after_bullet = end > body_start and lines[end - 1].startswith(("- ", "* "))
+    add = [entry] if after_bullet else ["", entry]
+    lines[end:] = [*add, ""]
+    _touch_updated(lines, body_start, now.date().isoformat())
+    after = with_line_count("\n".join(lines), add=False)  # MEMORY.md states its size
+    atomic_write(root / rel, after, root=root)
+    return before, after, end, add
 
 
 def _knowledge_target(root: Path, file: str, today: str) -> str:

@@ -226,7 +226,8 @@ class Workspace:
         empty afterwards."""
         out = {}
         try:
-            with file_lock(self.root / LOCK_FILE, wait=LOCK_WAIT, poll=0.005):
+            with (file_lock(self.root / LOCK_FILE, wait=LOCK_WAIT, poll=0.005),
+                  worktree.writing(self.root)):  # no sync's rebase between read and write
                 for path, text in self.rendered().items():
                     full = self.root / path
                     disk = worktree.read_text(self.root, path)
