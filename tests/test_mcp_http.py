@@ -10,8 +10,10 @@ which it stops on exit (nothing detached outlives the test).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import selectors
 import shutil
 import signal
@@ -76,31 +78,41 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             "MEMREPO_NO_RESIDENT": "1"}
 
 
-@pytest.fixture(scope="module")
-def repo(crepo_template: Path, tmp_path_factory: pytest.TempPathFactory,
-         env: dict[str, str]) -> Iterator[Path]:
-    """The template memory repo with a ledger note, committed and indexed."""
+@contextlib.contextmanager
+def seeded(template: Path, factory: pytest.TempPathFactory, env: dict[str, str],
+           name: str, note: str = LEDGER) -> Iterator[Path]:
+    """The template memory repo with ``note`` as its ledger, committed and indexed."""
     with pytest.MonkeyPatch.context() as mp:
         for key in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "PRE_COMMIT_HOME", "PATH"):
             mp.setenv(key, env[key])
-        root = tmp_path_factory.mktemp("http") / "mem"
-        shutil.copytree(crepo_template, root, symlinks=True)
-        (root / "knowledge/reference/ledger.md").write_text(LEDGER, encoding="utf-8")
+        root = factory.mktemp(name) / "mem"
+        shutil.copytree(template, root, symlinks=True)
+        (root / "knowledge/reference/ledger.md").write_text(note, encoding="utf-8")
         git(root, "add", "-A")
         git(root, "-c", f"core.hooksPath={os.devnull}", "commit", "-q", "--no-verify", "-m", "seed")
         sync(root)
         yield root
 
 
-class Served:
-    """A ``memory mcp --http`` process and the URL it printed."""
+@pytest.fixture(scope="module")
+def repo(crepo_template: Path, tmp_path_factory: pytest.TempPathFactory,
+         env: dict[str, str]) -> Iterator[Path]:
+    with seeded(crepo_template, tmp_path_factory, env, "http") as root:
+        yield root
 
-    def __init__(self, root: Path, env: dict[str, str], listen: str = "127.0.0.1:0"):
-        self.proc = subprocess.Popen([MEMORY, "--repo", str(root), "mcp", "--http", listen],
-                                     env=env, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        self.lines = _lines_until(self.proc, "serving ", deadline=time.monotonic() + 15)
-        self.url = self.lines[-1].rsplit(" at ", 1)[1].split()[0]
+
+class Served:
+    """A ``memory mcp --http LISTEN [EXTRA…]`` process, the URL it printed (and the OAuth
+    issuer: the URL's origin), read ready from the line holding ``marker``."""
+
+    def __init__(self, root: Path, env: dict[str, str], listen: str = "127.0.0.1:0",
+                 *extra: str, marker: str = "serving "):
+        self.proc = subprocess.Popen(
+            [MEMORY, "--repo", str(root), "mcp", "--http", listen, *extra], env=env,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.lines = _lines_until(self.proc, marker, deadline=time.monotonic() + 20)
+        self.url = re.findall(r"https?://\S+?/mcp\b", "\n".join(self.lines))[-1]
+        self.issuer = self.url.removesuffix("/mcp")
 
     def stop(self) -> int:
         if self.proc.poll() is None:

@@ -13,15 +13,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import re
 import secrets
-import selectors
-import shutil
-import signal
 import subprocess
-import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -29,6 +23,7 @@ from urllib.parse import parse_qs, urlencode, urlparse
 
 import httpx2
 import pytest
+import test_mcp_http
 from conftest import run_git
 from mcp import Client
 from mcp.client.auth import OAuthClientProvider
@@ -40,62 +35,27 @@ from mcp.shared.auth import (
     OAuthToken,
 )
 from pydantic import AnyUrl
+from test_mcp_http import ACCEPT, INIT, MEMORY, Served, seeded
 
 from memrepo.agents import oauth
 from memrepo.agents.mcp_http import exposure
 from memrepo.agents.tokens import OAUTH, TokenStore, digest
 from memrepo.errors import MemrepoError
-from memrepo.index.indexer import sync
 
 pytestmark = pytest.mark.anyio
 TOOLS = {"memory_search", "memory_context", "memory_read", "memory_remember",
          "memory_update", "memory_reinforce", "memory_demote"}
 READ_TOOLS = {"memory_search", "memory_context", "memory_read"}
-NOTE = """---
-type: reference
-title: Ledger
-updated: 2026-01-01
----
-# Ledger
-
-- 2026-01-06: Ledger backups run nightly at 02:00
-"""
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "t", "version": "1"}}}
-ACCEPT = {"accept": "application/json, text/event-stream"}
+#: test_mcp_http's module-scoped fixtures, one instance for this module
+anyio_backend, env = test_mcp_http.anyio_backend, test_mcp_http.env
 CALLBACK = "http://127.0.0.1:9/callback"  # never fetched: the owner's browser stops there
-MEMORY = shutil.which("memory", path=str(Path(sys.executable).parent)) or "memory"
 CODE = re.compile(r"^[0-9A-Z]{4}-[0-9A-Z]{4}-[0-9A-Z]{4}$")
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    home = tmp_path_factory.getbasetemp() / "home"
-    return {**os.environ, "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"),
-            "GIT_CONFIG_NOSYSTEM": "1", "PRE_COMMIT_HOME": str(home / "pre-commit-cache"),
-            "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
-            "MEMREPO_NO_RESIDENT": "1"}
 
 
 @pytest.fixture(scope="module")
 def repo(crepo_template: Path, tmp_path_factory: pytest.TempPathFactory,
          env: dict[str, str]) -> Iterator[Path]:
-    with pytest.MonkeyPatch.context() as mp:
-        for key in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "PRE_COMMIT_HOME", "PATH"):
-            mp.setenv(key, env[key])
-        root = tmp_path_factory.mktemp("oauth") / "mem"
-        shutil.copytree(crepo_template, root, symlinks=True)
-        (root / "knowledge/reference/ledger.md").write_text(NOTE, encoding="utf-8")
-        run_git(root, "add", "-A")
-        run_git(root, "-c", f"core.hooksPath={os.devnull}", "commit", "-q", "--no-verify",
-                "-m", "seed")
-        sync(root)
+    with seeded(crepo_template, tmp_path_factory, env, "oauth") as root:
         yield root
 
 
@@ -104,53 +64,11 @@ def memory(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedP
                           capture_output=True, text=True, timeout=60)
 
 
-class Served:
-    """A ``memory mcp --http … --oauth`` process: its MCP URL and its issuer."""
-
-    def __init__(self, root: Path, env: dict[str, str], *args: str):
-        self.proc = subprocess.Popen([MEMORY, "--repo", str(root), "mcp", *args], env=env,
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE)
-        marker = "OAuth issuer" if "--oauth" in args else "serving "
-        self.lines = _lines_until(self.proc, marker, time.monotonic() + 20)
-        self.url = re.search(r"http://127\.0\.0\.1:\d+/mcp", "\n".join(self.lines))[0]
-        self.issuer = self.url.removesuffix("/mcp")
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(10)
-        finally:
-            assert self.proc.stderr is not None
-            self.proc.stderr.close()
-
-
-def _lines_until(proc: subprocess.Popen[bytes], marker: str, deadline: float) -> list[str]:
-    assert proc.stderr is not None
-    lines: list[str] = []
-    buf = b""
-    with selectors.DefaultSelector() as sel:
-        sel.register(proc.stderr, selectors.EVENT_READ)
-        while time.monotonic() < deadline and sel.select(deadline - time.monotonic()):
-            chunk = os.read(proc.stderr.fileno(), 4096)
-            if not chunk:
-                break
-            buf += chunk
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
-                lines.append(line.decode(errors="replace"))
-                if marker in lines[-1]:
-                    return lines
-    proc.kill()
-    raise AssertionError(f"the server did not start: {lines} {buf!r}")
-
-
 @pytest.fixture(scope="module")
 def server(repo: Path, env: dict[str, str]) -> Iterator[Served]:
     """Started while the clone has no token at all: OAuth on still requires one."""
     assert TokenStore(repo).tokens() == []
-    served = Served(repo, env, "--http", "127.0.0.1:0", "--oauth")
+    served = Served(repo, env, "127.0.0.1:0", "--oauth", marker="OAuth issuer")
     yield served
     assert served.stop() == 0
 
@@ -444,7 +362,7 @@ def test_oauth_is_asked_for_and_needs_https_beyond_loopback(
 
 async def test_without_oauth_there_are_no_oauth_endpoints(
         crepo: Path, env: dict[str, str]) -> None:
-    served = Served(crepo, env, "--http", "127.0.0.1:0")  # open loopback: no token
+    served = Served(crepo, env)  # open loopback: no token
     try:
         async with httpx2.AsyncClient(timeout=10) as http:
             for path in ("/.well-known/oauth-authorization-server", "/authorize",

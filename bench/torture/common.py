@@ -49,30 +49,36 @@ class Env:
         return proc.stdout
 
 
-def make_env(memory: str | None = None, hooks: str = "direct",
-             max_file_kb: int | None = None) -> Env:
-    """A fresh memory repo in a temporary directory (removed by the caller's cleanup)."""
-    base = Path(tempfile.mkdtemp(prefix="memrepo-torture-"))
-    home = base / "home"
+def sandbox_env(home: Path, memory: str, name: str = "Torture") -> dict[str, str]:
+    """The environment of a harness's processes: ``home`` (created) with a private git
+    identity and config, ``memory``'s folder first on PATH, UTC, and nothing of this
+    machine's memory repo, session, git dir or API key."""
     home.mkdir()
     (home / ".gitconfig").write_text(
-        "[user]\n\tname = Torture\n\temail = torture@example.com\n"
+        f"[user]\n\tname = {name}\n\temail = {name.lower()}@example.com\n"
         "[init]\n\tdefaultBranch = main\n[gc]\n\tauto = 0\n"
     )
-    exe = memory or str(BIN / "memory")
     env = {
         **os.environ,
         "HOME": str(home),
         "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"),
         "GIT_CONFIG_NOSYSTEM": "1",
         "PRE_COMMIT_HOME": str(home / "pre-commit"),
-        "PATH": f"{Path(exe).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "MEMREPO_NO_HOOKS": "1",
+        "PATH": f"{Path(memory).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "TZ": "UTC",
     }
     for var in ("MEMORY_REPO", "MEMORY_SESSION", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE",
                 "ANTHROPIC_API_KEY"):
         env.pop(var, None)
+    return env
+
+
+def make_env(memory: str | None = None, hooks: str = "direct",
+             max_file_kb: int | None = None) -> Env:
+    """A fresh memory repo in a temporary directory (removed by the caller's cleanup)."""
+    base = Path(tempfile.mkdtemp(prefix="memrepo-torture-"))
+    exe = memory or str(BIN / "memory")
+    env = {**sandbox_env(base / "home", exe), "MEMREPO_NO_HOOKS": "1"}
     e = Env(base, base / "repo", exe, env)
     proc = subprocess.run([exe, "init", str(e.repo), "--hooks", hooks], cwd=base, env=env,
                           capture_output=True, text=True)

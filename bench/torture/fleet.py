@@ -52,7 +52,6 @@ import argparse
 import contextlib
 import json
 import multiprocessing
-import os
 import random
 import re
 import shutil
@@ -69,6 +68,7 @@ from urllib.parse import unquote
 
 sys.path.append(str(Path(__file__).resolve().parents[1] / "common"))  # results.py
 sys.path.append(str(Path(__file__).resolve().parent))  # sync.py (keep_both)
+from common import sandbox_env
 from results import add_record_option, record
 
 MEMORY = str(Path(sys.executable).with_name("memory"))
@@ -183,16 +183,8 @@ def git(cwd: Path, env: dict[str, str], *args: str) -> str:
 
 
 def make_env(base: Path) -> dict[str, str]:
-    home = base / "home"
-    home.mkdir()
-    (home / ".gitconfig").write_text("[user]\n\tname = Fleet\n\temail = fleet@example.com\n"
-                                     "[init]\n\tdefaultBranch = main\n")
-    env = {**os.environ, "HOME": str(home), "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"),
-           "GIT_CONFIG_NOSYSTEM": "1", "PRE_COMMIT_HOME": str(home / "pre-commit"),
-           "PATH": str(Path(MEMORY).parent) + os.pathsep + os.environ.get("PATH", ""),
-           "TZ": "UTC", "GIT_TERMINAL_PROMPT": "0"}
-    for var in ("MEMORY_REPO", "MEMORY_SESSION", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE",
-                "ANTHROPIC_API_KEY", *(k for k in os.environ if k.lower().endswith("_proxy"))):
+    env = {**sandbox_env(base / "home", MEMORY, "Fleet"), "GIT_TERMINAL_PROMPT": "0"}
+    for var in [k for k in env if k.lower().endswith("_proxy")]:
         env.pop(var, None)
     return env
 

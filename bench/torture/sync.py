@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
 import random
 import re
 import shutil
@@ -40,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parents[1] / "common"))  # results.py
+from common import sandbox_env
 from results import add_record_option, record_summary
 
 MEMORY = str(Path(sys.executable).with_name("memory"))
@@ -269,16 +269,7 @@ def keep_both(text: str) -> str:
 
 
 def setup(base: Path, n: int, driver: bool) -> tuple[list[Clone], Path, dict[str, str]]:
-    home = base / "home"
-    home.mkdir()
-    (home / ".gitconfig").write_text("[user]\n\tname = Torture\n\temail = t@example.com\n"
-                                     "[init]\n\tdefaultBranch = main\n")
-    env = {**os.environ, "HOME": str(home), "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"),
-           "GIT_CONFIG_NOSYSTEM": "1", "PRE_COMMIT_HOME": str(home / "pre-commit"),
-           "PATH": str(Path(MEMORY).parent) + os.pathsep + os.environ.get("PATH", "")}
-    for var in ("MEMORY_REPO", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE",
-                "ANTHROPIC_API_KEY"):
-        env.pop(var, None)
+    env = sandbox_env(base / "home", MEMORY)
     seed = seed_repo(base, env)
     bare = base / "remote.git"
     git(base, env, "clone", "-q", "--bare", str(seed), str(bare))
