@@ -60,6 +60,7 @@ from memrepo.transcript.session import (
     secrets_allowlist,
     session_lock,
 )
+from memrepo.transcript.speakers import body_turns, speaker_names
 from memrepo.transcript.tail import _check_open, _max_bytes, repair_tail, write_turn
 
 _ATTACHMENT = re.compile(r"^> \[attachment:(?P<path>attachments/[^\]]+)\]", re.MULTILINE)
@@ -404,9 +405,14 @@ def end(
 def _close_meta(meta: dict[str, Any], body: str, ended: dt.datetime, tokens_in: int | None,
                 tokens_out: int | None, knowledge_changes: Sequence[dict[str, str]]) -> None:
     """What closing adds to the frontmatter ``meta``, in this order: the end time, the
-    turns, the tokens when given, the knowledge changes, the redactions."""
+    turns, the speakers named in a relayed chat (``participants``, unless given), the
+    tokens when given, the knowledge changes, the redactions."""
     meta["ended"] = ended
     meta["turns"] = len(TURN_LINES.findall(body))
+    if not meta.get("participants"):
+        named = speaker_names(body_turns(body))
+        if named:
+            meta["participants"] = named
     if tokens_in is not None:
         meta["tokens_in"] = tokens_in
     if tokens_out is not None:

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator
 
 from memrepo.secrets import states_credential
+from memrepo.transcript.speakers import NOT_NAMES, speaker_names  # noqa: F401 - h.speaker_names
 
 DECISION = re.compile(
     r"\b(?:(?:we|i)(?:'ve| have| 'll| will)? (?:decided|agreed|chose|settled on)"
@@ -81,14 +82,6 @@ PERSON_CUES = [
         r"|will review|needs)\b"
     ),
 ]
-NOT_NAMES = _set("""
-    I We You They He She It The This That These Those Let Lets Okay Ok Great Thanks
-    Please Also And But So Then Now Today Tomorrow Yesterday Monday Tuesday Wednesday
-    Thursday Friday Saturday Sunday Here There What When Where Why How Which Who Our My
-    Your Agent User System Yes No Sure Good Next Done Note If Use Run Check Team
-    Everyone Nobody Someone Git Python Docker Postgres Postgresql Redis Linux Github
-    Slack
-""")
 
 
 def sentences(text: str) -> Iterator[str]:
@@ -365,24 +358,6 @@ def dated(sentence: str, day: str) -> str:
         return f"{m.group(0)} ({found})" if found else m.group(0)
 
     return RELATIVE.sub(add, sentence)
-
-
-SPEAKER = re.compile(r"^(?P<name>[A-Z][\w'.-]*(?: [A-Z][\w'.-]*)?):\s+(?=\S)")
-
-
-def speaker_names(turns: list[tuple[str, str]]) -> dict[str, str]:
-    """role -> the name that starts (``Name: …``) most of that role's turns, for a chat
-    relayed with its speakers' names (at least two turns of the role, four in five named
-    alike); a one-off "Decision: …" is no speaker."""
-    out: dict[str, str] = {}
-    for role in {r for r, _ in turns}:
-        texts = [t for r, t in turns if r == role]
-        names = [m["name"] for t in texts if (m := SPEAKER.match(t))]
-        if len(texts) >= 2 and names:
-            top = max(set(names), key=names.count)
-            if names.count(top) * 5 >= len(texts) * 4 and top not in NOT_NAMES:
-                out[role] = top
-    return out
 
 
 def unnamed(text: str, name: str | None) -> str:
