@@ -87,9 +87,12 @@ class Sandbox:
 
     root: Path
     client: str
-    route: str  # none | install | plugin | hooks | mcp
+    route: str  # none | install | plugin | http | hooks | mcp
     url: str = ""  # the mock's
     env: dict[str, str] = field(default_factory=dict)
+    mcp_url: str = ""  # the http route's `memory mcp --http` endpoint
+    tokens: dict[str, str] = field(default_factory=dict)  # its bearer tokens, by name
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)  # started for it
 
     @property
     def home(self) -> Path:
@@ -171,7 +174,7 @@ class Client:
 
 class Claude(Client):
     name, agent = "claude", "claude-code"
-    routes = ("install", "plugin")
+    routes = ("install", "plugin", "http")
     TOOLS = ("mcp__memrepo__", "mcp__plugin_memrepo_memrepo__")
 
     def env(self, sb: Sandbox) -> dict[str, str]:
@@ -182,7 +185,7 @@ class Claude(Client):
     def after_install(self, sb: Sandbox) -> list[str]:
         # A project's .mcp.json server waits for the user's approval in Claude Code's
         # dialog ("Pending approval" in `claude mcp list`); approving records this.
-        if sb.route not in ("install", "mcp", "stub", "floor", "async"):
+        if sb.route not in ("install", "http", "mcp", "stub", "floor", "async"):
             return []
         path = sb.home / ".claude.json"
         doc = json.loads(path.read_text()) if path.exists() else {}
@@ -208,7 +211,7 @@ class Claude(Client):
 
 class Codex(Client):
     name, agent = "codex", "codex"
-    routes = ("install", "plugin")
+    routes = ("install", "plugin", "http")
 
     def env(self, sb: Sandbox) -> dict[str, str]:
         return {"MOCK_KEY": "mock"}
@@ -240,7 +243,10 @@ class Codex(Client):
             return False, "memrepo not listed"
         s = mine[0]
         t = s.get("transport") or {}
-        argv = " ".join([str(t.get("command")), *(t.get("args") or [])])
+        if t.get("url"):  # streamable HTTP: the token's variable, never the token
+            argv = f"{t['url']} (bearer ${t.get('bearer_token_env_var')})"
+        else:
+            argv = " ".join([str(t.get("command")), *(t.get("args") or [])])
         said = f"listed, enabled={s.get('enabled')}: {argv}"
         return bool(s.get("enabled", True)), said
 
@@ -255,7 +261,7 @@ class Codex(Client):
 
 class Gemini(Client):
     name, agent = "gemini", "gemini"
-    routes = ("install", "plugin")
+    routes = ("install", "plugin", "http")
 
     def env(self, sb: Sandbox) -> dict[str, str]:
         return {"GEMINI_API_KEY": "mock", "GOOGLE_GEMINI_BASE_URL": sb.url}
@@ -273,7 +279,7 @@ class Gemini(Client):
 
     def after_install(self, sb: Sandbox) -> list[str]:
         # What `memory install gemini` says to do for `gemini -p` to offer memrepo's tools
-        if sb.route not in ("install", "mcp", "stub", "floor", "async"):
+        if sb.route not in ("install", "http", "mcp", "stub", "floor", "async"):
             return []
         path = sb.proj / ".gemini" / "settings.json"
         doc = json.loads(path.read_text())

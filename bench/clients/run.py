@@ -16,7 +16,9 @@ For each client and each way of installing memrepo (``memory install AGENT --sco
 project``; the plugin through the client's own commands, ``claude plugin marketplace add``
 + ``claude plugin install``, ``codex plugin marketplace add`` + ``codex plugin add``,
 ``gemini extensions install`` with the steps its README gives, the repo through
-``MEMORY_REPO``), in a sandbox home with a fresh ``memory init`` repo holding
+``MEMORY_REPO``; ``http``: ``memory mcp --http`` for the repo with a bearer token, and
+``memory install AGENT --scope project --url URL --token-env MEMREPO_MCP_TOKEN``, the token
+in the client's environment), in a sandbox home with a fresh ``memory init`` repo holding
 one canary note (knowledge/reference/zephyrine.md: "kestrel-7"), it checks:
 
 - ``mcp_connects``: the client's own ``mcp list`` says memrepo's server is connected (Codex
@@ -29,8 +31,17 @@ one canary note (knowledge/reference/zephyrine.md: "kestrel-7"), it checks:
 - ``captured_once``: one transcript in raw/conversations holds the prompt, once;
 - ``no_failed_hooks``: no hook or detached worker logged a failure in .memrepo/agents.log;
 - ``no_memrepo_model_calls``: every request came from the client (memrepo spent no model call);
-- ``same_as_install`` (plugin routes): the same hooks ran, with the same outcome, and the same
-  tools reached the model as with ``memory install``;
+- ``same_as_install`` (plugin and http routes): the same hooks ran, with the same outcome,
+  and the same tools reached the model as with ``memory install``;
+- ``http`` route (the server a child of the harness, so inside the same network namespace
+  as the client): ``mcp_connects`` and ``tool_call`` above go through HTTP (the client's
+  entry is the URL); ``unauthorized_401``: a request with no token, or a wrong one, is
+  refused 401 (Python urllib); ``missing_token`` (Claude Code, Gemini CLI): with the
+  variable unset, the client's ``mcp list`` does not show it connected; ``read_only_http``:
+  with a ``--read-only`` token the write tools are not listed and a ``memory_remember`` call
+  is refused, nothing written; ``read_only_client``: the client run with the read-only
+  token, the mock asking for ``memory_remember``: the client never gets it to write;
+  ``token_not_in_files``: no file of the home or project holds a token. Not timed.
 - ``startup_ratio`` (Claude Code): the wall time of ``claude -p hello`` with memrepo installed
   over the same without, <= ``--max-ratio`` (1.3).
 
@@ -57,11 +68,14 @@ import json
 import os
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +104,13 @@ title: Project Zephyrine build cluster
 - The Zephyrine canary word is marmalade-42.
 """
 TOOL_ARGS = {"query": "zephyrine build cluster"}
+#: the http route: the variable `memory install --token-env` names, the write tool a
+#: read-only token must not run, and what it would write (found nowhere after)
+TOKEN_ENV = "MEMREPO_MCP_TOKEN"
+WRITE_TOOL = "memory_remember"
+PROBE = "read-only-probe-osprey-93"
+READ_ONLY_PROMPT = "Remember for project Zephyrine that its release train moved to Fridays."
+READ_TOOLS = ["memory_context", "memory_read", "memory_search"]
 #: the floor of any stdio MCP server in Python: answers initialize and tools/list, nothing else
 STUB_SERVER = """import json, sys
 for line in sys.stdin:
@@ -198,11 +219,26 @@ def make_sandbox(work: Path, client: clients.Client, route: str, url: str, args:
     run(["git", "commit", "-q", "-m", "reference: project Zephyrine"], sb, cwd=sb.repo)
     run(["git", "init", "-q"], sb)
     client.configure(sb)
+    try:
+        return sb, setup_route(sb, client, route, args)
+    except BaseException:
+        stop_procs(sb)  # the http route's server, when what came after it failed
+        raise
+
+
+def setup_route(sb: clients.Sandbox, client: clients.Client, route: str,
+                args: argparse.Namespace) -> list[str]:
+    """memrepo installed in ``sb`` by ``route``; the steps taken, one line each."""
+    memory = str(args.memory)
     steps: list[str] = []
-    if route in ("install", "hooks", "mcp", "async", "stub"):
+    if route in ("install", "http", "hooks", "mcp", "async", "stub"):
+        http: list[str] = []
+        if route == "http":
+            steps += start_http(sb, args)
+            http = ["--url", sb.mcp_url, "--token-env", TOKEN_ENV]
         out = run([memory, "install", client.agent, "--scope", "project", "--repo", str(sb.repo),
-                   "--home", str(sb.home), "--project", str(sb.proj)], sb)
-        steps.append(f"memory install {client.agent} --scope project")
+                   "--home", str(sb.home), "--project", str(sb.proj), *http], sb)
+        steps.append(" ".join(["memory install", client.agent, "--scope project", *http]))
         steps += [f"  | {line}" for line in out.stdout.splitlines() if line.strip()]
         if route == "hooks":
             (sb.proj / ".mcp.json").unlink()
@@ -241,7 +277,214 @@ def make_sandbox(work: Path, client: clients.Client, route: str, url: str, args:
             said = [ln for ln in (out.stdout.strip().splitlines() or out.stderr.splitlines())
                     if ln.strip() and not ln.startswith("WARNING")]
             steps.append(f"{shown}: {said[-1].strip()[:160] if said else 'ok'}")
-    return sb, steps
+    return steps
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_http(sb: clients.Sandbox, args: argparse.Namespace) -> list[str]:
+    """The http route's server: a write token ``bench`` (in the client's environment as
+    $TOKEN_ENV) and a read-only one, then ``memory mcp --http 127.0.0.1:PORT`` for the repo,
+    a child of this process (so in its network namespace), up once it refuses a request
+    without a token."""
+    memory = str(args.memory)
+    for name, extra in (("bench", []), ("bench-ro", ["--read-only"])):
+        out = run([memory, "--repo", str(sb.repo), "mcp", "token", "create", name, *extra], sb,
+                  cwd=sb.repo)
+        sb.tokens[name] = out.stdout.strip()
+    sb.env[TOKEN_ENV] = sb.tokens["bench"]
+    port = free_port()
+    sb.mcp_url = f"http://127.0.0.1:{port}/mcp"
+    logfile = sb.root / "mcp-http.log"
+    with open(logfile, "wb") as f:
+        proc = subprocess.Popen([memory, "--repo", str(sb.repo), "mcp", "--http",
+                                 f"127.0.0.1:{port}"], cwd=sb.repo, env=sb.env,
+                                stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT)
+    sb.procs.append(proc)
+    t0 = time.monotonic()
+    while mcp_post(sb.mcp_url, None, initialize(1))[0] != 401:
+        if proc.poll() is not None or time.monotonic() - t0 > 60:
+            why = "not up after 60 s" if proc.poll() is None else f"exited {proc.returncode}"
+            raise RuntimeError(f"memory mcp --http {why}: "
+                               f"{logfile.read_text(errors='replace')[-600:]}")
+        time.sleep(0.1)
+    said = logfile.read_text(errors="replace").strip().splitlines()
+    return ["memory mcp token create bench; memory mcp token create bench-ro --read-only "
+            f"(the first in the client's environment as {TOKEN_ENV})",
+            f"memory mcp --http 127.0.0.1:{port} (pid {proc.pid}, up in "
+            f"{time.monotonic() - t0:.1f} s): {said[-1][:140] if said else ''}"]
+
+
+def stop_procs(sb: clients.Sandbox) -> None:
+    """End what the harness started for ``sb`` (the HTTP server), by pid."""
+    for proc in sb.procs:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+# --- MCP over HTTP, by hand (urllib, no proxy) -------------------------------------------------
+
+
+NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def initialize(n: int) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": n, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "0"}}}
+
+
+def mcp_post(url: str, token: str | None, msg: dict[str, Any], session: str | None = None,
+             timeout: float = 60) -> tuple[int, dict[str, str], Any]:
+    """One JSON-RPC message POSTed to the streamable HTTP endpoint: the status, the
+    response headers (lower-cased) and the JSON-RPC answer (from JSON or an event stream;
+    the error body for a refusal; None when nothing answered)."""
+    headers = {"content-type": "application/json",
+               "accept": "application/json, text/event-stream"}
+    if token is not None:
+        headers["authorization"] = f"Bearer {token}"
+    if session:
+        headers["mcp-session-id"] = session
+        headers["mcp-protocol-version"] = "2025-06-18"
+    req = urllib.request.Request(url, json.dumps(msg).encode(), headers, method="POST")
+    try:
+        with NO_PROXY.open(req, timeout=timeout) as resp:
+            status, head, raw = resp.status, dict(resp.headers.items()), resp.read()
+    except urllib.error.HTTPError as exc:
+        status, head, raw = exc.code, dict(exc.headers.items()), exc.read()
+    except OSError:
+        return 0, {}, None
+    head = {k.lower(): v for k, v in head.items()}
+    text = raw.decode("utf-8", "replace")
+    if "text/event-stream" in head.get("content-type", ""):
+        for line in text.splitlines():
+            if line.startswith("data:"):
+                with contextlib.suppress(ValueError):
+                    data = json.loads(line[5:])
+                    if isinstance(data, dict) and data.get("id") == msg.get("id"):
+                        return status, head, data
+        return status, head, None
+    try:
+        return status, head, json.loads(text) if text.strip() else None
+    except ValueError:
+        return status, head, text
+
+
+def mcp_session(url: str, token: str) -> str:
+    """initialize + notifications/initialized with ``token``: the session id."""
+    status, head, body = mcp_post(url, token, initialize(1))
+    if status != 200 or not isinstance(body, dict) or "result" not in body:
+        raise RuntimeError(f"initialize: HTTP {status}: {str(body)[:200]}")
+    session = head.get("mcp-session-id", "")
+    mcp_post(url, token, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+    return session
+
+
+def check_unauthorized(sb: clients.Sandbox) -> dict[str, Any]:
+    """No token and a wrong token: 401 with a Bearer challenge; the right one: 200."""
+    none = mcp_post(sb.mcp_url, None, initialize(1))
+    wrong = mcp_post(sb.mcp_url, "mrp_" + "0" * 43, initialize(1))
+    right = mcp_post(sb.mcp_url, sb.tokens["bench"], initialize(1))
+    good = (none[0] == 401 and wrong[0] == 401 and right[0] == 200
+            and "bearer" in none[1].get("www-authenticate", "").lower()
+            and "invalid_token" in wrong[1].get("www-authenticate", ""))
+    return ok(good, f"no token: {none[0]} ({none[1].get('www-authenticate', '-')}); wrong "
+              f"token: {wrong[0]}; the token: {right[0]} (urllib)")
+
+
+def probe_written(sb: clients.Sandbox) -> list[str]:
+    """Files of the memory repo (raw/ and .git aside: a transcript may quote the model's
+    call) that hold the read-only probe's text."""
+    found = []
+    for path in sb.repo.rglob("*"):
+        rel = path.relative_to(sb.repo).parts
+        if rel[0] in (".git", "raw") or not path.is_file():
+            continue
+        with contextlib.suppress(OSError):
+            if PROBE in path.read_text(encoding="utf-8", errors="replace"):
+                found.append("/".join(rel))
+    return found
+
+
+def check_read_only_http(sb: clients.Sandbox) -> dict[str, Any]:
+    """The read-only token by hand: only the read tools listed; a write tool's call refused;
+    nothing written."""
+    token = sb.tokens["bench-ro"]
+    session = mcp_session(sb.mcp_url, token)
+    _, _, listed = mcp_post(sb.mcp_url, token, {"jsonrpc": "2.0", "id": 2,
+                                                 "method": "tools/list"}, session)
+    names = sorted(t.get("name") for t in ((listed or {}).get("result") or {}).get("tools", []))
+    head_before = run(["git", "rev-parse", "HEAD"], sb, cwd=sb.repo).stdout.strip()
+    _, _, called = mcp_post(sb.mcp_url, token, {
+        "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": WRITE_TOOL, "arguments": {"text": PROBE}}}, session)
+    result = (called or {}).get("result") or {}
+    said = " ".join(strings(result.get("content")))
+    head_after = run(["git", "rev-parse", "HEAD"], sb, cwd=sb.repo).stdout.strip()
+    written = probe_written(sb)
+    good = (names == READ_TOOLS and result.get("isError") is True and "read-only" in said
+            and head_before == head_after and not written)
+    return ok(good, f"tools/list: {', '.join(names)}; {WRITE_TOOL}: "
+              f"{'error' if result.get('isError') else 'ran'} {said[:90]!r}; "
+              f"{'no commit' if head_before == head_after else 'a commit'}, "
+              f"{'nothing written' if not written else 'written to ' + ', '.join(written)}")
+
+
+def check_read_only_client(sb: clients.Sandbox, client: clients.Client, mock: mock_api.Mock
+                           ) -> dict[str, Any]:
+    """The client with the read-only token in its environment, the mock answering with a
+    call of ``memory_remember``: the client is never offered it (or its call is refused),
+    and the probe is written nowhere."""
+    mock.tool, mock.tool_args = WRITE_TOOL, {"text": PROBE}
+    sb.env[TOKEN_ENV] = sb.tokens["bench-ro"]
+    try:
+        s = session(sb, client, mock, READ_ONLY_PROMPT, check=True)
+    finally:
+        mock.tool, mock.tool_args = "memory_search", TOOL_ARGS
+        sb.env[TOKEN_ENV] = sb.tokens["bench"]
+    offered = memrepo_tools(client, s["requests"])
+    calls = [r for r in s["requests"] if str(r.get("answer", "")).endswith(WRITE_TOOL)]
+    results = " ".join(t for r in s["requests"] for t in tool_results(r.get("body")))
+    written = probe_written(sb)
+    refused = not calls or "read-only" in results
+    good = s["rc"] == 0 and WRITE_TOOL not in offered and refused and not written
+    how = ("the mock's call refused: " + repr(results[:80])) if calls else "never called"
+    return ok(good, f"offered: {', '.join(offered) or 'none'}; {WRITE_TOOL} {how}; "
+              f"{'nothing written' if not written else 'written to ' + ', '.join(written)}"
+              + (f"; exit {s['rc']}: {s['stderr'][-200:]}" if s["rc"] else ""))
+
+
+def check_missing_token(sb: clients.Sandbox, client: clients.Client) -> dict[str, Any]:
+    """The client's ``mcp list`` with $TOKEN_ENV unset: not connected (what a user who did
+    not export it sees)."""
+    env = {k: v for k, v in sb.env.items() if k != TOKEN_ENV}
+    listed = subprocess.run(client.mcp_list(), cwd=sb.proj, env=env, stdin=subprocess.DEVNULL,
+                            capture_output=True, text=True, timeout=180)
+    good, said = client.mcp_connected(listed.stdout + listed.stderr)
+    return ok(not good, f"{TOKEN_ENV} unset: {said[:140]}")
+
+
+def check_token_files(sb: clients.Sandbox) -> dict[str, Any]:
+    """No file under the sandbox's home or project holds a token's value."""
+    found = []
+    for base in (sb.home, sb.proj):
+        for path in base.rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                with contextlib.suppress(OSError):
+                    data = path.read_bytes()
+                    if any(t.encode() in data for t in sb.tokens.values()):
+                        found.append(str(path.relative_to(sb.root)))
+    return ok(not found, "the token is in the environment only" if not found
+              else f"the token is written in {', '.join(found[:5])}")
 
 
 def write_stub(sb: clients.Sandbox, args: argparse.Namespace) -> None:
@@ -451,6 +694,13 @@ def check_route(work: Path, client: clients.Client, route: str, args: argparse.N
             if s["waited"] < 0:
                 checks["workers_finish"] = ok(False, "detached workers still running after 120 s")
             checks["captured_once"] = check_capture(sb)
+            if route == "http":
+                checks["unauthorized_401"] = check_unauthorized(sb)
+                if not isinstance(client, clients.Codex):  # its `mcp list` connects nothing
+                    checks["missing_token"] = check_missing_token(sb, client)
+                checks["read_only_http"] = check_read_only_http(sb)
+                checks["read_only_client"] = check_read_only_client(sb, client, mock)
+                checks["token_not_in_files"] = check_token_files(sb)
             failed = [e for e in agents_log(sb.repo) if e.get("status") == "failed"]
             checks["no_failed_hooks"] = ok(
                 not failed, f"{len(agents_log(sb.repo))} agents.log lines, none failed"
@@ -461,6 +711,7 @@ def check_route(work: Path, client: clients.Client, route: str, args: argparse.N
         finally:
             if sb is not None:
                 wait_workers(sb.repo, 30)
+                stop_procs(sb)
                 out["resident"] = stop_resident(sb, args.memory)
     return out
 
@@ -483,11 +734,12 @@ SPLIT = ("hooks", "mcp", "stub", "noop", "floor")
 
 
 def variants_of(client: clients.Client, args: argparse.Namespace) -> list[str]:
+    timed = [r for r in client.routes if r != "http"]  # the http route is not timed
     if args.variants:
         wanted = ["none", *[v for v in args.variants if v != "none"]]
-        return [v for v in wanted if v in client.routes or v == "none"
+        return [v for v in wanted if v in timed or v == "none"
                 or (client.name == "claude" and v in (*SPLIT, "async"))]
-    out = ["none", *[r for r in client.routes if r in args.routes]]
+    out = ["none", *[r for r in timed if r in args.routes]]
     if client.name == "claude" and args.split:
         out += SPLIT
     return out
@@ -706,7 +958,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                     help="comma-separated: claude, codex, gemini (default: all three)")
     ap.add_argument("--routes", default="install,plugin",
                     help="install routes to check: install (memory install --scope project), "
-                         "plugin (each client's own plugin or extension install)")
+                         "plugin (each client's own plugin or extension install), http "
+                         "(memory mcp --http with a token, memory install --url; not timed)")
     ap.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds (5)")
     ap.add_argument("--warmup", type=int, default=1, help="unmeasured runs per variant (1)")
     ap.add_argument("--max-ratio", type=float, default=1.3,
@@ -760,9 +1013,10 @@ def inner(args: argparse.Namespace, isolation: str) -> int:
             routes = [r for r in client.routes if r in args.routes]
             res["checks"][client.name] = {r: check_route(work, client, r, args) for r in routes}
             got = res["checks"][client.name]
-            if "install" in got and "plugin" in got:
-                got["plugin"]["checks"]["same_as_install"] = compare_routes(got["install"],
-                                                                            got["plugin"])
+            for other in ("plugin", "http"):
+                if "install" in got and other in got:
+                    got[other]["checks"]["same_as_install"] = compare_routes(got["install"],
+                                                                             got[other])
         for client in chosen:
             if args.skip_timing:
                 break
@@ -790,7 +1044,9 @@ def inner(args: argparse.Namespace, isolation: str) -> int:
         print(summary(res), flush=True)
         record(__file__, plain(res), args)
     finally:
-        for pid in procs_matching("memrepo", "serve", str(work)):  # left by an interruption
+        left = procs_matching("memrepo", "serve", str(work)) + procs_matching(
+            "mcp", "--http", str(work))  # left by an interruption
+        for pid in left:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
         if args.keep or failed:

@@ -37,6 +37,7 @@ from memrepo.agents.settings import (
     place_keys,
     place_path,
     server_entry,
+    token_step,
 )
 from memrepo.agents.settings_edit import Doc, JsonText, Key, TomlText
 from memrepo.atomic import atomic_write
@@ -115,7 +116,9 @@ def plan(agent: str, scope: str, *, memory: str | None = None, repo: str | None 
         if place.what == HOOKS:
             notes += _merge_hooks(doc, keys, agent, memory, repo) if hooks else []
         else:
-            notes += _merge_server(doc, keys, want, place.keep_empty)
+            done = _merge_server(doc, keys, want, place.keep_empty)
+            notes += done + ([token_step(agent, token_env)] if done and url and token_env
+                             else [])
     changes = []
     for path, (before, doc, notes) in docs.items():
         after: str | None = doc.dumps()

@@ -53,7 +53,7 @@ from typing import Any
 from memrepo import __version__
 from memrepo.agents.harness import HARNESSES
 from memrepo.agents.mcp_front import NO_RESIDENT_ENV
-from memrepo.agents.settings import SERVER_NAME, hook_handler, server_entry
+from memrepo.agents.settings import SERVER_NAME, TITLES, hook_handler, server_entry
 from memrepo.atomic import atomic_write
 from memrepo.errors import MemrepoError
 from memrepo.repo import ENV_VAR
@@ -124,7 +124,7 @@ install gemini` with `"trust": true`):
 
 FORMATS: dict[str, Format] = {
     "claude-code": Format(
-        title="Claude Code",
+        title=TITLES["claude-code"],
         manifest=".claude-plugin/plugin.json",
         marketplace=".claude-plugin/marketplace.json",
         add=f"/plugin marketplace add <git URL, owner/repo or local path of memrepo>\n"
@@ -134,7 +134,7 @@ FORMATS: dict[str, Format] = {
               f"lists the hooks, `/mcp` the server (as `plugin:{NAME}:{SERVER_NAME}`).",
     ),
     "codex": Format(
-        title="Codex",
+        title=TITLES["codex"],
         manifest=".codex-plugin/plugin.json",
         marketplace=".agents/plugins/marketplace.json",
         server_extra={"env_vars": [ENV_VAR, NO_RESIDENT_ENV]},
@@ -149,7 +149,7 @@ FORMATS: dict[str, Format] = {
                "memrepo's hooks in `/hooks`.",),
     ),
     "gemini": Format(
-        title="Gemini CLI",
+        title=TITLES["gemini"],
         manifest="gemini-extension.json",
         marketplace=None,
         mcp_file="gemini-extension.json",

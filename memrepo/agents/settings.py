@@ -198,6 +198,19 @@ def server_entry(memory: str, repo: str, *, agent: str | None = None,
     raise MemrepoError(f"an HTTP server entry needs the agent (one of {', '.join(AGENTS)})")
 
 
+#: The agents' names in what memrepo tells the user.
+TITLES = {"claude-code": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI"}
+
+
+def token_step(agent: str, token_env: str) -> str:
+    """The user's step for an HTTP entry's token: each agent reads ``$token_env`` from the
+    environment it starts in, and without it runs without memrepo's tools (Codex without a
+    word): bench/clients/run.py --routes http."""
+    return (f"the token: export {token_env}=mrp_… (from `memory mcp token create NAME`) in "
+            f"the environment {TITLES[agent]} starts from; unset, the server refuses it (401) "
+            "and the model gets none of memrepo's tools")
+
+
 #: Keys of a server entry that say how it is reached: memrepo's entry owns them, so an
 #: install replaces them all (Codex refuses ``url`` beside ``command`` or ``env``); the
 #: user's other keys (Gemini's ``trust``, Claude Code's ``alwaysLoad``) stay.
