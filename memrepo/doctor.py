@@ -23,7 +23,7 @@ from memrepo.agents import install as agent_install
 from memrepo.agents import plugin_installs
 from memrepo.agents import state as agent_state
 from memrepo.atomic import TMP_GRACE, atomic_write, leftover_tmp_files
-from memrepo.commit import person, remotes
+from memrepo.commit import person, remotes, shared
 from memrepo.config import IGNORED_KEYS
 from memrepo.context import scopes
 from memrepo.context.watchers.feedback import judge_ended
@@ -371,7 +371,7 @@ CHECKS: list[CheckFn] = [foundation_checks, recovery.health_checks, index_health
                          plugin_installs.health_checks,
                          leftover_tmp_checks, index_lock_checks, link_checks, merge_driver_checks,
                          memory_line_count_checks, memory_comment_checks, remote_checks,
-                         scopes.health_checks, private.health_checks]
+                         scopes.health_checks, private.health_checks, shared.health_checks]
 
 
 def run_checks(repo: MemoryRepo) -> list[Check]:

@@ -110,9 +110,25 @@ def journal_path(day: dt.date | str) -> str:
     return f"{JOURNAL_DIR}/{day}.md"
 
 
-def category_of(path: str) -> str | None:
-    """The category of a repo-relative path, or None for files outside the memory layout."""
+#: Knowledge mounted from another memory repo (``memory shared``): ``shared/<name>/``
+#: holds that repo's ``knowledge/`` and ``topics/``, read-only to memrepo's writers.
+SHARED_ROOT = "shared/"
+#: What ``memory shared`` mounts of the other repo's tree.
+SHARED_TREES = ("knowledge", "topics")
+
+
+def shared_mount(path: str) -> str | None:
+    """The mount's name when ``path`` is inside ``shared/<name>/`` (None otherwise)."""
     parts = path.split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "shared" and parts[1] else None
+
+
+def category_of(path: str) -> str | None:
+    """The category of a repo-relative path, or None for files outside the memory layout;
+    a mounted team file (``shared/<name>/knowledge/…``) has the category it has there."""
+    parts = path.split("/")
+    if shared_mount(path) and parts[2] in SHARED_TREES:
+        return category_of("/".join(parts[2:]))
     if parts[0] == "raw":
         return "conversation" if len(parts) > 2 and parts[1] == "conversations" else "raw"
     if parts[0] == "knowledge" and len(parts) > 2:

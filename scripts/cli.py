@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "clone": "memrepo.scripts.clone:clone",
     "remote": "memrepo.scripts.remote:remote",
     "private": "memrepo.scripts.private:private",
+    "shared": "memrepo.scripts.shared:shared",
     "merge-driver": "memrepo.scripts.merge_driver:merge_driver",
     "verify": "memrepo.scripts.verify:verify",
     "compile": "memrepo.scripts.compile:compile_cmd",

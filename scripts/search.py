@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from memrepo import namespaces
 from memrepo.index.dates import BadBound, parse_bound
 from memrepo.index.ranking import Filters, Hit, settings_from_config
 from memrepo.index.search import QUERY_ERRORS, Search
@@ -66,6 +67,10 @@ def _print_text(hits: list[Hit], explain: bool,
 @click.option("--include-archive", is_flag=True, help="Search archive/ too (down-ranked).")
 @click.option("--now", type=DATE,
               help="The day 'yesterday', 'last week', 'in March' are read against (default today).")
+@click.option("--namespace", "namespace",
+              help="As this agent's namespace sees it (default: $MEMREPO_NAMESPACE).")
+@click.option("--all-namespaces", is_flag=True,
+              help="Every namespace's transcripts and journal lines (as without one).")
 @click.option("--json", "as_json", is_flag=True, help="A JSON list of results.")
 @click.option("--explain", is_flag=True, help="Show every score component.")
 @click.option("--batch", is_flag=True, help='JSONL {"id","query","k"} on stdin, JSONL out.')
@@ -82,6 +87,8 @@ def search(
     until: str | None,
     include_archive: bool,
     now: dt.date | None,
+    namespace: str | None,
+    all_namespaces: bool,
     as_json: bool,
     explain: bool,
     batch: bool,
@@ -102,6 +109,11 @@ def search(
     filters = Filters(
         cats, path_glob, _date(since, "--since"), _date(until, "--until"), include_archive, now
     )
+    if namespace is not None or all_namespaces:  # else $MEMREPO_NAMESPACE's
+        try:
+            filters.namespace = None if all_namespaces else namespaces.check(namespace or "")
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--namespace") from None
 
     def failed(why: str) -> None:
         click.echo(f"memory: search {why}; scanning files", err=True)

@@ -50,6 +50,8 @@ HANDSHAKE_S = 2.0
 #: a resident started by the front exits after this long without a session or a request
 RESIDENT_IDLE_S = 900.0
 NO_RESIDENT_ENV = "MEMREPO_NO_RESIDENT"
+#: memrepo.namespaces.ENV (this module imports no memrepo module at the top)
+NAMESPACE_ENV = "MEMREPO_NAMESPACE"
 REPO_ENV = "MEMORY_REPO"
 #: memrepo.resident.serve.LOGFILE: the same name, without importing that module
 LOGFILE = "serve.log"
@@ -212,8 +214,8 @@ def start_resident(root: Path, sdir: Path) -> None:
 def run(repo: str | None) -> int | None:
     """``memory [--repo REPO] mcp``: the exit status of a session relayed to the resident
     server, or None when the server must run in this process (the Click command)."""
-    if os.environ.get(NO_RESIDENT_ENV):
-        return None
+    if os.environ.get(NO_RESIDENT_ENV) or os.environ.get(NAMESPACE_ENV):
+        return None  # a namespaced agent's server is its own (docs/namespaces.md)
     root = find_root(repo)
     gd = git_dir(root) if root is not None else None
     if root is None or gd is None or (gd / "info" / "sparse-checkout").is_file():

@@ -34,7 +34,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import ValidationError
 
-from memrepo import __version__, compression, worktree
+from memrepo import __version__, compression, namespaces, worktree
 from memrepo.agents.resident import HOSTED_SERVICES
 from memrepo.context.compiler import CompileRequest, compile_context
 from memrepo.context.sections import DATA_LABEL, fence, stored
@@ -317,7 +317,9 @@ class Memory:
     def read_text(self, ref: str) -> str:
         given, a, b = update.parse_span(ref)
         rel = update.memory_path(self.root, given)
-        lines = self._lines(rel)
+        lines = namespaces.View(self.root, namespaces.current()).masked(rel, self._lines(rel))
+        if lines is None:  # another agent's transcript (docs/namespaces.md)
+            raise ToolError(f"{rel} is another namespace's, not {namespaces.current()}'s")
         n = len(lines)
         first, last = (a, b or a) if a is not None else (1, n)
         if n == 0:

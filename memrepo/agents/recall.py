@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memrepo import clock
+from memrepo import clock, namespaces
 from memrepo.agents import harness as H
 from memrepo.agents import state
 from memrepo.errors import MemrepoError
@@ -115,6 +115,7 @@ def served(root: Path, op: str, harness: str, payload: dict[str, Any]) -> str | 
     sock = remote.socket_path(remote.serve_dir(root))
     if not sock.exists():
         return None
+    payload = {**payload, namespaces.PAYLOAD_KEY: namespaces.current()}  # served as ours
     msg = {"op": op, "harness": harness, "payload": payload, "root": str(root)}
     if os.environ.get(clock.NOW_ENV):  # the server keeps the real clock: say when this is
         msg["today"] = clock.today().isoformat()

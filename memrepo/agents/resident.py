@@ -37,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from memrepo import namespaces
 from memrepo.agents import recall
 from memrepo.agents.harness import HARNESSES
 from memrepo.agents.mcp_front import SESSION_VERSION
@@ -95,7 +96,8 @@ def _answer(server: Server, req: dict[str, Any],
         day = dt.date.fromisoformat(today) if isinstance(today, str) else None
     except ValueError:
         return {"ok": False, "error": f"today {today!r} is not an ISO date"}
-    return {"ok": True, "text": work(harness, payload, day)}
+    with namespaces.payload_scope(payload):  # the hook's namespace, not this process's
+        return {"ok": True, "text": work(harness, payload, day)}
 
 
 def mcp_service(server: Server, req: dict[str, Any], asked: Callable[[], bool]
@@ -253,6 +255,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model")
     p.add_argument("--idle", type=float)
     a = p.parse_args(argv)
+    # it serves every agent of the clone: one's namespace is never everyone's (a hook's
+    # request says its own: namespaces.PAYLOAD_KEY; a namespaced `memory mcp` runs its own)
+    os.environ.pop(namespaces.ENV, None)
     try:
         server = host_resident(Path(a.root), a.idle, model=a.model)
     except (MemrepoError, AlreadyRunning) as exc:

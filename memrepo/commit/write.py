@@ -37,6 +37,7 @@ from memrepo.git import (
     staged_blobs,
 )
 from memrepo.hooks.install import only_memrepo_hooks
+from memrepo.layout import shared_mount
 from memrepo.locks import LockBusy, file_lock
 
 #: "plumbing": every installed hook is memrepo's, run here, and memrepo writes the commit
@@ -98,14 +99,20 @@ def _git_must_write(root: Path) -> bool:
     return signed.strip() == "true" or pending
 
 
-def commit_paths(root: Path, paths: Sequence[str], message: str) -> str | None:
+def commit_paths(root: Path, paths: Sequence[str], message: str, *,
+                 mounts: bool = False) -> str | None:
     """Stage ``paths`` and commit exactly them (other staged work is left alone); HEAD.
 
     When HEAD already holds ``paths`` as they are on disk (another writer, a ``memory
     commit`` beside this one, committed them first) there is nothing to do: that is
     HEAD, not a failure (a flush whose notes cron took was logged as failed; an import
-    that then undid its work would have deleted them from disk)."""
+    that then undid its work would have deleted them from disk). Knowledge mounted under
+    ``shared/<name>/`` is written by ``memory shared`` alone (``mounts``)."""
     paths = list(dict.fromkeys(paths))
+    mounted = [p for p in paths if shared_mount(p)]
+    if mounted and not mounts:
+        raise MemrepoError(f"{mounted[0]}: shared knowledge mounted from another memory repo "
+                           "is read-only here; change it there, then `memory shared pull`")
     with commit_lock(root):
         person.wait_for_person(root)  # build on the HEAD a person's commit in progress makes
         how = route(root)

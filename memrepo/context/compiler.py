@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrepo import clock, layout, worktree
+from memrepo import clock, layout, namespaces, worktree
 from memrepo.context import retrieve as retr
 from memrepo.context import scopes
 from memrepo.context.sections import (
@@ -68,6 +68,7 @@ class CompileRequest:
     engine: Any = None
     said: str | None = None  # the agent's last reply, for output watchers (else --session)
     cwd: str | Path | None = None  # the agent's folder: its project's rules (context.scopes)
+    namespace: str | None = field(default_factory=namespaces.current)  # docs/namespaces.md
 
 
 @dataclass
@@ -147,6 +148,7 @@ class _Compiler:
         self.texts: dict[str, list[str] | None] = {}  # P3's files, read once a compile
         self.topics: Any = None
         self.session_rel = self._session_rel()
+        self.view = namespaces.View(self.root, req.namespace)  # what the namespace sees
 
     def _session_rel(self) -> str | None:
         """The ``--session`` file's repo path (None outside the repo or with no session)."""
@@ -187,7 +189,7 @@ class _Compiler:
                 self.notes.append(str(exc))
                 self.files[rel] = None
             else:
-                lines = body_lines(doc.body, doc.body_line, rel)
+                lines = self.view.lines(rel, body_lines(doc.body, doc.body_line, rel))
                 last = doc.body_line + doc.body.count("\n")
                 self.files[rel] = (lines, last)
         return self.files[rel]
@@ -499,7 +501,7 @@ class _Compiler:
         if rows is None:
             return None
         after = next((n for n in range(b + 1, len(rows) + 1) if rows[n - 1].strip()), None)
-        return body_lines("\n".join(rows[a - 1 : b]), a, rel), after
+        return self.view.lines(rel, body_lines("\n".join(rows[a - 1 : b]), a, rel)), after
 
     def p4(self) -> None:
         if self.req.session is None:

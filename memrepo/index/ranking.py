@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from memrepo import clock
+from memrepo import clock, namespaces
 from memrepo.index import cjk
 from memrepo.index.dates import DateRange, in_ranges
 from memrepo.index.snippets import WIDTH, best_snippet
@@ -44,6 +44,8 @@ class Filters:
     include_archive: bool = False
     #: The day relative phrases ("last week") are read against; None: today.
     now: dt.date | None = None
+    #: Only what this namespace sees (memrepo.namespaces); by default the caller's, None: all.
+    namespace: str | None = field(default_factory=namespaces.current)
 
 
 @dataclass

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from memrepo.index import cjk, expand, gitsource, names, schema, signals
+from memrepo.index import cjk, expand, gitsource, names, namespaced, schema, signals
 from memrepo.index import db as dbmod
 from memrepo.index import query as q
 from memrepo.index.dates import date_ranges, holding, window
@@ -562,6 +562,12 @@ class Search:
         self, query: str, limit: int = 10, filters: Filters | None = None, snippets: bool = True,
         per_file: int | None = None,
     ) -> list[Hit]:
+        f = filters or Filters()  # in a namespace: its own hits and the shared (namespaced)
+        return namespaced.search_in(f.namespace, self.root, query, limit, snippets,
+                                    lambda n: self._search(query, n, f, snippets, per_file))
+
+    def _search(self, query: str, limit: int, filters: Filters, snippets: bool,
+                per_file: int | None) -> list[Hit]:
         try:
             return self.engine.search(query, limit, filters, snippets, per_file)
         except dbmod.DatabaseError as exc:

@@ -15,7 +15,7 @@ import datetime as dt
 from collections.abc import Sequence
 from pathlib import Path
 
-from memrepo import clock, scaffold
+from memrepo import clock, namespaces, scaffold
 from memrepo.atomic import atomic_write
 from memrepo.config import load_config
 from memrepo.documents import parse_document, read_document, render_document
@@ -72,7 +72,8 @@ def append_bullets(root: Path, day: dt.date, bullets: Sequence[str],
 def remember(root: Path, text: str, tags: Sequence[str] = (),
              now: dt.datetime | None = None) -> tuple[str, int]:
     """``text`` as a ``- HH:MM …`` bullet in today's journal, ``#tags`` after it and in the
-    frontmatter; (the journal's path, the bullet's line)."""
+    frontmatter, `` [ns: NAME]`` last in a namespace (memrepo.namespaces); (the journal's
+    path, the bullet's line)."""
     said = " ".join(text.split())
     if not said:
         raise MemrepoError("nothing to remember: TEXT is empty")
@@ -80,7 +81,8 @@ def remember(root: Path, text: str, tags: Sequence[str] = (),
     tag_list = [t.strip().lstrip("#") for t in tags if t.strip().lstrip("#")]
     now = now or clock.now()
     suffix = ("  " + " ".join(f"#{t}" for t in tag_list)) if tag_list else ""
-    line = add_bullets(root, now.date(), [f"- {now:%H:%M} {said}{suffix}"], tag_list)
+    bullet = namespaces.mark(f"- {now:%H:%M} {said}{suffix}", namespaces.current())
+    line = add_bullets(root, now.date(), [bullet], tag_list)
     return journal_path(now.date()), line
 
 

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from memrepo import clock, compression
+from memrepo import clock, compression, namespaces
 from memrepo import entries as E
 from memrepo.atomic import atomic_write
 from memrepo.commit import write
@@ -37,7 +37,7 @@ from memrepo.documents import decode, parse_document, with_line_count
 from memrepo.errors import FormatError, MemrepoError
 from memrepo.git import git
 from memrepo.index.paths import is_markdown
-from memrepo.layout import JOURNAL_PATH, category_of, journal_path
+from memrepo.layout import JOURNAL_PATH, category_of, journal_path, shared_mount
 from memrepo.lifecycle import journal
 from memrepo.locks import LockBusy, file_lock
 from memrepo.worktree import writing
@@ -116,6 +116,10 @@ def memory_path(root: Path, given: str, *, knowledge: bool = False) -> str:
             f"{given}: not a memory file (Markdown under knowledge/, topics/, "
             "raw/conversations/ or archive/)"
         )
+    if knowledge and shared_mount(rel):
+        raise MemrepoError(f"{given}: shared knowledge mounted from {shared_mount(rel)!r} "
+                           "(memory shared), read-only here: change it in that repo, then "
+                           f"`memory shared pull {shared_mount(rel)}`")
     if knowledge and not rel.startswith("knowledge/"):
         raise MemrepoError(f"{given}: only files under knowledge/ can be written")
     full = root / rel
@@ -224,7 +228,8 @@ def remember(
             full = root / today
             with writing(root):  # read and written with no sync's rebase between
                 before = full.read_bytes() if full.exists() else None
-                line = journal.append_bullets(root, now.date(), [f"- {now:%H:%M} {said}"])
+                bullet = namespaces.mark(f"- {now:%H:%M} {said}", namespaces.current())
+                line = journal.append_bullets(root, now.date(), [bullet])
             sha = _commit_or_restore(root, today, before, full.read_bytes(),
                                      f"memory: remember in {_label(today)}\n\n- {said}\n")
         return Written(today, line, sha)

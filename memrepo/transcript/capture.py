@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from memrepo import clock, documents, layout
+from memrepo import clock, documents, layout, namespaces
 from memrepo.atomic import atomic_write
 from memrepo.errors import GitError, MemrepoError
 from memrepo.git import git, plain_path, retry_locked
@@ -103,6 +103,8 @@ def start(
         if value:
             meta[key] = redact(value, allow)[0]
     meta["tags"] = [redact(t, allow)[0] for t in tags]
+    if namespaces.current():  # whose it is (memrepo.namespaces); none: shared
+        meta[namespaces.KEY] = namespaces.current()
     body = f"\n# {topic}\n" if topic else ""
     rel = layout.transcript_path(when, session_id, slug)
     if (root / rel).exists():

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrepo import clock, documents, layout, yamlsafe
+from memrepo import clock, documents, layout, namespaces, yamlsafe
 from memrepo.errors import MemrepoError
 from memrepo.secrets import redact
 
@@ -373,6 +373,8 @@ def render_conversation(
     if title:
         meta["topic"] = title
     meta["tags"] = list(conv.tags)
+    if namespaces.current():  # whose it is (memrepo.namespaces); none: shared
+        meta[namespaces.KEY] = namespaces.current()
     if conv.tokens_in is not None:
         meta["tokens_in"] = conv.tokens_in
     if conv.tokens_out is not None:

@@ -1,0 +1,191 @@
+"""Per-agent namespaces (docs/namespaces.md): two agents on one memory, through the real
+commands (`memory capture`, `memory remember`, `memory commit`, `memory search`, `memory
+hook claude-code SessionStart / UserPromptSubmit`), each with $MEMREPO_NAMESPACE set.
+
+Each sees its own transcripts and journal lines and everything shared, never the other's;
+an agent with no namespace sees everything, as before namespaces.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memrepo import namespaces
+from memrepo.documents import parse_document
+from memrepo.layout import source_ref
+
+NOW = "2026-03-05T10:00:00+00:00"
+JOURNAL = "knowledge/journal/2026-03-05.md"
+#: one word per owner, found in its transcript and its journal line
+WORDS = {"alice": "quokkaberry", "bob": "wombatine", None: "platypoid"}
+#: the repo, and each owner's transcript
+Repo = tuple[Path, dict[str | None, str]]
+
+
+def run(root: Path, ns: str | None, *args: str, stdin: str | None = None) -> str:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("ANTHROPIC_API_KEY", "MEMORY_REPO", namespaces.ENV)}
+    env.update({"MEMREPO_NOW": NOW, "MEMREPO_NO_RESIDENT": "1", "MEMREPO_OFFLINE": "1"})
+    if ns:
+        env[namespaces.ENV] = ns
+    proc = subprocess.run(["memory", "--repo", str(root), *args], input=stdin,
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    return proc.stdout
+
+
+def hook(root: Path, ns: str | None, event: str, **payload: str) -> str:
+    return run(root, ns, "hook", "claude-code", event,
+               stdin=json.dumps({"hook_event_name": event, "cwd": str(root), **payload}))
+
+
+def search(root: Path, ns: str | None, query: str, *opts: str) -> list[dict]:
+    return json.loads(run(root, ns, "search", query, "--json", *opts))
+
+
+@pytest.fixture(scope="module")
+def ns_repo(crepo_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Repo:
+    """alice, bob and a namespace-less session, each captured and each remembering a note
+    in one day's journal, committed; a flush-like bullet citing bob's transcript. The repo
+    and the transcript of each owner. Made once: the tests only read it (and the hooks
+    record what they showed, each test under sessions of its own)."""
+    root = tmp_path_factory.mktemp("namespaces") / "mem"
+    shutil.copytree(crepo_template, root, symlinks=True)
+    home = tmp_path_factory.getbasetemp() / "home"  # conftest's: its git identity
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
+        mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
+        mp.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+        mp.setenv("XDG_CONFIG_HOME", str(home / "config"))
+        mp.setenv("PATH", str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"])
+        return root, _populate(root)
+
+
+def _populate(crepo: Path) -> dict[str | None, str]:
+    paths: dict[str | None, str] = {}
+    for ns, word in WORDS.items():
+        sid = f"ses_{ns or 'shared'}"
+        run(crepo, ns, "capture", "start", "--session", sid, "--topic", f"{word} planning")
+        run(crepo, ns, "capture", "append", "--session", sid, "--role", "user",
+            stdin=f"Let us plan the {word} rollout for the ledger service.\n")
+        run(crepo, ns, "capture", "append", "--session", sid, "--role", "agent",
+            stdin=f"The {word} rollout for the ledger service starts on Monday.\n")
+        out = run(crepo, ns, "capture", "end", "--session", sid, "--json")
+        paths[ns] = json.loads(out)["path"]
+        run(crepo, ns, "remember", f"the {word} deadline for the ledger is Friday")
+    with (crepo / JOURNAL).open("a") as f:  # what extraction or the flush would write
+        f.write("\n### ledger\n"
+                f"- Decided: wombatine ledger goes first [src: {source_ref(paths['bob'])}]\n")
+    run(crepo, None, "commit")
+    return paths
+
+
+def words_in(text: str) -> set[str]:
+    return {w for w in WORDS.values() if w in text}
+
+
+def test_writers_record_the_namespace(ns_repo: Repo) -> None:
+    crepo, shared_repo = ns_repo
+    for ns, rel in shared_repo.items():
+        meta = parse_document((crepo / rel).read_text(), rel).meta
+        assert meta.get("namespace") == ns
+    lines = (crepo / JOURNAL).read_text().splitlines()
+    assert any(ln.endswith("Friday [ns: alice]") and "quokkaberry" in ln for ln in lines)
+    assert any(ln.endswith("Friday [ns: bob]") and "wombatine" in ln for ln in lines)
+    assert any(ln.endswith("platypoid deadline for the ledger is Friday") for ln in lines)
+
+
+@pytest.mark.parametrize("ns", ["alice", "bob"])
+def test_search_sees_its_own_and_the_shared(ns_repo: Repo, ns: str) -> None:
+    crepo, shared_repo = ns_repo
+    other = "bob" if ns == "alice" else "alice"
+    mine = search(crepo, ns, f"{WORDS[ns]} ledger")
+    assert shared_repo[ns] in [h["path"] for h in mine]
+    assert JOURNAL in [h["path"] for h in mine]
+    shared = search(crepo, ns, "platypoid ledger")
+    assert {shared_repo[None], JOURNAL} <= {h["path"] for h in shared}
+    theirs = search(crepo, ns, f"{WORDS[other]} ledger")
+    assert shared_repo[other] not in [h["path"] for h in theirs]
+    assert not any(WORDS[other] in h["snippet"] for h in theirs)
+    # a person asks for another view, or for all of them
+    assert shared_repo[other] in [h["path"] for h in
+                                  search(crepo, ns, f"{WORDS[other]} ledger", "--all-namespaces")]
+    assert shared_repo[other] in [h["path"] for h in
+                                  search(crepo, None, f"{WORDS[other]} ledger",
+                                         "--namespace", other)]
+
+
+def test_no_namespace_sees_everything(ns_repo: Repo) -> None:
+    crepo, shared_repo = ns_repo
+    for ns, word in WORDS.items():
+        paths = [h["path"] for h in search(crepo, None, f"{word} ledger")]
+        assert shared_repo[ns] in paths and JOURNAL in paths
+    brief = hook(crepo, None, "SessionStart", session_id="s-none", source="startup")
+    assert words_in(brief) == set(WORDS.values())
+
+
+@pytest.mark.parametrize("ns", ["alice", "bob"])
+def test_briefing_and_recall_show_their_own_and_the_shared(ns_repo: Repo, ns: str) -> None:
+    crepo = ns_repo[0]
+    other = "bob" if ns == "alice" else "alice"
+    brief = hook(crepo, ns, "SessionStart", session_id=f"s-{ns}", source="startup")
+    assert words_in(brief) == {WORDS[ns], WORDS[None]}, brief
+    if ns == "alice":  # bob's flushed decision cites his transcript: his, not alice's
+        assert "goes first" not in brief
+    else:
+        assert "goes first" in brief
+    prompt = "When does the quokkaberry, wombatine and platypoid rollout of the ledger start?"
+    recalled = hook(crepo, ns, "UserPromptSubmit", session_id=f"s2-{ns}", prompt=prompt)
+    assert WORDS[ns] in recalled and WORDS[None] in recalled
+    assert WORDS[other] not in recalled.replace(prompt, "")
+
+
+def test_a_bad_namespace_is_refused(crepo: Path) -> None:
+    env = {**os.environ, namespaces.ENV: "Not A Name"}
+    proc = subprocess.run(["memory", "--repo", str(crepo), "remember", "x"], env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode != 0 and "namespace" in proc.stderr
+    assert not list((crepo / "knowledge" / "journal").glob("*.md"))
+
+
+def test_view_hides_another_namespace_line_by_line(tmp_path: Path) -> None:
+    rows = list(enumerate([
+        "## 2026-03-05", "", "- 09:00 shared note", "### Flush: bob's session",
+        "- 10:00 bob's note [ns: bob]", "### mixed", "- 11:00 alice [ns: alice]",
+        "- 12:00 bob again [ns: bob]",
+    ], 5))
+    seen = namespaces.View(tmp_path, "alice").keep(JOURNAL, rows)
+    assert [t for _, t in seen] == ["## 2026-03-05", "", "- 09:00 shared note", "### mixed",
+                                    "- 11:00 alice [ns: alice]"]
+    assert namespaces.View(tmp_path, None).keep(JOURNAL, rows) is rows
+    # another file's lines are never judged: only journals hold namespaced lines
+    assert namespaces.View(tmp_path, "alice").keep("knowledge/memory/MEMORY.md", rows) is rows
+    with namespaces.scope("bob"):
+        assert namespaces.current() == "bob"
+        with namespaces.payload_scope({namespaces.PAYLOAD_KEY: None}):
+            assert namespaces.current() is None
+
+
+def test_mcp_read_refuses_another_namespace(ns_repo: Repo, monkeypatch: pytest.MonkeyPatch
+                                            ) -> None:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from memrepo.agents.mcp_server import Memory
+
+    crepo, paths = ns_repo
+    memory = Memory(crepo)
+    monkeypatch.setenv(namespaces.ENV, "alice")
+    assert "quokkaberry" in memory.read_text(paths["alice"])
+    with pytest.raises(ToolError, match="another namespace"):
+        memory.read_text(paths["bob"])
+    journal = memory.read_text(JOURNAL)
+    assert "quokkaberry" in journal and "platypoid" in journal and "wombatine" not in journal
+    monkeypatch.delenv(namespaces.ENV)
+    assert "wombatine" in memory.read_text(JOURNAL)
