@@ -68,14 +68,11 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +84,31 @@ sys.path.insert(0, str(HERE.parent / "common"))
 import clients  # noqa: E402
 import mock_api  # noqa: E402
 import netns  # noqa: E402
+from http_route import (  # noqa: E402
+    TOKEN_ENV,
+    TOOL_ARGS,
+    check_missing_token,
+    check_read_only_client,
+    check_read_only_http,
+    check_token_files,
+    check_unauthorized,
+    start_http,
+    stop_procs,
+)
 from results import add_record_option, record  # noqa: E402
+from sessions import (  # noqa: E402
+    agents_log,
+    log,
+    memrepo_tools,
+    ok,
+    procs_matching,
+    run,
+    segment,
+    session,
+    strings,
+    tool_results,
+    wait_workers,
+)
 
 PROMPT = "Which build cluster does project Zephyrine use?"
 TRIGGER = "Zephyrine"
@@ -103,14 +124,6 @@ title: Project Zephyrine build cluster
 - Project Zephyrine builds on the kestrel-7 cluster; Priya Raman owns its release train.
 - The Zephyrine canary word is marmalade-42.
 """
-TOOL_ARGS = {"query": "zephyrine build cluster"}
-#: the http route: the variable `memory install --token-env` names, the write tool a
-#: read-only token must not run, and what it would write (found nowhere after)
-TOKEN_ENV = "MEMREPO_MCP_TOKEN"
-WRITE_TOOL = "memory_remember"
-PROBE = "read-only-probe-osprey-93"
-READ_ONLY_PROMPT = "Remember for project Zephyrine that its release train moved to Fridays."
-READ_TOOLS = ["memory_context", "memory_read", "memory_search"]
 #: the floor of any stdio MCP server in Python: answers initialize and tools/list, nothing else
 STUB_SERVER = """import json, sys
 for line in sys.stdin:
@@ -135,48 +148,7 @@ HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "BeforeAgent", "Stop", "After
                "SessionEnd")
 
 
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
 # --- processes -------------------------------------------------------------------------------
-
-
-def procs_matching(*needles: str) -> list[int]:
-    """Pids whose command line holds every needle."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
-        except OSError:
-            continue
-        if all(n in cmd for n in needles):
-            found.append(int(entry))
-    return found
-
-
-def wait_workers(repo: Path, timeout: float = 120.0) -> float:
-    """Wait until no detached memrepo worker runs for ``repo``; the seconds waited (-1 on
-    timeout)."""
-    t0 = time.monotonic()
-    while procs_matching("memrepo.agents.worker", str(repo)):
-        if time.monotonic() - t0 > timeout:
-            return -1.0
-        time.sleep(0.05)
-    return time.monotonic() - t0
-
-
-def run(argv: list[str], sb: clients.Sandbox, cwd: Path | None = None, timeout: float = 300,
-        check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(argv, cwd=cwd or sb.proj, env=sb.env, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=timeout)
-    if check and proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}: "
-                           f"{(proc.stdout + proc.stderr).strip()[-800:]}")
-    return proc
 
 
 def stop_resident(sb: clients.Sandbox, memory: Path) -> str:
@@ -280,213 +252,6 @@ def setup_route(sb: clients.Sandbox, client: clients.Client, route: str,
     return steps
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_http(sb: clients.Sandbox, args: argparse.Namespace) -> list[str]:
-    """The http route's server: a write token ``bench`` (in the client's environment as
-    $TOKEN_ENV) and a read-only one, then ``memory mcp --http 127.0.0.1:PORT`` for the repo,
-    a child of this process (so in its network namespace), up once it refuses a request
-    without a token."""
-    memory = str(args.memory)
-    for name, extra in (("bench", []), ("bench-ro", ["--read-only"])):
-        out = run([memory, "--repo", str(sb.repo), "mcp", "token", "create", name, *extra], sb,
-                  cwd=sb.repo)
-        sb.tokens[name] = out.stdout.strip()
-    sb.env[TOKEN_ENV] = sb.tokens["bench"]
-    port = free_port()
-    sb.mcp_url = f"http://127.0.0.1:{port}/mcp"
-    logfile = sb.root / "mcp-http.log"
-    with open(logfile, "wb") as f:
-        proc = subprocess.Popen([memory, "--repo", str(sb.repo), "mcp", "--http",
-                                 f"127.0.0.1:{port}"], cwd=sb.repo, env=sb.env,
-                                stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT)
-    sb.procs.append(proc)
-    t0 = time.monotonic()
-    while mcp_post(sb.mcp_url, None, initialize(1))[0] != 401:
-        if proc.poll() is not None or time.monotonic() - t0 > 60:
-            why = "not up after 60 s" if proc.poll() is None else f"exited {proc.returncode}"
-            raise RuntimeError(f"memory mcp --http {why}: "
-                               f"{logfile.read_text(errors='replace')[-600:]}")
-        time.sleep(0.1)
-    said = logfile.read_text(errors="replace").strip().splitlines()
-    return ["memory mcp token create bench; memory mcp token create bench-ro --read-only "
-            f"(the first in the client's environment as {TOKEN_ENV})",
-            f"memory mcp --http 127.0.0.1:{port} (pid {proc.pid}, up in "
-            f"{time.monotonic() - t0:.1f} s): {said[-1][:140] if said else ''}"]
-
-
-def stop_procs(sb: clients.Sandbox) -> None:
-    """End what the harness started for ``sb`` (the HTTP server), by pid."""
-    for proc in sb.procs:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
-# --- MCP over HTTP, by hand (urllib, no proxy) -------------------------------------------------
-
-
-NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def initialize(n: int) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": n, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "bench", "version": "0"}}}
-
-
-def mcp_post(url: str, token: str | None, msg: dict[str, Any], session: str | None = None,
-             timeout: float = 60) -> tuple[int, dict[str, str], Any]:
-    """One JSON-RPC message POSTed to the streamable HTTP endpoint: the status, the
-    response headers (lower-cased) and the JSON-RPC answer (from JSON or an event stream;
-    the error body for a refusal; None when nothing answered)."""
-    headers = {"content-type": "application/json",
-               "accept": "application/json, text/event-stream"}
-    if token is not None:
-        headers["authorization"] = f"Bearer {token}"
-    if session:
-        headers["mcp-session-id"] = session
-        headers["mcp-protocol-version"] = "2025-06-18"
-    req = urllib.request.Request(url, json.dumps(msg).encode(), headers, method="POST")
-    try:
-        with NO_PROXY.open(req, timeout=timeout) as resp:
-            status, head, raw = resp.status, dict(resp.headers.items()), resp.read()
-    except urllib.error.HTTPError as exc:
-        status, head, raw = exc.code, dict(exc.headers.items()), exc.read()
-    except OSError:
-        return 0, {}, None
-    head = {k.lower(): v for k, v in head.items()}
-    text = raw.decode("utf-8", "replace")
-    if "text/event-stream" in head.get("content-type", ""):
-        for line in text.splitlines():
-            if line.startswith("data:"):
-                with contextlib.suppress(ValueError):
-                    data = json.loads(line[5:])
-                    if isinstance(data, dict) and data.get("id") == msg.get("id"):
-                        return status, head, data
-        return status, head, None
-    try:
-        return status, head, json.loads(text) if text.strip() else None
-    except ValueError:
-        return status, head, text
-
-
-def mcp_session(url: str, token: str) -> str:
-    """initialize + notifications/initialized with ``token``: the session id."""
-    status, head, body = mcp_post(url, token, initialize(1))
-    if status != 200 or not isinstance(body, dict) or "result" not in body:
-        raise RuntimeError(f"initialize: HTTP {status}: {str(body)[:200]}")
-    session = head.get("mcp-session-id", "")
-    mcp_post(url, token, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
-    return session
-
-
-def check_unauthorized(sb: clients.Sandbox) -> dict[str, Any]:
-    """No token and a wrong token: 401 with a Bearer challenge; the right one: 200."""
-    none = mcp_post(sb.mcp_url, None, initialize(1))
-    wrong = mcp_post(sb.mcp_url, "mrp_" + "0" * 43, initialize(1))
-    right = mcp_post(sb.mcp_url, sb.tokens["bench"], initialize(1))
-    good = (none[0] == 401 and wrong[0] == 401 and right[0] == 200
-            and "bearer" in none[1].get("www-authenticate", "").lower()
-            and "invalid_token" in wrong[1].get("www-authenticate", ""))
-    return ok(good, f"no token: {none[0]} ({none[1].get('www-authenticate', '-')}); wrong "
-              f"token: {wrong[0]}; the token: {right[0]} (urllib)")
-
-
-def probe_written(sb: clients.Sandbox) -> list[str]:
-    """Files of the memory repo (raw/ and .git aside: a transcript may quote the model's
-    call) that hold the read-only probe's text."""
-    found = []
-    for path in sb.repo.rglob("*"):
-        rel = path.relative_to(sb.repo).parts
-        if rel[0] in (".git", "raw") or not path.is_file():
-            continue
-        with contextlib.suppress(OSError):
-            if PROBE in path.read_text(encoding="utf-8", errors="replace"):
-                found.append("/".join(rel))
-    return found
-
-
-def check_read_only_http(sb: clients.Sandbox) -> dict[str, Any]:
-    """The read-only token by hand: only the read tools listed; a write tool's call refused;
-    nothing written."""
-    token = sb.tokens["bench-ro"]
-    session = mcp_session(sb.mcp_url, token)
-    _, _, listed = mcp_post(sb.mcp_url, token, {"jsonrpc": "2.0", "id": 2,
-                                                 "method": "tools/list"}, session)
-    names = sorted(t.get("name") for t in ((listed or {}).get("result") or {}).get("tools", []))
-    head_before = run(["git", "rev-parse", "HEAD"], sb, cwd=sb.repo).stdout.strip()
-    _, _, called = mcp_post(sb.mcp_url, token, {
-        "jsonrpc": "2.0", "id": 3, "method": "tools/call",
-        "params": {"name": WRITE_TOOL, "arguments": {"text": PROBE}}}, session)
-    result = (called or {}).get("result") or {}
-    said = " ".join(strings(result.get("content")))
-    head_after = run(["git", "rev-parse", "HEAD"], sb, cwd=sb.repo).stdout.strip()
-    written = probe_written(sb)
-    good = (names == READ_TOOLS and result.get("isError") is True and "read-only" in said
-            and head_before == head_after and not written)
-    return ok(good, f"tools/list: {', '.join(names)}; {WRITE_TOOL}: "
-              f"{'error' if result.get('isError') else 'ran'} {said[:90]!r}; "
-              f"{'no commit' if head_before == head_after else 'a commit'}, "
-              f"{'nothing written' if not written else 'written to ' + ', '.join(written)}")
-
-
-def check_read_only_client(sb: clients.Sandbox, client: clients.Client, mock: mock_api.Mock
-                           ) -> dict[str, Any]:
-    """The client with the read-only token in its environment, the mock answering with a
-    call of ``memory_remember``: the client is never offered it (or its call is refused),
-    and the probe is written nowhere."""
-    mock.tool, mock.tool_args = WRITE_TOOL, {"text": PROBE}
-    sb.env[TOKEN_ENV] = sb.tokens["bench-ro"]
-    try:
-        s = session(sb, client, mock, READ_ONLY_PROMPT, check=True)
-    finally:
-        mock.tool, mock.tool_args = "memory_search", TOOL_ARGS
-        sb.env[TOKEN_ENV] = sb.tokens["bench"]
-    offered = memrepo_tools(client, s["requests"])
-    calls = [r for r in s["requests"] if str(r.get("answer", "")).endswith(WRITE_TOOL)]
-    results = " ".join(t for r in s["requests"] for t in tool_results(r.get("body")))
-    written = probe_written(sb)
-    refused = not calls or "read-only" in results
-    good = s["rc"] == 0 and WRITE_TOOL not in offered and refused and not written
-    how = ("the mock's call refused: " + repr(results[:80])) if calls else "never called"
-    return ok(good, f"offered: {', '.join(offered) or 'none'}; {WRITE_TOOL} {how}; "
-              f"{'nothing written' if not written else 'written to ' + ', '.join(written)}"
-              + (f"; exit {s['rc']}: {s['stderr'][-200:]}" if s["rc"] else ""))
-
-
-def check_missing_token(sb: clients.Sandbox, client: clients.Client) -> dict[str, Any]:
-    """The client's ``mcp list`` with $TOKEN_ENV unset: not connected (what a user who did
-    not export it sees)."""
-    env = {k: v for k, v in sb.env.items() if k != TOKEN_ENV}
-    listed = subprocess.run(client.mcp_list(), cwd=sb.proj, env=env, stdin=subprocess.DEVNULL,
-                            capture_output=True, text=True, timeout=180)
-    good, said = client.mcp_connected(listed.stdout + listed.stderr)
-    return ok(not good, f"{TOKEN_ENV} unset: {said[:140]}")
-
-
-def check_token_files(sb: clients.Sandbox) -> dict[str, Any]:
-    """No file under the sandbox's home or project holds a token's value."""
-    found = []
-    for base in (sb.home, sb.proj):
-        for path in base.rglob("*"):
-            if path.is_file() and not path.is_symlink():
-                with contextlib.suppress(OSError):
-                    data = path.read_bytes()
-                    if any(t.encode() in data for t in sb.tokens.values()):
-                        found.append(str(path.relative_to(sb.root)))
-    return ok(not found, "the token is in the environment only" if not found
-              else f"the token is written in {', '.join(found[:5])}")
-
-
 def write_stub(sb: clients.Sandbox, args: argparse.Namespace) -> None:
     """The project's MCP server `memrepo` is the 15-line stub (STUB_SERVER), not memrepo's."""
     (sb.root / "stub_mcp.py").write_text(STUB_SERVER)
@@ -494,117 +259,7 @@ def write_stub(sb: clients.Sandbox, args: argparse.Namespace) -> None:
     (sb.proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"memrepo": stub}}))
 
 
-# --- sessions -----------------------------------------------------------------------------------
-
-
-def agents_log(repo: Path, offset: int = 0) -> list[dict[str, Any]]:
-    path = repo / ".memrepo" / "agents.log"
-    if not path.exists():
-        return []
-    with open(path, "rb") as f:
-        f.seek(offset)
-        lines = f.read().decode("utf-8", "replace").splitlines()
-    out = []
-    for line in lines:
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
-
-
-def log_size(repo: Path) -> int:
-    path = repo / ".memrepo" / "agents.log"
-    return path.stat().st_size if path.exists() else 0
-
-
-def session(sb: clients.Sandbox, client: clients.Client, mock: mock_api.Mock, prompt: str, *,
-            check: bool = False, timeout: float = 300) -> dict[str, Any]:
-    """One one-shot run of the client in the project folder, then its detached workers
-    waited for: wall time and its split, the requests the mock saw, the new agents.log lines."""
-    offset, n0 = log_size(sb.repo), len(mock.requests)
-    w0 = time.time()
-    proc = subprocess.run(client.one_shot(prompt, sb, check=check), cwd=sb.proj, env=sb.env,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=timeout)
-    w1 = time.time()
-    waited = wait_workers(sb.repo)
-    reqs = mock.since(n0)
-    posts = [r for r in reqs if r["method"] == "POST"]
-    out: dict[str, Any] = {"rc": proc.returncode, "wall": w1 - w0, "waited": waited,
-                           "requests": reqs, "log": agents_log(sb.repo, offset),
-                           "stdout": proc.stdout[-2000:], "stderr": proc.stderr[-2000:]}
-    if posts:
-        out["pre"] = posts[0]["t"] - w0
-        out["api"] = max(r.get("t_done", r["t"]) for r in posts) - posts[0]["t"]
-        out["post"] = w1 - max(r.get("t_done", r["t"]) for r in posts)
-    return out
-
-
-def strings(obj: Any) -> list[str]:
-    """Every string inside a parsed JSON body."""
-    if isinstance(obj, str):
-        return [obj]
-    if isinstance(obj, dict):
-        return [s for v in obj.values() for s in strings(v)]
-    if isinstance(obj, list):
-        return [s for v in obj for s in strings(v)]
-    return []
-
-
-def memrepo_tools(client: clients.Client, reqs: list[dict[str, Any]]) -> list[str]:
-    """memrepo's tools offered in any request, by their short names."""
-    names: set[str] = set()
-    for r in reqs:
-        if isinstance(r.get("body"), dict):
-            for n in mock_api._tool_names(r["body"]):
-                for p in client.tool_prefixes():
-                    if n.startswith(p):
-                        names.add(n[len(p):])
-    return sorted(names)
-
-
 # --- the checks ---------------------------------------------------------------------------------
-
-
-def ok(flag: bool, detail: str) -> dict[str, Any]:
-    return {"ok": bool(flag), "detail": detail}
-
-
-def segment(text: str, marker: str) -> str:
-    """What memrepo injected, from ``marker`` to the end of its fenced block."""
-    i = text.find(marker)
-    if i < 0:
-        return ""
-    opening = text.find("```", i)
-    if opening < 0:
-        return text[i:]
-    fence_end = opening
-    while fence_end < len(text) and text[fence_end] == "`":
-        fence_end += 1
-    fence = text[opening:fence_end]
-    closing = text.find(fence, fence_end)
-    return text[i:closing + len(fence)] if closing >= 0 else text[i:]
-
-
-def tool_results(obj: Any) -> list[str]:
-    """The text of every result of the mock's tool call in a request body: an Anthropic
-    ``tool_result``, an OpenAI ``function_call_output`` or a Gemini ``functionResponse``."""
-    found: list[str] = []
-    if isinstance(obj, dict):
-        ids = (obj.get("tool_use_id"), obj.get("call_id"), obj.get("id"))
-        mine = any(isinstance(x, str) and x.endswith(mock_api.CALL_ID) for x in ids)
-        if mine and obj.get("type") in ("tool_result", "function_call_output"):
-            return strings(obj.get("content") or obj.get("output"))
-        resp = obj.get("functionResponse")
-        if isinstance(resp, dict) and resp.get("id") == mock_api.CALL_ID:
-            return strings(resp.get("response"))
-        for v in obj.values():
-            found += tool_results(v)
-    elif isinstance(obj, list):
-        for v in obj:
-            found += tool_results(v)
-    return found
 
 
 def check_session(client: clients.Client, s: dict[str, Any]) -> dict[str, dict[str, Any]]:
