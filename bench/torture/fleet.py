@@ -27,17 +27,13 @@ or refused (pre-receive), sync p50 / p95 (given-up syncs included) and growth, a
 the server's receive-packs (accepted, lost the ref race, refused); a ``SUMMARY`` line.
 Exit 1 when an acknowledged item is lost, a fleet does not converge or the probe lands.
 
-What breaks first at 100 agents (figures: bench/README.md). Correctness came first: this
-harness found that a clone lost acknowledged writes at 2 clones already, because ``memory
-sync`` rebased the work tree while the clone's own writers ran (a ``capture end`` commit
-made mid-rebase was dropped by the abort, a note written then was reset away, a stale
-read-modify-write dropped pulled bullets). Fixed: memrepo.worktree.writing. Then the one
+What breaks first at 100 agents (figures: bench/README.md and bench/results/). The one
 branch: every clone pushes to ``refs/heads/main``; the server accepts one push per
-pre-receive run (1.3 s p50 at 20 clones on 2 shared cores) and every other push racing it
-loses after paying a fetch, a rebase and a pre-receive run. Lost races
-per accepted push went 0.14, 1.6, 2.0 at 2, 10, 20 clones; syncs given up after 8
-attempts (backoff capped at 1 s) 0 %, 12 %, 35 %; p95 3, 32, 73 s. Nothing is lost (the
-commits stay local), but at 100 agents most syncs would give up and the memory goes stale.
+pre-receive run, and every other push racing it loses after paying a fetch, a rebase and
+a pre-receive run. Lost races per accepted push and syncs given up grow with the fleet;
+nothing is lost (the commits stay local), but at 100 agents most syncs would give up and
+the memory would go stale. (This harness first found a correctness bug, writes lost to a
+sync's rebase; fixed by memrepo.worktree.writing.)
 The design that answers it: no shared ref to win. Each clone pushes to its own branch
 (``refs/heads/agents/<clone>``: always a fast-forward, never a race), the pre-receive check
 runs once per push; one integrator on the server (post-receive queue) folds those branches
