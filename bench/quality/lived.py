@@ -17,7 +17,9 @@ echo rule are documented there):
   and in the recall alone;
 - evidence in a 4,000-token ``memory compile`` and session R@5 of ``memory search`` on
   the lived repo, beside the same figures on a fresh index of the same conversations
-  (bench/quality/eval_compile_locomo.py and eval_locomo.py, run here side by side);
+  (bench/quality/eval_compile_locomo.py and eval_locomo.py, run here side by side). The
+  fresh index is asked today; the lived R@5 is given at both clocks, so that what living
+  did to ranking shows apart from what recency does at the lived date;
 - ``--plain``: the same sessions through the same hooks with no derived knowledge
   (extraction manual, no scheduled job): the baseline the lived memory must beat;
 - echo share of the injected passages; the briefing's size; growth per session (files,
@@ -47,6 +49,7 @@ from eval_compile_locomo import DATA, harness, resident_model  # noqa: E402
 from eval_locomo import by_conversation as fresh_by_conversation  # noqa: E402
 from eval_locomo import parse_set  # noqa: E402
 from lived_measure import (  # noqa: E402
+    TODAY_R5,
     Matcher,
     Question,
     Sessions,
@@ -129,8 +132,8 @@ def run_config(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]
 
 def table(name: str, res: dict[str, Any]) -> str:
     head = ("| conversation | questions | evidence in context | in recall | lived 4K compile "
-            "| fresh 4K compile | lived session R@5 | fresh session R@5 | echo share "
-            "| briefing chars |")
+            "| fresh 4K compile | lived session R@5 (today's clock) | fresh session R@5 "
+            "| echo share | briefing chars |")
     lines = [f"### {name} (LLM requests: {res['llm requests']})", "", head,
              "|" + "---|" * 10]
     for conv, f in res["lived"].items():
@@ -139,7 +142,8 @@ def table(name: str, res: dict[str, Any]) -> str:
             f"| {conv} | {f['questions']} | {f['evidence in context %']:.1f} % "
             f"| {f['evidence in recall %']:.1f} % | {f['evidence in 4K compile %']:.1f} % "
             f"| {fr.get('evidence in 4K compile %', float('nan')):.1f} % "
-            f"| {f['session R@5']:.1f} | {fr.get('session R@5', float('nan')):.1f} "
+            f"| {f['session R@5']:.1f} ({f[TODAY_R5]:.1f}) "
+            f"| {fr.get('session R@5', float('nan')):.1f} "
             f"| {f['echo share %']:.1f} % | {f['briefing chars']:.0f} |")
     for conv, info in res["replay"].items():
         g = info["growth"][-1] if info["growth"] else {}

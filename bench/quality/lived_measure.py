@@ -127,6 +127,9 @@ class Question:
     found_recall: int = 0
     found_compile: int = 0
     session_r5: float = 0.0
+    #: the same search asked at today's clock, as the fresh index is: what living did to
+    #: ranking, without the recency of the lived clock
+    session_r5_today: float = 0.0
     passages: int = 0
     echoes: int = 0
     brief_chars: int = 0
@@ -206,28 +209,38 @@ def ask(lived: Lived, conv: Any, matcher: Matcher, qs: list[Any], when: dt.datet
 def compile_and_search(lived: Lived, matcher: Matcher, qs: list[Any], found: list[Question],
                        when: dt.datetime) -> None:
     """Evidence in a 4,000-token ``memory compile`` and session R@5 of ``memory search``,
-    on the lived repo, for each question (hits not recorded)."""
+    on the lived repo, for each question (hits not recorded); R@5 again at today's clock,
+    the fresh index's."""
     env = {**lived.hook_env, "MEMREPO_NOW": when.strftime("%Y-%m-%dT%H:%M:%S")}
-    stdin = "".join(json.dumps({"id": str(i), "query": qa.question, "k": 50}) + "\n"
-                    for i, qa in enumerate(qs))
-    proc = subprocess.run([lived.env.memory, "--repo", str(lived.repo), "search", "--batch",
-                           "--json"], input=stdin, text=True, env=env, capture_output=True,
-                          cwd=lived.repo, timeout=1800, check=True)
+    today = {k: v for k, v in env.items() if k != "MEMREPO_NOW"}
+    at_when, at_today = (ranked_sessions(lived, matcher, qs, e) for e in (env, today))
     from memrepo.context.compiler import CompileRequest, compile_context
     from memrepo.repo import discover
 
     repo = discover(lived.repo)
     os.environ["MEMREPO_NOW"] = env["MEMREPO_NOW"]  # the in-process compile's clock
+    for i, (qa, q) in enumerate(zip(qs, found, strict=True)):
+        gold = {matcher.turn_session[d] for d in qa.evidence}
+        q.session_r5 = len(gold & set(at_when.get(str(i), [])[:5])) / len(gold)
+        q.session_r5_today = len(gold & set(at_today.get(str(i), [])[:5])) / len(gold)
+        req = CompileRequest(qa.question, budget=4000, record_hits=False, today=when.date())
+        prompt = compile_context(repo, req).prompt()
+        q.found_compile = matcher.found(prompt, qa.evidence)
+
+
+def ranked_sessions(lived: Lived, matcher: Matcher, qs: list[Any], env: dict[str, str]
+                    ) -> dict[str, list[int]]:
+    """Each question's ranked LoCoMo sessions from one ``memory search --batch`` run."""
+    stdin = "".join(json.dumps({"id": str(i), "query": qa.question, "k": 50}) + "\n"
+                    for i, qa in enumerate(qs))
+    proc = subprocess.run([lived.env.memory, "--repo", str(lived.repo), "search", "--batch",
+                           "--json"], input=stdin, text=True, env=env, capture_output=True,
+                          cwd=lived.repo, timeout=1800, check=True)
     ranked: dict[str, list[int]] = {}
     for line in proc.stdout.splitlines():
         obj = json.loads(line)
         ranked[str(obj["id"])] = hit_sessions(lived.repo, matcher.sessions, obj["results"])
-    for i, (qa, q) in enumerate(zip(qs, found, strict=True)):
-        gold = {matcher.turn_session[d] for d in qa.evidence}
-        q.session_r5 = len(gold & set(ranked.get(str(i), [])[:5])) / len(gold)
-        req = CompileRequest(qa.question, budget=4000, record_hits=False, today=when.date())
-        prompt = compile_context(repo, req).prompt()
-        q.found_compile = matcher.found(prompt, qa.evidence)
+    return ranked
 
 
 def hit_sessions(repo: Path, sessions: Sessions, results: list[dict[str, Any]]) -> list[int]:
@@ -247,6 +260,10 @@ def hit_sessions(repo: Path, sessions: Sessions, results: list[dict[str, Any]]) 
     return out
 
 
+#: the figure of the lived repo's session R@5 asked at today's clock
+TODAY_R5 = "session R@5 at today's clock"
+
+
 def summarise(qs: list[Question]) -> dict[str, float]:
     ev = sum(len(q.evidence) for q in qs) or 1
     n = len(qs) or 1
@@ -257,6 +274,7 @@ def summarise(qs: list[Question]) -> dict[str, float]:
         "evidence in recall %": 100 * sum(q.found_recall for q in qs) / ev,
         "evidence in 4K compile %": 100 * sum(q.found_compile for q in qs) / ev,
         "session R@5": 100 * sum(q.session_r5 for q in qs) / n,
+        TODAY_R5: 100 * sum(q.session_r5_today for q in qs) / n,
         "echo share %": 100 * sum(q.echoes for q in qs) / passages,
         "briefing chars": sum(q.brief_chars for q in qs) / n,
         "recall chars": sum(q.recall_chars for q in qs) / n,
