@@ -28,10 +28,11 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
+from memrepo.cliargs import NAMESPACE_ENV
 from memrepo.layout import JOURNAL_PATH, SRC, TRANSCRIPT_ROOT
 
-#: The variable that names an agent's namespace.
-ENV = "MEMREPO_NAMESPACE"
+#: The variable that names an agent's namespace (``memory --namespace NAME`` sets it).
+ENV = NAMESPACE_ENV
 #: The key a hook's request to the resident server carries its namespace under (None:
 #: none), so the server answers as the hook would have.
 PAYLOAD_KEY = "memrepo_namespace"

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from memrepo import __version__
+from memrepo import __version__, cliargs, namespaces
 from memrepo.errors import MemrepoError
 
 #: name -> "module:attribute" of the click command; the porcelain first, plumbing after.
@@ -113,11 +113,30 @@ class LazyGroup(click.Group):
     envvar="MEMORY_REPO",
     help=REPO_HELP + " Also accepted after any subcommand.",
 )
+@click.option(
+    "--namespace",
+    "namespace",
+    metavar="NAME",
+    callback=lambda _ctx, _param, value: _act_in(value),
+    expose_value=False,
+    help="Act as the agent of this namespace ($MEMREPO_NAMESPACE; docs/namespaces.md).",
+)
 @click.version_option(__version__, prog_name="memory")
 @click.pass_context
 def cli(ctx: click.Context, repo: str | None) -> None:
     """memrepo: a git repository as the long-term memory of an AI agent."""
     ctx.obj = {"repo": repo}
+
+
+def _act_in(namespace: str | None) -> None:
+    """``memory --namespace NAME …``: this process and what it starts act in NAME."""
+    if namespace is None:
+        return
+    try:
+        namespaces.check(namespace)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--namespace") from None
+    os.environ[cliargs.NAMESPACE_ENV] = namespace
 
 
 def main(argv: list[str] | None = None) -> Any:

@@ -11,6 +11,8 @@ bench/perf/bench_mcp.py time them). Only plain forms are taken here:
     memory [--repo PATH] mcp            (relayed to the resident server when one serves it:
                                         memrepo.agents.mcp_front; else the Click command)
 
+(a global ``--namespace NAME`` before the command is taken first: memrepo.cliargs)
+
 (``--opt value`` or ``--opt=value``, ``--repo`` anywhere; TEXT or stdin). Anything else
 (``--at``, ``--help``, a typo, a missing option) goes to the Click commands, which stay the
 one definition of the interface, its help and its usage errors.
@@ -22,6 +24,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from memrepo import cliargs
 from memrepo.errors import MemrepoError
 
 ROLES = ("user", "agent", "system")
@@ -30,21 +33,7 @@ ROLES = ("user", "agent", "system")
 def split_repo(argv: Sequence[str]) -> tuple[str | None, list[str]]:
     """(the repo, ``argv`` without it): ``--repo PATH`` / ``--repo=PATH`` anywhere before a
     ``--`` (the last one wins), else $MEMORY_REPO; as the Click commands take it."""
-    repo, rest, i = os.environ.get("MEMORY_REPO") or None, [], 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--":
-            rest += argv[i:]
-            break
-        if arg == "--repo" and i + 1 < len(argv):
-            repo, i = argv[i + 1], i + 2
-            continue
-        if arg.startswith("--repo="):
-            repo = arg.split("=", 1)[1]
-        else:
-            rest.append(arg)
-        i += 1
-    return repo, rest
+    return cliargs.split_repo(argv, os.environ.get("MEMORY_REPO") or None)
 
 
 def parse_append(argv: Sequence[str]) -> dict[str, object] | None:
@@ -113,7 +102,9 @@ def is_hook(argv: Sequence[str]) -> bool:
 
 
 def run(argv: Sequence[str]) -> int | None:
-    """Exit status of the fast path, or None when Click must handle ``argv``."""
+    """Exit status of the fast path, or None when Click must handle ``argv``. A global
+    ``--namespace`` becomes this process's ``$MEMREPO_NAMESPACE`` first."""
+    argv = cliargs.take_namespace(argv)
     mcp = parse_mcp(argv)
     if mcp is not None:
         from memrepo.agents.mcp_front import run as mcp_front
@@ -163,12 +154,13 @@ def run(argv: Sequence[str]) -> int | None:
 
 def main() -> None:
     """The ``memory`` console script: the fast path, else the Click group."""
-    code = run(sys.argv[1:])
+    argv = cliargs.take_namespace(sys.argv[1:])
+    code = run(argv)
     if code is None:
         from memrepo.scripts.cli import run as click_run
 
         click_run()
-    if code is not None and parse_agent_hook(sys.argv[1:]) is not None:
+    if code is not None and parse_agent_hook(argv) is not None:
         # an agent waits for this process on every prompt: its answer is written and
         # flushed, its files closed; the interpreter's teardown would only make it wait
         sys.stdout.flush()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from memrepo import namespaces
 from memrepo.agents import install as agents
 from memrepo.agents.harness import HARNESSES
 from memrepo.agents.settings import AGENTS, check_scope, check_url
@@ -57,12 +58,15 @@ def _report(changes: list, dry_run: bool, verb: str) -> bool:
               "(http(s)://HOST:PORT/mcp), not a `memory mcp` the agent starts.")
 @click.option("--token-env", metavar="VAR",
               help="With --url: the agent sends `Authorization: Bearer $VAR`.")
+@click.option("--namespace", metavar="NAME",
+              help="The agent acts in this namespace: its own transcripts and journal lines, "
+              "the rest shared (docs/namespaces.md).")
 @_print
 @_home
 @_project
 @click.pass_context
 def install(ctx: click.Context, agent: str, scope: str, memory_exe: str | None, url: str | None,
-            token_env: str | None, dry_run: bool, home: Path | None,
+            token_env: str | None, namespace: str | None, dry_run: bool, home: Path | None,
             project: Path | None) -> int:
     """Wire memrepo into AGENT (claude-code, codex, gemini): its hooks brief each session,
     recall per prompt, flush before compaction and capture every turn; its MCP server
@@ -74,10 +78,15 @@ def install(ctx: click.Context, agent: str, scope: str, memory_exe: str | None, 
 
     With --url the MCP server entry is that HTTP endpoint instead (docs/remote-mcp.md);
     the hooks are installed too when a memory repo is found here, else left as they are.
+
+    With --namespace NAME the hooks and the server run `memory --namespace NAME …`: the
+    agent keeps its own transcripts and journal lines and shares the rest.
     """
     check_scope(agent, scope)
     if token_env and not url:
         raise click.UsageError("--token-env goes with --url")
+    if namespace is not None:
+        _check_namespace(namespace, url)
     if url:
         check_url(url, token_env)
     repo = _local_repo(ctx, required=not url)
@@ -86,18 +95,33 @@ def install(ctx: click.Context, agent: str, scope: str, memory_exe: str | None, 
         exe = str(Path(memory_exe).absolute()) if memory_exe else agents.running_memory()
         agents.memory_version(exe)
     changes = agents.plan(agent, scope, memory=exe, repo=str(repo) if repo else None,
-                          home=home, project=project, url=url, token_env=token_env)
+                          home=home, project=project, url=url, token_env=token_env,
+                          namespace=namespace)
     if _report(changes, dry_run, "install") and not dry_run:
         agents.apply(changes, home)
-        hooks = f"hooks: {exe} --repo {repo}" if repo else "no hooks (no memory repo here)"
+        ns = f" --namespace {namespace}" if namespace else ""
+        hooks = f"hooks: {exe} --repo {repo}{ns}" if repo else "no hooks (no memory repo here)"
         click.echo(f"installed: MCP server {url}; {hooks}" if url else
-                   f"installed: {exe} --repo {repo}")
+                   f"installed: {exe} --repo {repo}{ns}")
         click.echo(AGENTS[agent].next_step)
         if repo is not None:
             click.echo(agents.llm_note(repo))
         click.echo(f"Undo: memory uninstall {agent} --scope {scope}")
     _offer_import(agent, home, project)
     return 0
+
+
+def _check_namespace(namespace: str, url: str | None) -> None:
+    """A namespace memrepo can act in, and an MCP server that can act in it: a served
+    ``memory mcp --http`` acts in none, so its tools would show this agent every other
+    agent's transcripts."""
+    try:
+        namespaces.check(namespace)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--namespace") from None
+    if url:
+        raise click.UsageError("--namespace goes with a local `memory mcp`, not --url: an "
+                               "HTTP server's tools act in no namespace (docs/namespaces.md)")
 
 
 def _local_repo(ctx: click.Context, required: bool) -> Path | None:

@@ -297,3 +297,41 @@ def test_only_plain_memory_mcp_takes_the_fast_path(
         argv: list[str], taken: tuple | None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MEMORY_REPO", raising=False)
     assert fastpath.parse_mcp(argv) == taken
+
+
+@pytest.mark.anyio
+async def test_a_namespaced_session_is_relayed_and_acts_in_its_namespace(
+        resident: Server) -> None:
+    """``memory --namespace NAME mcp`` goes through the shared resident too (no slow
+    in-process start), and its tools act in NAME: a note remembered there is marked as
+    NAME's, and a session of another namespace cannot see it while one of none can."""
+    assert MEMORY
+    root = resident.root
+
+    async def session(ns: str | None, tool: str, args: dict) -> str:
+        extra = ["--namespace", ns] if ns else []
+        params = StdioServerParameters(command=MEMORY, args=["--repo", str(root), *extra,
+                                                             "mcp"], env=_env())
+        async with Client(params) as client:
+            r = await client.call_tool(tool, args)
+            assert not r.is_error, r.content
+            return r.content[0].text
+
+    await session("alice", "memory_remember", {"text": "the quokkaberry audit is Tuesday"})
+    journal = "\n".join(p.read_text() for p in (root / "knowledge/journal").glob("*.md"))
+    assert "quokkaberry audit is Tuesday [ns: alice]" in journal
+    assert resident.status()["services"]["mcp"] == 1  # in the resident, not in-process
+    _until(lambda: resident.status()["sessions"] == 0, "the session to end")
+    said = "audit is Tuesday"
+    assert said in await session("alice", "memory_search", {"query": "quokkaberry"})
+    assert said not in await session("bob", "memory_search", {"query": "quokkaberry"})
+    assert said in await session(None, "memory_search", {"query": "quokkaberry"})
+    assert resident.status()["services"]["mcp"] == 4
+
+
+def test_the_resident_refuses_a_session_in_no_valid_namespace(resident: Server) -> None:
+    sock = remote.socket_path(remote.serve_dir(resident.root))
+    ask = {"op": "mcp", "version": mcp_front.SESSION_VERSION, "root": str(resident.root),
+           "namespace": "Not A Name"}
+    with pytest.raises(remote.Refused, match="namespace"):
+        remote.request(sock, ask, budget=5.0)

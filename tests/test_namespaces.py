@@ -189,3 +189,72 @@ def test_mcp_read_refuses_another_namespace(ns_repo: Repo, monkeypatch: pytest.M
     assert "quokkaberry" in journal and "platypoid" in journal and "wombatine" not in journal
     monkeypatch.delenv(namespaces.ENV)
     assert "wombatine" in memory.read_text(JOURNAL)
+
+
+# --- memory install --namespace / memory --namespace ------------------------------------------
+
+
+def test_install_with_a_namespace_isolates_the_agent(ns_repo: Repo, tmp_path: Path) -> None:
+    """`memory install claude-code --namespace alice` writes hooks and a server that act
+    in alice's namespace with nothing in the agent's environment: the installed prompt
+    hook, run as Claude Code runs it, recalls alice's and the shared, never bob's.
+    Installing again changes nothing; the doctor names the namespace."""
+    crepo = ns_repo[0]
+    home = tmp_path / "home"
+    home.mkdir()
+    out = run(crepo, None, "install", "claude-code", "--scope", "user", "--namespace",
+              "alice", "--home", str(home), "--project", str(tmp_path))
+    assert "--namespace alice" in out
+    settings = json.loads((home / ".claude/settings.json").read_text())
+    handler = settings["hooks"]["UserPromptSubmit"][-1]["hooks"][-1]
+    assert handler["args"][:4] == ["--repo", str(crepo), "--namespace", "alice"]
+    server = json.loads((home / ".claude.json").read_text())["mcpServers"]["memrepo"]
+    assert server["args"] == ["--repo", str(crepo), "--namespace", "alice", "mcp"]
+
+    prompt = "When does the quokkaberry, wombatine and platypoid rollout of the ledger start?"
+    payload = {"hook_event_name": "UserPromptSubmit", "session_id": "s-installed",
+               "cwd": str(tmp_path), "prompt": prompt, "transcript_path": ""}
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "MEMREPO_NOW": NOW,
+           "MEMREPO_NO_RESIDENT": "1"}
+    proc = subprocess.run([handler["command"], *handler["args"]], input=json.dumps(payload),
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    recalled = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert WORDS["alice"] in recalled and WORDS[None] in recalled
+    assert WORDS["bob"] not in recalled.replace(prompt, "")
+
+    again = run(crepo, None, "install", "claude-code", "--scope", "user", "--namespace",
+                "alice", "--home", str(home), "--project", str(tmp_path))
+    assert "nothing to install" in again
+    from memrepo.agents import install as agents
+    from memrepo.repo import MemoryRepo
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(home))
+        mp.chdir(tmp_path)
+        [check] = agents.health_checks(MemoryRepo(crepo))
+    assert check.ok and check.detail.endswith(f"{crepo} in namespace alice"), check.detail
+
+
+def test_install_refuses_a_bad_namespace_or_an_http_server(ns_repo: Repo, tmp_path: Path
+                                                           ) -> None:
+    crepo = ns_repo[0]
+    common = ["--repo", str(crepo), "install", "claude-code", "--scope", "user",
+              "--home", str(tmp_path)]
+    for extra, says in ((["--namespace", "Not A Name"], "lower-case"),
+                        (["--namespace", "alice", "--url", "https://mem.example/mcp"],
+                         "--namespace goes with a local")):
+        proc = subprocess.run(["memory", *common, *extra], capture_output=True, text=True)
+        assert proc.returncode == 2 and says in proc.stderr, proc.stderr
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_global_namespace_option_acts_in_it(crepo: Path) -> None:
+    """`memory --namespace NAME` is $MEMREPO_NAMESPACE for the command (and what it
+    starts): a note is marked as the namespace's; a bad name writes nothing."""
+    run(crepo, None, "--namespace", "carol", "remember", "the kiwi audit is on Tuesday")
+    text = next((crepo / "knowledge" / "journal").glob("*.md")).read_text()
+    assert "kiwi audit is on Tuesday [ns: carol]" in text
+    proc = subprocess.run(["memory", "--repo", str(crepo), "--namespace", "Carol", "remember",
+                           "x"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "--namespace" in proc.stderr

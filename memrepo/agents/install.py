@@ -94,14 +94,16 @@ def _open(path: Path, text: str | None, agent: str) -> Doc:
 
 def plan(agent: str, scope: str, *, memory: str | None = None, repo: str | None = None,
          home: Path | None = None, project: Path | None = None, url: str | None = None,
-         token_env: str | None = None) -> list[FileChange]:
+         token_env: str | None = None, namespace: str | None = None) -> list[FileChange]:
     """The changes that install (``memory`` and ``repo`` given) or uninstall (neither)
     ``agent`` at ``scope``: nothing is written (see :func:`apply`). ``url``: the MCP
     server is that HTTP endpoint (its token in ``$token_env``), not ``memory mcp``; the
-    hooks, which need a local clone, are left as they are when ``repo`` is not given."""
+    hooks, which need a local clone, are left as they are when ``repo`` is not given.
+    ``namespace``: the hooks and the server run ``memory --namespace NAME …``."""
     spec = check_scope(agent, scope)
     hooks = bool(memory and repo) or url is None
-    want = (server_entry(memory or "", repo or "", agent=agent, url=url, token_env=token_env)
+    want = (server_entry(memory or "", repo or "", agent=agent, url=url, token_env=token_env,
+                         namespace=namespace)
             if url or (memory and repo) else None)
     project = (project or Path.cwd()).resolve()
     home = home.absolute() if home else None
@@ -114,7 +116,7 @@ def plan(agent: str, scope: str, *, memory: str | None = None, repo: str | None 
         _, doc, notes = docs[path]
         keys = place_keys(place, project)
         if place.what == HOOKS:
-            notes += _merge_hooks(doc, keys, agent, memory, repo) if hooks else []
+            notes += _merge_hooks(doc, keys, agent, memory, repo, namespace) if hooks else []
         else:
             done = _merge_server(doc, keys, want, place.keep_empty)
             notes += done + ([token_step(agent, token_env)] if done and url and token_env
@@ -131,10 +133,10 @@ def plan(agent: str, scope: str, *, memory: str | None = None, repo: str | None 
 
 
 def _merge_hooks(doc: Doc, base: tuple[str, ...], agent: str, memory: str | None,
-                 repo: str | None) -> list[str]:
+                 repo: str | None, namespace: str | None = None) -> list[str]:
     """Make memrepo's handlers in ``doc`` the wanted ones (none for an uninstall)."""
-    want = ({event: hook_handler(agent, event, memory, repo) for event in HARNESSES[agent]}
-            if memory and repo else {})
+    want = ({event: hook_handler(agent, event, memory, repo, namespace)
+             for event in HARNESSES[agent]} if memory and repo else {})
     hooks = doc.get(base)
     if hooks is not None and not isinstance(hooks, dict):
         raise MemrepoError(f"{doc.name}: {'.'.join(base)} is not an object; not touching it")
@@ -407,6 +409,10 @@ def health_checks(repo: Any) -> list[Check]:
                 problems.append("an entry names no --repo (it follows the agent's cwd)")
             elif not (Path(repo_path).expanduser() / CONFIG_FILE).is_file():
                 problems.append(f"{repo_path} is not a memory repo (no {CONFIG_FILE})")
+        spaces = sorted({i.call.namespace or "" for i in local})
+        if len(spaces) > 1:  # its tools would show what its hooks keep apart, or the reverse
+            problems.append("its entries act in different namespaces ("
+                            + ", ".join(n or "none" for n in spaces) + ")")
         mine = any(i.call.repo and Path(i.call.repo).expanduser().resolve() == here
                    for i in items)
         legacy = [i.name for i in items if i.what == "legacy"]
@@ -420,6 +426,8 @@ def health_checks(repo: Any) -> list[Check]:
             f"{len(hooks)} hooks" if hooks else "", f"MCP server {', '.join(servers)}"
             if servers else ""]))
         repos = ", ".join(sorted({i.call.url or i.call.repo or "?" for i in items}))
+        if spaces[:1] != [""] and len(spaces) == 1:
+            repos += f" in namespace {spaces[0]}"
         fix = f"memory install {agent} --scope {scope} (or: memory uninstall {agent} " \
               f"--scope {scope})"
         if problems:

@@ -40,18 +40,17 @@ import time
 from pathlib import Path
 
 from memrepo import __version__
+from memrepo.cliargs import NAMESPACE_ENV
 from memrepo.layout import CONFIG_FILE, dot_git_dir, socket_path
 
 #: the session protocol the front and the resident speak; a resident of another version
-#: refuses the session and the front serves in-process
-SESSION_VERSION = 1
+#: refuses the session and the front serves in-process (2: the ask names the namespace)
+SESSION_VERSION = 2
 #: connect, ask and read the resident's answer; past it the front serves in-process
 HANDSHAKE_S = 2.0
 #: a resident started by the front exits after this long without a session or a request
 RESIDENT_IDLE_S = 900.0
 NO_RESIDENT_ENV = "MEMREPO_NO_RESIDENT"
-#: memrepo.namespaces.ENV (this module imports no memrepo module at the top)
-NAMESPACE_ENV = "MEMREPO_NAMESPACE"
 REPO_ENV = "MEMORY_REPO"
 #: memrepo.resident.serve.LOGFILE: the same name, without importing that module
 LOGFILE = "serve.log"
@@ -126,7 +125,8 @@ def open_session(root: Path, sock_path: Path) -> tuple[socket.socket, dict, byte
             sock.connect(str(sock_path))
         except (FileNotFoundError, ConnectionRefusedError):
             raise Unreached(f"no resident server at {sock_path}") from None
-        ask = {"op": "mcp", "version": SESSION_VERSION, "root": str(root)}
+        ask = {"op": "mcp", "version": SESSION_VERSION, "root": str(root),
+               "namespace": os.environ.get(NAMESPACE_ENV, "").strip() or None}
         sock.sendall(json.dumps(ask).encode() + b"\n")
         buf = b""
         while b"\n" not in buf and len(buf) <= MAX_REPLY:
@@ -214,8 +214,8 @@ def start_resident(root: Path, sdir: Path) -> None:
 def run(repo: str | None) -> int | None:
     """``memory [--repo REPO] mcp``: the exit status of a session relayed to the resident
     server, or None when the server must run in this process (the Click command)."""
-    if os.environ.get(NO_RESIDENT_ENV) or os.environ.get(NAMESPACE_ENV):
-        return None  # a namespaced agent's server is its own (docs/namespaces.md)
+    if os.environ.get(NO_RESIDENT_ENV):
+        return None
     root = find_root(repo)
     gd = git_dir(root) if root is not None else None
     if root is None or gd is None or (gd / "info" / "sparse-checkout").is_file():

@@ -21,6 +21,7 @@ whose sessions ``memory mcp`` relays (:mod:`memrepo.agents.mcp_front`).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import os
 from collections.abc import Callable
@@ -106,8 +107,9 @@ class Memory:
     # -- running a call ----------------------------------------------------------------
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(*args)`` on the worker thread, the repo state fresh, memrepo's errors
-        turned into ToolError messages."""
-        fut = self._pool.submit(self._guarded, fn, *args)
+        turned into ToolError messages; in the caller's context (its session's namespace:
+        a resident's sessions share this worker)."""
+        fut = self._pool.submit(contextvars.copy_context().run, self._guarded, fn, *args)
         return await _wait(fut)
 
     def _guarded(self, fn: Callable[..., T], *args: Any) -> T:

@@ -102,16 +102,23 @@ def _answer(server: Server, req: dict[str, Any],
 
 def mcp_service(server: Server, req: dict[str, Any], asked: Callable[[], bool]
                 ) -> dict[str, Any]:
-    """``{op: mcp, version, root}`` -> ``{ok, pid}``, then the connection carries an MCP
-    session (JSON-RPC lines both ways) until the front hangs up. Refused for another
-    protocol version (the front then serves in-process) or another working tree."""
+    """``{op: mcp, version, root, namespace}`` -> ``{ok, pid}``, then the connection
+    carries an MCP session (JSON-RPC lines both ways) until the front hangs up, its tools
+    acting in the front's namespace. Refused for another protocol version (the front then
+    serves in-process), another working tree or a name that is no namespace."""
     version = req.get("version")
     if version != SESSION_VERSION:
         return {"ok": False, "error": f"this server speaks MCP session version "
                 f"{SESSION_VERSION}, not {version!r}"}
     if wrong := _other_tree(server, req.get("root")):
         return wrong
-    return {"ok": True, "pid": os.getpid(), SESSION: lambda conn: mcp_session(server, conn)}
+    ns = req.get("namespace")
+    try:
+        ns = namespaces.check(ns) if ns is not None else None
+    except (TypeError, ValueError) as exc:
+        return {"ok": False, "error": str(exc)}
+    return {"ok": True, "pid": os.getpid(),
+            SESSION: lambda conn: mcp_session(server, conn, ns)}
 
 
 #: the module of the MCP server sessions run (see :func:`shared_app`)
@@ -136,10 +143,11 @@ def shared_app(server: Server) -> Any:
         return app
 
 
-def mcp_session(server: Server, conn: socket.socket) -> None:
+def mcp_session(server: Server, conn: socket.socket, namespace: str | None = None) -> None:
     """Serve one MCP session over ``conn`` until it reads EOF: the SDK's stdio transport
     over the socket's files (as ``MCPServer.run_stdio_async`` runs it over stdin and
-    stdout), on an event loop of this connection's thread."""
+    stdout), on an event loop of this connection's thread, in ``namespace`` (the
+    sessions share one Memory, whose calls carry the caller's context to its thread)."""
     # the app first: it imports the SDK under its lock (the warm-up may be importing it
     # now, and two threads importing the SDK's circular modules at once fail)
     low = shared_app(server)._lowlevel_server
@@ -154,7 +162,8 @@ def mcp_session(server: Server, conn: socket.socket) -> None:
             await low.run(r, w, low.create_initialization_options())
 
     try:
-        anyio.run(run)
+        with namespaces.scope(namespace):
+            anyio.run(run)
     finally:
         for fh in (writer, reader):
             with contextlib.suppress(OSError):  # the front is gone: nothing to flush to
@@ -256,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--idle", type=float)
     a = p.parse_args(argv)
     # it serves every agent of the clone: one's namespace is never everyone's (a hook's
-    # request says its own: namespaces.PAYLOAD_KEY; a namespaced `memory mcp` runs its own)
+    # request says its own: namespaces.PAYLOAD_KEY; an MCP session's ask, its "namespace")
     os.environ.pop(namespaces.ENV, None)
     try:
         server = host_resident(Path(a.root), a.idle, model=a.model)

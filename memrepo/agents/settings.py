@@ -15,12 +15,12 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from memrepo.agents.harness import BRIEF, CAPTURE, END, FLUSH, HARNESSES, RECALL, action
+from memrepo.cliargs import split_namespace, split_repo
 from memrepo.errors import MemrepoError
 
 HOOKS = "hooks"
@@ -162,10 +162,11 @@ def place_keys(place: Place, project: Path) -> tuple[str, ...]:
 # --- what memrepo's entries look like ------------------------------------------------
 
 
-def hook_handler(agent: str, event: str, memory: str, repo: str) -> dict[str, Any]:
-    """The handler that runs ``memory --repo REPO hook AGENT EVENT``."""
+def hook_handler(agent: str, event: str, memory: str, repo: str,
+                 namespace: str | None = None) -> dict[str, Any]:
+    """The handler that runs ``memory --repo REPO [--namespace NAME] hook AGENT EVENT``."""
     spec = AGENTS[agent]
-    argv = [memory, "--repo", repo, "hook", agent, event]
+    argv = [memory, "--repo", repo, *_namespace_args(namespace), "hook", agent, event]
     handler: dict[str, Any] = {"name": f"memrepo-{event}"} if spec.named else {}
     handler["type"] = "command"
     if spec.shell_form:
@@ -176,18 +177,23 @@ def hook_handler(agent: str, event: str, memory: str, repo: str) -> dict[str, An
     return handler
 
 
+def _namespace_args(namespace: str | None) -> list[str]:
+    return ["--namespace", namespace] if namespace else []
+
+
 def server_entry(memory: str, repo: str, *, agent: str | None = None,
-                 url: str | None = None, token_env: str | None = None) -> dict[str, Any]:
-    """The MCP server entry: ``memory --repo REPO mcp`` on stdio (the same shape in all
-    three agents), or, with ``url``, ``agent``'s entry for a streamable HTTP server
-    (``memory mcp --http``) sending the token in ``$token_env`` (docs/remote-mcp.md):
+                 url: str | None = None, token_env: str | None = None,
+                 namespace: str | None = None) -> dict[str, Any]:
+    """The MCP server entry: ``memory --repo REPO [--namespace NAME] mcp`` on stdio (the
+    same shape in all three agents), or, with ``url``, ``agent``'s entry for a streamable
+    HTTP server (``memory mcp --http``) sending the token in ``$token_env`` (docs/remote-mcp.md):
 
     - Claude Code: ``type: http``, ``url``, ``headers`` (``${VAR}`` expanded there)
     - Gemini CLI: ``httpUrl`` (its ``url`` is SSE), ``headers`` (``${VAR}`` expanded)
     - Codex: ``url`` and ``bearer_token_env_var`` (it refuses a token in the file)
     """
     if url is None:
-        return {"command": memory, "args": ["--repo", repo, "mcp"]}
+        return {"command": memory, "args": ["--repo", repo, *_namespace_args(namespace), "mcp"]}
     bearer = {"Authorization": f"Bearer ${{{token_env}}}"} if token_env else None
     if agent == "codex":
         return {"url": url, **({"bearer_token_env_var": token_env} if token_env else {})}
@@ -258,20 +264,7 @@ class Call:
     harness: str | None = None
     event: str | None = None
     url: str | None = None  # an HTTP server entry's (memory and repo then empty)
-
-
-def _split_repo(args: Sequence[str]) -> tuple[str | None, list[str]]:
-    repo, rest, i = None, [], 0
-    while i < len(args):
-        if args[i] == "--repo" and i + 1 < len(args):
-            repo, i = args[i + 1], i + 2
-            continue
-        if args[i].startswith("--repo="):
-            repo = args[i].split("=", 1)[1]
-        else:
-            rest.append(args[i])
-        i += 1
-    return repo, rest
+    namespace: str | None = None  # ``memory --namespace NAME …``: the agent's namespace
 
 
 def memrepo_call(entry: object, name: str | None = None) -> Call | None:
@@ -295,11 +288,13 @@ def memrepo_call(entry: object, name: str | None = None) -> Call | None:
         return None
     if not argv or Path(argv[0]).name not in EXE_NAMES:
         return None
-    repo, rest = _split_repo(argv[1:])
+    ns, args = split_namespace(argv[1:])
+    repo, rest = split_repo(args)
     if rest[:1] == ["hook"] and len(rest) > 1 and rest[1] in HARNESSES:
-        return Call(argv[0], repo, HOOKS, rest[1], rest[2] if len(rest) > 2 else None)
+        return Call(argv[0], repo, HOOKS, rest[1], rest[2] if len(rest) > 2 else None,
+                    namespace=ns)
     if rest[:1] == ["mcp"]:
-        return Call(argv[0], repo, MCP)
+        return Call(argv[0], repo, MCP, namespace=ns)
     if "compile" in rest and "claude-code-hook" in rest:
         return Call(argv[0], repo, "legacy")
     return None
