@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-#: The variable that names an agent's namespace (memrepo.namespaces.ENV, repeated so
-#: that the fast path need not import that module).
+#: The variable that names an agent's namespace (memrepo.namespaces.ENV is this one: the
+#: fast path reads it without importing that module).
 NAMESPACE_ENV = "MEMREPO_NAMESPACE"
 
 

@@ -60,7 +60,7 @@ def _report(changes: list, dry_run: bool, verb: str) -> bool:
               help="With --url: the agent sends `Authorization: Bearer $VAR`.")
 @click.option("--namespace", metavar="NAME",
               help="The agent acts in this namespace: its own transcripts and journal lines, "
-              "the rest shared (docs/namespaces.md).")
+              "the rest shared (default: $MEMREPO_NAMESPACE; docs/namespaces.md).")
 @_print
 @_home
 @_project
@@ -85,6 +85,7 @@ def install(ctx: click.Context, agent: str, scope: str, memory_exe: str | None, 
     check_scope(agent, scope)
     if token_env and not url:
         raise click.UsageError("--token-env goes with --url")
+    namespace = namespace or os.environ.get(namespaces.ENV, "").strip() or None
     if namespace is not None:
         _check_namespace(namespace, url)
     if url:

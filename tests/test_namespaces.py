@@ -258,3 +258,9 @@ def test_the_global_namespace_option_acts_in_it(crepo: Path) -> None:
     proc = subprocess.run(["memory", "--repo", str(crepo), "--namespace", "Carol", "remember",
                            "x"], capture_output=True, text=True)
     assert proc.returncode == 2 and "--namespace" in proc.stderr
+    home = crepo.parent / "home"
+    home.mkdir()
+    run(crepo, None, "--namespace", "carol", "install", "codex", "--scope", "user",
+        "--home", str(home))  # the install of an agent acting in carol
+    hooks = json.loads((home / ".codex/hooks.json").read_text())["hooks"]
+    assert "--namespace carol hook codex" in hooks["Stop"][-1]["hooks"][-1]["command"]
