@@ -335,3 +335,40 @@ def test_the_resident_refuses_a_session_in_no_valid_namespace(resident: Server) 
            "namespace": "Not A Name"}
     with pytest.raises(remote.Refused, match="namespace"):
         remote.request(sock, ask, budget=5.0)
+
+
+def test_a_resident_retires_when_memrepos_code_changes(repo: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """After an upgrade the resident started for the agents stops listening (a new one of
+    the new code can start at once), keeps the session it holds until its agent leaves,
+    then ends."""
+    from memrepo.resident import codestamp
+
+    code = ["old"]
+    monkeypatch.setattr(codestamp, "stamp", lambda: code[0])
+    monkeypatch.setattr(codestamp, "CHECK_S", 0.0)
+    old = Server(repo, NoModel(), idle=600.0, services=SERVICES)
+    old.start()
+    try:
+        proc = _front(repo)
+        assert "result" in _ask(proc, INIT)
+        _until(lambda: old.status()["sessions"] == 1, "the session to start")
+        code[0] = "new"
+        sock = remote.socket_path(remote.serve_dir(repo))
+        _until(lambda: not sock.exists(), "the old server to stop listening")
+        new = Server(repo, NoModel(), idle=600.0, services=SERVICES)
+        new.start()  # the clone's lock is free: no AlreadyRunning
+        try:
+            listed = _ask(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+            assert "memory_search" in {t["name"] for t in listed["result"]["tools"]}
+            assert not old._stopped.is_set()  # it serves its session to the end
+            proc.communicate(timeout=WAIT_S)
+            _until(old._stopped.is_set, "the retired server to end with its session")
+            second = _front(repo)
+            assert "result" in _ask(second, INIT)
+            _until(lambda: new.status()["sessions"] == 1, "the next session in the new one")
+            second.communicate(timeout=WAIT_S)
+        finally:
+            new.stop()
+    finally:
+        old.stop()

@@ -44,6 +44,7 @@ from memrepo.index.search import Search
 from memrepo.locks import LockBusy, file_lock
 from memrepo.repo import MemoryRepo
 from memrepo.resident.cache import QueryCache
+from memrepo.resident.codestamp import CodeWatch
 from memrepo.resident.nearest import NearestIndex, NotReady
 from memrepo.resident.stats import OpStats, rss_mb
 from memrepo.resident.wire import read_line, same_user, send, still_asked
@@ -85,7 +86,9 @@ class Server:
     """The socket server around one embedder (``start()`` returns once it listens).
 
     ``idle``: stop after that many seconds without a request (and no catch-up running);
-    None: never. The model loads in a thread at start, so ``ping`` answers at once
+    None: never. A server that idles out also retires when memrepo's code changes under
+    it (memrepo.resident.codestamp): it stops listening at once, and ends once its
+    sessions have. The model loads in a thread at start, so ``ping`` answers at once
     (``loaded`` says when the model is ready; an ``embed`` before then waits for it).
     """
 
@@ -114,6 +117,8 @@ class Server:
         self._stop = threading.Event()
         self._stopped = threading.Event()
         self._last = time.monotonic()
+        self._code = CodeWatch() if idle else None
+        self._retiring = False
         self._conns = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self._catchup: threading.Thread | None = None
         self._catchup_again = False
@@ -184,6 +189,7 @@ class Server:
                 t.join(timeout)
 
     def stop(self) -> None:
+        self._retiring = False  # a stop asked for ends a retiring server's sessions too
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as wake:
@@ -201,8 +207,8 @@ class Server:
         self._keep_wake.set()
         if self._sock is not None:
             self._sock.close()
-        with self._sessions_lock:  # each session reads EOF and ends
-            for conn in self._sessions:
+        with self._sessions_lock:  # each session reads EOF and ends (not a retiring one's)
+            for conn in () if self._retiring else self._sessions:
                 with contextlib.suppress(OSError):
                     conn.shutdown(socket.SHUT_RDWR)
         try:  # only our own socket and pidfile: a newer server may have replaced them
@@ -215,7 +221,9 @@ class Server:
             if pid == os.getpid():
                 (self.sdir / PIDFILE).unlink()
         if self._held is not None:
-            self._held.close()
+            self._held.close()  # a new server may start now
+        while self._retiring and self._sessions:  # they end as their agents leave
+            time.sleep(0.5)
         self.log("stopped")  # first: wait() returns on the event, and the process may end
         self._stopped.set()
 
@@ -248,6 +256,11 @@ class Server:
                 except TimeoutError:
                     if self._idle_out():
                         self.log(f"idle for {self.idle:.0f}s: stopping")
+                        break
+                    if self._code is not None and self._code.changed():
+                        self.log("memrepo's code changed: retiring (the next client starts "
+                                 "a server of the new code; this one ends with its sessions)")
+                        self._retiring = True
                         break
                     continue
                 except OSError:
