@@ -106,6 +106,21 @@ def test_the_turn_is_recalled_not_the_journal_line_restating_it(lived: Path) -> 
     assert "User decided to pursue counseling" not in text
 
 
+def test_compile_leaves_out_the_journal_line_restating_a_turn_it_holds(lived: Path) -> None:
+    """`memory compile` (and MCP memory_context) by the recall's rule: the turn is in the
+    prompt, the journal line saying it again is not, and --explain says why."""
+    import subprocess
+
+    out = subprocess.run(["memory", "--repo", str(lived), "compile", "--json", "--explain",
+                          "Which career did Caroline decide to pursue? counseling?"],
+                         capture_output=True, text=True, check=True, timeout=60).stdout
+    res = json.loads(out)
+    assert "pursue counseling as a career after the support group" in res["prompt"]
+    assert "User decided to pursue counseling" not in res["prompt"]
+    assert any(o["path"] == "knowledge/journal/2023-05-08.md"
+               and "says what its source above does" in o["reason"] for o in res["omitted"])
+
+
 def test_search_ranks_a_derived_line_below_the_turn_it_cites(lived: Path) -> None:
     import subprocess
 

@@ -20,11 +20,12 @@ from typing import Any
 from memrepo import clock, layout, namespaces, worktree
 from memrepo.context import retrieve as retr
 from memrepo.context import scopes
+from memrepo.context.restate import Shown
 from memrepo.context.sections import (
     SEP,
-    SLOT_NAMES,
     Count,
     Lines,
+    Omitted,
     Section,
     body_lines,
     fit,
@@ -69,22 +70,6 @@ class CompileRequest:
     said: str | None = None  # the agent's last reply, for output watchers (else --session)
     cwd: str | Path | None = None  # the agent's folder: its project's rules (context.scopes)
     namespace: str | None = field(default_factory=namespaces.current)  # docs/namespaces.md
-
-
-@dataclass
-class Omitted:
-    slot: int
-    kind: str
-    path: str
-    reason: str
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "slot": SLOT_NAMES[self.slot],
-            "kind": self.kind,
-            "path": self.path,
-            "reason": self.reason,
-        }
 
 
 @dataclass
@@ -142,6 +127,7 @@ class _Compiler:
         self.sections: list[Section] = []
         self.placed = 0  # sections placed so far (Section.placed)
         self.omitted: list[Omitted] = []
+        self.shown = Shown()  # P3's transcript passages: a derived one saying them again goes
         self.notes: list[str] = []
         self.spans: dict[str, list[tuple[int, int]]] = {}
         self.files: dict[str, tuple[Lines, int] | None] = {}
@@ -454,12 +440,15 @@ class _Compiler:
             if got is None or got[0].empty:
                 continue
             lines, next_line = got
-            self._place(
+            if self.shown.restates(p.path, "\n".join(t for _, t in lines.numbered)):
+                self._omit(3, "knowledge", p.path, f"rank {rank}: says what its source above does")
+                continue
+            self.shown.add(self._place(
                 3, "knowledge", p.path, lines, p.end_line, self.left - floor,
                 f"search rank {rank} (score {score_text(p.score)}) for the message"
                 + (" and topic keywords" if query != self.req.message.strip() else ""),
                 next_line=next_line,
-            )  # fmt: skip
+            ))  # fmt: skip
         self._linked(floor)
 
     def _linked(self, floor: int) -> None:

@@ -128,6 +128,20 @@ class Section:
 
 
 @dataclass
+class Omitted:
+    """What a compile left out, and why (``--explain``)."""
+
+    slot: int
+    kind: str
+    path: str
+    reason: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"slot": SLOT_NAMES[self.slot], "kind": self.kind, "path": self.path,
+                "reason": self.reason}
+
+
+@dataclass
 class Lines:
     """Numbered lines of a file's body (frontmatter and template comments removed)."""
 
