@@ -264,3 +264,24 @@ def test_the_global_namespace_option_acts_in_it(crepo: Path) -> None:
         "--home", str(home))  # the install of an agent acting in carol
     hooks = json.loads((home / ".codex/hooks.json").read_text())["hooks"]
     assert "--namespace carol hook codex" in hooks["Stop"][-1]["hooks"][-1]["command"]
+
+
+def test_an_update_keeps_the_line_in_its_namespace(crepo: Path) -> None:
+    """`memory update` (MCP memory_update) of a namespace's journal line: the new line and
+    the struck one stay that namespace's; another namespace cannot rewrite it."""
+    run(crepo, "alice", "remember", "the quokka audit is on Tuesday")
+    rel = next((crepo / "knowledge" / "journal").glob("*.md")).relative_to(crepo).as_posix()
+    text = (crepo / rel).read_text()
+    line = 1 + text.splitlines().index(next(ln for ln in text.splitlines() if "quokka" in ln))
+    proc = subprocess.run(["memory", "--repo", str(crepo), "--namespace", "bob", "update",
+                           f"{rel}:{line}", "the quokka audit is cancelled"],
+                          capture_output=True, text=True, env={**os.environ, "MEMREPO_NOW": NOW})
+    assert proc.returncode == 1 and "another namespace's line" in proc.stderr
+    assert (crepo / rel).read_text() == text
+    run(crepo, "alice", "update", f"{rel}:{line}", "the quokka audit moved to Wednesday")
+    after = (crepo / rel).read_text()
+    assert "moved to Wednesday [ns: alice]" in after
+    struck = next(ln for ln in after.splitlines() if "~~" in ln)
+    assert "[ns: alice]" in struck
+    assert search(crepo, "bob", "quokka audit Wednesday") == []
+    assert search(crepo, "alice", "quokka audit Wednesday")

@@ -189,12 +189,13 @@ def _reword(root: Path, rel: str, said: str, mode: str, day: str, a: int, b: int
     lines, body_start = _lines(before, rel)
     old = _pick_entry(rel, lines, body_start, a, b or a)
     i = old.line_no
+    owner = _line_owner(root, rel, lines[i], i)
     time = _TIME.match(old.text) if old.date is None else None
     body = f"{time['time']} {said}" if time else said
     srcs = old.srcs if mode == "replace" else ()
-    if body == old.text:
+    if body == namespaces.MARK.sub("", old.text):
         raise MemrepoError(f"{rel}:{i + 1} already says that")
-    lines[i] = E.Entry(0, body, day if old.date else None, srcs).render()
+    lines[i] = namespaces.mark(E.Entry(0, body, day if old.date else None, srcs).render(), owner)
     old_line = None
     if mode == "supersede":
         span = _section_of(lines, body_start, i)
@@ -206,6 +207,17 @@ def _reword(root: Path, rel: str, said: str, mode: str, day: str, a: int, b: int
     after = with_line_count("\n".join(lines), add=False)  # MEMORY.md states its size
     atomic_write(root / rel, after, root=root)
     return before, after, i, old, old_line
+
+
+def _line_owner(root: Path, rel: str, line: str, i: int) -> str | None:
+    """The namespace a journal line is marked as written in (None: shared), which its
+    rewording keeps; MemrepoError when it is another namespace's than the writer's, which
+    the writer cannot even read (docs/namespaces.md)."""
+    view = namespaces.View(root, namespaces.current())
+    if view.filters_lines(rel) and view.hides_line(line):
+        raise MemrepoError(f"{rel}:{i + 1} is another namespace's line, not {view.ns}'s")
+    marked = namespaces.MARK.search(line)
+    return marked["ns"] if marked else None
 
 
 def remember(
