@@ -87,7 +87,10 @@ def install(ctx: click.Context, agent: str, scope: str, memory_exe: str | None, 
         raise click.UsageError("--token-env goes with --url")
     namespace = namespace or os.environ.get(namespaces.ENV, "").strip() or None
     if namespace is not None:
-        _check_namespace(namespace, url)
+        try:
+            namespaces.check(namespace)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--namespace") from None
     if url:
         check_url(url, token_env)
     repo = _local_repo(ctx, required=not url)
@@ -104,25 +107,16 @@ def install(ctx: click.Context, agent: str, scope: str, memory_exe: str | None, 
         hooks = f"hooks: {exe} --repo {repo}{ns}" if repo else "no hooks (no memory repo here)"
         click.echo(f"installed: MCP server {url}; {hooks}" if url else
                    f"installed: {exe} --repo {repo}{ns}")
+        if url and namespace:  # the server acts in the token's namespace, not the hooks'
+            click.echo(f"The token in ${token_env or 'its variable'} must act in "
+                       f"{namespace} too: make it on the server with `memory mcp token "
+                       f"create NAME --namespace {namespace}`")
         click.echo(AGENTS[agent].next_step)
         if repo is not None:
             click.echo(agents.llm_note(repo))
         click.echo(f"Undo: memory uninstall {agent} --scope {scope}")
     _offer_import(agent, home, project)
     return 0
-
-
-def _check_namespace(namespace: str, url: str | None) -> None:
-    """A namespace memrepo can act in, and an MCP server that can act in it: a served
-    ``memory mcp --http`` acts in none, so its tools would show this agent every other
-    agent's transcripts."""
-    try:
-        namespaces.check(namespace)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--namespace") from None
-    if url:
-        raise click.UsageError("--namespace goes with a local `memory mcp`, not --url: an "
-                               "HTTP server's tools act in no namespace (docs/namespaces.md)")
 
 
 def _local_repo(ctx: click.Context, required: bool) -> Path | None:

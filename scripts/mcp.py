@@ -67,15 +67,20 @@ def token() -> None:
 @click.argument("name")
 @click.option("--read-only", is_flag=True,
               help="Search, context and read only: the writing tools are hidden and refused.")
+@click.option("--namespace", metavar="NAME",
+              help="Its sessions act in this namespace: the agent's own transcripts and "
+              "journal lines, and the shared (docs/namespaces.md).")
 @click.pass_context
-def token_create(ctx: click.Context, name: str, read_only: bool) -> None:
+def token_create(ctx: click.Context, name: str, read_only: bool, namespace: str | None) -> None:
     """Make a token named NAME and print it, once: only its digest is kept."""
     from memrepo.agents.tokens import READ, WRITE, TokenStore
 
     scope = READ if read_only else WRITE
-    value = TokenStore(discover((ctx.obj or {}).get("repo")).root).create(name, scope)
+    value = TokenStore(discover((ctx.obj or {}).get("repo")).root).create(name, scope,
+                                                                          namespace)
     click.echo(value)
-    click.echo(f"memory mcp: token {name!r} ({scope}) created; it is shown this once: "
+    where = f", namespace {namespace}" if namespace else ""
+    click.echo(f"memory mcp: token {name!r} ({scope}{where}) created; it is shown this once: "
                "keep it in the client's environment, e.g. export MEMREPO_TOKEN=…",
                err=True)
 
@@ -96,7 +101,8 @@ def token_list(ctx: click.Context, as_json: bool) -> None:
     if not rows:
         click.echo("no tokens (memory mcp token create NAME)")
     for row in rows:
-        click.echo(f"{row['name']}\t{row['scope']}\t{row['created']}")
+        ns = f"\tnamespace {row['namespace']}" if row.get("namespace") else ""
+        click.echo(f"{row['name']}\t{row['scope']}\t{row['created']}{ns}")
 
 
 @token.command("revoke")

@@ -242,6 +242,25 @@ async def test_a_revoked_token_is_refused_at_its_next_request(
 # --- where it may listen ---------------------------------------------------------------
 
 
+async def test_a_token_with_a_namespace_acts_in_it(server: Served, tokens: dict,
+                                                   repo: Path) -> None:
+    """`memory mcp token create NAME --namespace NS`: that token's tools act in NS (its
+    notes marked, another namespace's unseen); a token of none sees everything."""
+    store = TokenStore(repo)
+    alice, bob = (store.create(f"agent-{n}", namespace=n) for n in ("alice", "bob"))
+    err, text = await call(server.url, alice, "memory_remember",
+                           {"text": "the wallaby migration waits for the audit"})
+    assert not err, text
+    assert "wallaby migration waits for the audit [ns: alice]" in git(repo, "show", "HEAD")
+    query = {"query": "wallaby migration audit"}
+    said = "waits for the audit"
+    assert said in (await call(server.url, alice, "memory_search", query))[1]
+    assert said not in (await call(server.url, bob, "memory_search", query))[1]
+    assert said in (await call(server.url, tokens["write"], "memory_search", query))[1]
+    assert {"name": "agent-bob", "namespace": "bob"}.items() <= next(
+        t.public() for t in store.tokens() if t.name == "agent-bob").items()
+
+
 def test_no_token_no_listening_beyond_loopback(crepo: Path, env: dict[str, str]) -> None:
     proc = subprocess.run([MEMORY, "--repo", str(crepo), "mcp", "--http", "0.0.0.0:0"],
                           env=env, capture_output=True, text=True, timeout=30)

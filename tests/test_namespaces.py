@@ -236,17 +236,22 @@ def test_install_with_a_namespace_isolates_the_agent(ns_repo: Repo, tmp_path: Pa
     assert check.ok and check.detail.endswith(f"{crepo} in namespace alice"), check.detail
 
 
-def test_install_refuses_a_bad_namespace_or_an_http_server(ns_repo: Repo, tmp_path: Path
-                                                           ) -> None:
+def test_install_refuses_a_bad_namespace_and_names_the_tokens_for_http(
+        ns_repo: Repo, tmp_path: Path) -> None:
+    """A bad name writes nothing; with --url the hooks act in the namespace and the
+    install says the server's token must be made in it (the server acts in the token's)."""
     crepo = ns_repo[0]
     common = ["--repo", str(crepo), "install", "claude-code", "--scope", "user",
               "--home", str(tmp_path)]
-    for extra, says in ((["--namespace", "Not A Name"], "lower-case"),
-                        (["--namespace", "alice", "--url", "https://mem.example/mcp"],
-                         "--namespace goes with a local")):
-        proc = subprocess.run(["memory", *common, *extra], capture_output=True, text=True)
-        assert proc.returncode == 2 and says in proc.stderr, proc.stderr
+    proc = subprocess.run(["memory", *common, "--namespace", "Not A Name"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "lower-case" in proc.stderr, proc.stderr
     assert not list(tmp_path.iterdir())
+    out = run(crepo, None, *common[2:], "--namespace", "alice", "--url",
+              "https://mem.example/mcp", "--token-env", "MEM_TOKEN")
+    assert "memory mcp token create NAME --namespace alice" in out
+    hooks = json.loads((tmp_path / ".claude/settings.json").read_text())["hooks"]
+    assert "--namespace" in hooks["Stop"][-1]["hooks"][-1]["args"]
 
 
 def test_the_global_namespace_option_acts_in_it(crepo: Path) -> None:

@@ -57,6 +57,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent
 
+from memrepo import namespaces
 from memrepo.agents import mcp_server, oauth
 from memrepo.agents.mcp_front import NO_RESIDENT_ENV
 from memrepo.agents.resident import host_resident, shared_app
@@ -70,6 +71,8 @@ PATH = "/mcp"
 DEFAULT_HOST = "127.0.0.1"
 #: the ASGI scope key the bearer check sets to the caller's scope (read or write)
 SCOPE_KEY = "memrepo.scope"
+#: and to the namespace its token acts in (None: none; docs/namespaces.md)
+NAMESPACE_KEY = "memrepo.namespace"
 REALM = 'Bearer realm="memrepo"'
 
 
@@ -171,7 +174,8 @@ class BearerAuth:
             await _refuse(send, 401, "the token is unknown, expired or revoked",
                           "invalid_token", self.metadata)
             return
-        await self.app({**scope, SCOPE_KEY: token.scope}, receive, send)
+        await self.app({**scope, SCOPE_KEY: token.scope, NAMESPACE_KEY: token.namespace or None},
+                       receive, send)
 
 
 def _bearer(scope: dict[str, Any]) -> str | None:
@@ -199,8 +203,9 @@ async def _refuse(send: Any, status: int, why: str, error: str | None = None,
 
 class ScopeGuard:
     """SDK middleware on the shared server: a session whose HTTP request carries a
-    ``read`` scope lists only the read-only tools and is refused the others. stdio
-    sessions (no HTTP request) pass untouched."""
+    ``read`` scope lists only the read-only tools and is refused the others, and every
+    HTTP request runs in its token's namespace. stdio sessions (no HTTP request) pass
+    untouched."""
 
     def __init__(self, app: MCPServer):
         self.app = app
@@ -217,7 +222,14 @@ class ScopeGuard:
     async def __call__(self, ctx: Any, call_next: Callable[[Any], Any]) -> Any:
         request = getattr(ctx, "request", None)
         scope = getattr(request, "scope", None)
-        if not isinstance(scope, dict) or scope.get(SCOPE_KEY) != READ:
+        if not isinstance(scope, dict) or SCOPE_KEY not in scope:
+            return await call_next(ctx)  # a relayed stdio session: its own namespace
+        with namespaces.scope(scope.get(NAMESPACE_KEY)):  # the token's, even none
+            return await self._guarded(ctx, call_next, scope)
+
+    async def _guarded(self, ctx: Any, call_next: Callable[[Any], Any],
+                       scope: dict[str, Any]) -> Any:
+        if scope.get(SCOPE_KEY) != READ:
             return await call_next(ctx)
         writes = await self.writes()
         if ctx.method == "tools/call":

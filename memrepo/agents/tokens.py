@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from memrepo import namespaces
 from memrepo.atomic import atomic_write
 from memrepo.errors import MemrepoError
 from memrepo.index.paths import state_dir
@@ -59,14 +60,15 @@ FORMAT = 1
 
 
 REQUIRED = ("name", "scope", "sha256", "created")
-OPTIONAL = ("kind", "expires", "client", "refresh_sha256", "refresh_expires")
+OPTIONAL = ("kind", "expires", "client", "refresh_sha256", "refresh_expires", "namespace")
 
 
 @dataclass(frozen=True)
 class Token:
     """One row as stored: never a token itself. ``expires`` (ISO, UTC): when an OAuth
     access token or an approval code lapses (``""``: never, a bearer token); ``client``:
-    the OAuth client id; ``refresh_*``: the grant's refresh token."""
+    the OAuth client id; ``refresh_*``: the grant's refresh token; ``namespace``: the
+    namespace a bearer token's sessions act in (docs/namespaces.md; ``""``: none)."""
 
     name: str
     scope: str
@@ -77,10 +79,13 @@ class Token:
     client: str = ""
     refresh_sha256: str = ""
     refresh_expires: str = ""
+    namespace: str = ""
 
     def public(self) -> dict[str, str]:
         """What ``memory mcp token list`` shows (the digest is nobody's business)."""
         shown = {"name": self.name, "scope": self.scope, "created": self.created}
+        if self.namespace:
+            shown["namespace"] = self.namespace
         if self.kind == OAUTH:
             shown.update(kind=OAUTH, expires=self.refresh_expires)
         return shown
@@ -186,13 +191,18 @@ class TokenStore:
         return found if found is not None and not found.lapsed(time.time()) else None
 
     # -- changing ------------------------------------------------------------------------
-    def create(self, name: str, scope: str = WRITE) -> str:
-        """A new token named ``name``: its only appearance in clear is this return value."""
+    def create(self, name: str, scope: str = WRITE, namespace: str | None = None) -> str:
+        """A new token named ``name`` (its sessions acting in ``namespace``): its only
+        appearance in clear is this return value."""
         if not NAME.match(name):
             raise MemrepoError(f"token name {name!r}: letters, digits, '.', '_' and '-', "
                                "at most 64, starting with a letter or digit")
         if scope not in SCOPES:
             raise MemrepoError(f"scope {scope!r}: one of {', '.join(SCOPES)}")
+        try:
+            ns = namespaces.check(namespace) if namespace else ""
+        except ValueError as exc:
+            raise MemrepoError(str(exc)) from None
         token = PREFIX + secrets.token_urlsafe(TOKEN_BYTES)
         created = dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
 
@@ -200,7 +210,7 @@ class TokenStore:
             if any(t.name == name for t in rows):
                 raise MemrepoError(f"a token named {name!r} exists: revoke it first "
                                    f"(memory mcp token revoke {name})")
-            return [*rows, Token(name, scope, digest(token), created)]
+            return [*rows, Token(name, scope, digest(token), created, namespace=ns)]
 
         self._change(add)
         return token
