@@ -18,8 +18,9 @@ echo rule are documented there):
 - evidence in a 4,000-token ``memory compile`` and session R@5 of ``memory search`` on
   the lived repo, beside the same figures on a fresh index of the same conversations
   (bench/quality/eval_compile_locomo.py and eval_locomo.py, run here side by side). The
-  fresh index is asked today; the lived R@5 is given at both clocks, so that what living
-  did to ranking shows apart from what recency does at the lived date;
+  fresh index is asked today, and its R@5 again at the lived clock; the lived R@5 is given
+  at both clocks too, so that what living did to ranking shows apart from what recency
+  does at the lived date;
 - ``--plain``: the same sessions through the same hooks with no derived knowledge
   (extraction manual, no scheduled job): the baseline the lived memory must beat;
 - echo share of the injected passages; the briefing's size; growth per session (files,
@@ -62,11 +63,35 @@ from lived_replay import CountingLLM, hook_times, replay  # noqa: E402
 from quality_table import CONFIGS, _sets, coverage  # noqa: E402
 from results import add_record_option, record  # noqa: E402
 
+#: the fresh index's session R@5 asked at the lived clock (:func:`fresh_at_lived_clock`)
+LIVED_CLOCK_R5 = "session R@5 at the lived clock"
 
-def fresh(settings: dict[str, object], split: str, data: Path, tmp: Path
+
+def asked_at(played: list[Any]) -> dt.datetime:
+    """When the questions are asked: 9:00 the day after the last session lived."""
+    return dt.datetime.combine(played[-1].when.date() + dt.timedelta(days=1), dt.time(9, 0))
+
+
+def fresh_at_lived_clock(settings: dict[str, object], data: Path, tmp: Path,
+                         convs: list[Any]) -> dict[str, float]:
+    """Session R@5 of the fresh index asked when the lived questions are (each
+    conversation at its own :func:`asked_at`, so recency weighs as in the lived repo)."""
+    rows: list[dict[str, Any]] = []
+    for conv in convs:
+        out = tmp / f"fresh-{conv.sample_id}.json"
+        env = {**os.environ, "MEMREPO_NOW": asked_at(conv.sessions).isoformat()}
+        subprocess.run([sys.executable, str(HERE / "eval_locomo.py"), *_sets(settings),
+                        "--data", str(data), "--conversations", conv.sample_id,
+                        "--json-out", str(out), "--no-record"], check=True, env=env,
+                       stdout=subprocess.DEVNULL)
+        rows += json.loads(out.read_text())[0]["rows"]
+    return {c: h["session_r5"] for c, h in fresh_by_conversation(rows).items()}
+
+
+def fresh(settings: dict[str, object], split: str, data: Path, tmp: Path, convs: list[Any]
           ) -> dict[str, dict[str, float]]:
-    """The fresh-index figures of the same conversations: session R@5 and 4K-compile
-    evidence, per conversation and "all"."""
+    """The fresh-index figures of the same conversations: session R@5 (asked today and at
+    the lived clock) and 4K-compile evidence, per conversation and "all"."""
     args = ["--split", split, "--data", str(data)]
     out = tmp / "fresh.json"
     os.environ.pop("MEMREPO_NOW", None)  # a fresh index is asked today, as the README's
@@ -77,8 +102,9 @@ def fresh(settings: dict[str, object], split: str, data: Path, tmp: Path
     r5 = {c: h["session_r5"] for c, h in fresh_by_conversation(rows).items()}
     total, per = coverage(settings, args, tmp / "fresh-compile.json")
     per["all"] = total
-    return {c: {"session R@5": r5[c], "evidence in 4K compile %": per.get(c, float("nan"))}
-            for c in r5}
+    then = fresh_at_lived_clock(settings, data, tmp, convs)
+    return {c: {"session R@5": r5[c], "evidence in 4K compile %": per.get(c, float("nan")),
+                LIVED_CLOCK_R5: then.get(c, float("nan"))} for c in r5}
 
 
 def live_conversation(conv: Any, settings: dict[str, object], llm: CountingLLM,
@@ -91,8 +117,7 @@ def live_conversation(conv: Any, settings: dict[str, object], llm: CountingLLM,
         gold = {t.dia_id for s in played for t in s.turns}
         qs = [qa for qa in conv.qas if qa.category in (1, 2, 3, 4) and qa.evidence
               and set(qa.evidence) <= gold][:questions]
-        last = played[-1]
-        when = dt.datetime.combine(last.when.date() + dt.timedelta(days=1), dt.time(9, 0))
+        when = asked_at(played)
         matcher = Matcher(conv, Sessions(lived).load())
         with resident_model(lived.repo, settings):
             found = ask(lived, conv, matcher, qs, when)
@@ -126,14 +151,14 @@ def run_config(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]
         llm.close()
     lived = by_conversation(questions)
     lived["all"] = summarise(questions)
-    base = None if args.no_fresh else fresh(settings, args.split, args.data, tmp)
+    base = None if args.no_fresh else fresh(settings, args.split, args.data, tmp, convs)
     return {"lived": lived, "fresh": base, "replay": infos, "llm requests": llm.count}
 
 
 def table(name: str, res: dict[str, Any]) -> str:
     head = ("| conversation | questions | evidence in context | in recall | lived 4K compile "
-            "| fresh 4K compile | lived session R@5 (today's clock) | fresh session R@5 "
-            "| echo share | briefing chars |")
+            "| fresh 4K compile | lived session R@5 (today's clock) "
+            "| fresh session R@5 (lived clock) | echo share | briefing chars |")
     lines = [f"### {name} (LLM requests: {res['llm requests']})", "", head,
              "|" + "---|" * 10]
     for conv, f in res["lived"].items():
@@ -144,6 +169,7 @@ def table(name: str, res: dict[str, Any]) -> str:
             f"| {fr.get('evidence in 4K compile %', float('nan')):.1f} % "
             f"| {f['session R@5']:.1f} ({f[TODAY_R5]:.1f}) "
             f"| {fr.get('session R@5', float('nan')):.1f} "
+            f"({fr.get(LIVED_CLOCK_R5, float('nan')):.1f}) "
             f"| {f['echo share %']:.1f} % | {f['briefing chars']:.0f} |")
     for conv, info in res["replay"].items():
         g = info["growth"][-1] if info["growth"] else {}
