@@ -18,15 +18,16 @@ start (goal: ``memory_search`` p50 <= 20 ms at 100K files once warm, issue #13).
 - spawn to ``initialize`` answered (issue 36: an agent waits for it at every start; goal
   p50 <= 250 ms with the resident server up), raw JSON-RPC over pipes so no client
   library is timed: ``memory mcp`` relayed to the clone's resident server
-  (:mod:`memrepo.agents.mcp_front`); the same with none (first use: the server runs
-  in-process and a resident starts meanwhile, stopped again after each start); with
+  (:mod:`memrepo.agents.mcp_front`), plain and in a namespace (``--namespace``); the
+  same with none (first use: the server runs in-process and a resident starts
+  meanwhile, stopped again after each start); with
   ``MEMREPO_NO_RESIDENT=1`` (in-process, as before the front); and a minimal server on the
   same SDK (one tool, the venv's python), the floor of an in-process server.
 
 The warm rows are measured side by side: every query goes through the four paths in a
 rotating order, after one unmeasured pass over all queries (the index's pages in the OS
 cache) and five per path (each server's connection and caches). The start rows too: each
-start goes through the four in a rotating order. The stdio rows run with the clone's
+start goes through the five in a rotating order. The stdio rows run with the clone's
 resident server up (the bench starts it and stops it at the end), as an agent finds it
 once ``memory mcp`` has run there.
 
@@ -223,19 +224,21 @@ def resident_down(repo: Path) -> None:
 
 
 def bench_init(repo: Path, starts: int) -> dict[str, dict[str, float]]:
-    """Spawn to ``initialize`` answered, four ways side by side (rotating order)."""
+    """Spawn to ``initialize`` answered, five ways side by side (rotating order)."""
     from memrepo.resources import memory_command
 
     front = [*memory_command(), "--repo", str(repo), "mcp"]
+    agent = [*memory_command(), "--repo", str(repo), "--namespace", "bench", "mcp"]
     env = {k: v for k, v in os.environ.items() if k not in ("MEMORY_DEBUG", "MEMORY_REPO")}
     inproc = {**env, "MEMREPO_NO_RESIDENT": "1"}
-    times: dict[str, list[float]] = {"resident": [], "first use": [], "in-process": [],
-                                     "minimal SDK": []}
+    times: dict[str, list[float]] = {"resident": [], "resident, namespaced": [],
+                                     "first use": [], "in-process": [], "minimal SDK": []}
     with tempfile.TemporaryDirectory() as tmp:
         minimal = Path(tmp) / "minimal_server.py"
         minimal.write_text(MINIMAL_SERVER)
         runs = {
             "resident": lambda: to_initialized(front, env),
+            "resident, namespaced": lambda: to_initialized(agent, env),
             "first use": lambda: to_initialized(front, env),
             "in-process": lambda: to_initialized(front, inproc),
             "minimal SDK": lambda: to_initialized([sys.executable, str(minimal)], env),
@@ -243,8 +246,8 @@ def bench_init(repo: Path, starts: int) -> dict[str, dict[str, float]]:
         to_initialized([sys.executable, str(minimal)], env)  # the SDK's files in the cache
         order = list(times)
         for i in range(starts):
-            for name in order[i % 4:] + order[: i % 4]:
-                if name == "resident":
+            for name in order[i % len(order):] + order[: i % len(order)]:
+                if name.startswith("resident"):
                     resident_up(repo, front)
                 elif name == "first use":
                     resident_down(repo)
@@ -301,6 +304,7 @@ def main() -> None:
         ("stdio ready", "spawn -> initialized (stdio)"),
         ("stdio first", "spawn -> first search answered"),
         ("init resident", "spawn -> initialize: memory mcp, resident"),
+        ("init resident, namespaced", "spawn -> initialize: namespaced, resident"),
         ("init first use", "spawn -> initialize: memory mcp, none yet"),
         ("init in-process", "spawn -> initialize: MEMREPO_NO_RESIDENT"),
         ("init minimal SDK", "spawn -> initialize: minimal SDK server"),
