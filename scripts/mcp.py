@@ -126,14 +126,17 @@ def oauth() -> None:
 @accepts_repo()
 @click.option("--read-only", is_flag=True,
               help="The login may search, get context and read only.")
+@click.option("--namespace", metavar="NAME",
+              help="The login acts in this namespace (docs/namespaces.md).")
 @click.pass_context
-def oauth_approve(ctx: click.Context, read_only: bool) -> None:
+def oauth_approve(ctx: click.Context, read_only: bool, namespace: str | None) -> None:
     """Print a one-time code that approves one OAuth login (valid ten minutes): type it
     on the approval page the connector opened. The login then shows in `token list`."""
     from memrepo.agents.tokens import READ, WRITE, TokenStore
 
     scope = READ if read_only else WRITE
-    code = TokenStore(discover((ctx.obj or {}).get("repo")).root).approval(scope)
+    code = TokenStore(discover((ctx.obj or {}).get("repo")).root).approval(
+        scope, namespace=namespace)
     click.echo(code)
     click.echo(f"memory mcp: approves one {scope} login within ten minutes; type it on the "
                "approval page", err=True)

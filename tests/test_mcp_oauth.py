@@ -198,6 +198,30 @@ async def test_a_read_only_approval_logs_in_read_only(
     assert run_git(repo, "rev-parse", "HEAD").stdout == head
 
 
+async def test_a_namespaced_approval_logs_in_in_that_namespace(
+        server: Served, repo: Path, env: dict[str, str]) -> None:
+    """`memory mcp oauth approve --namespace NS`: the login's grant acts in NS (its notes
+    marked as NS's, another namespace's unseen); a bad name is refused."""
+    storage = Memory()
+    async with logged_in(server.url, Owner(approval(repo, env, "--namespace", "carol")),
+                         storage) as client:
+        wrote = await client.call_tool("memory_remember",
+                                       {"text": "the numbat survey starts in May"})
+        assert not wrote.is_error, wrote.content
+    assert "numbat survey starts in May [ns: carol]" in run_git(repo, "show", "HEAD").stdout
+    assert storage.tokens is not None
+    grant = TokenStore(repo).verify(storage.tokens.access_token)
+    assert grant is not None and grant.namespace == "carol"
+    bob = TokenStore(repo).create("oauth-test-bob", namespace="bob")
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {bob}"},
+                                  timeout=30) as http, Client(
+            streamable_http_client(server.url, http_client=http), mode="legacy") as other:
+        seen = await other.call_tool("memory_search", {"query": "numbat survey"})
+        assert "starts in May" not in seen.content[0].text
+    refused = memory(repo, env, "oauth", "approve", "--namespace", "Not Valid")
+    assert refused.returncode == 1 and "namespace" in refused.stderr
+
+
 # --- the endpoints by hand: approval, refresh, revocation ------------------------------------
 
 

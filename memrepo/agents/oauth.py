@@ -187,6 +187,8 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, Refresh, Acce
         self.issuer = str(config.issuer_url).rstrip("/")
         self.pending: dict[str, Pending] = {}
         self.codes: dict[str, AuthorizationCode] = {}
+        #: the namespace each code's grant acts in (the approval's; "": none)
+        self.code_namespaces: dict[str, str] = {}
 
     # -- clients ---------------------------------------------------------------------------
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
@@ -205,13 +207,16 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, Refresh, Acce
         self.pending[request] = Pending(client, params, time.time() + PENDING_TTL)
         return f"{self.issuer}{APPROVE_PATH}?{urlencode({'request': request})}"
 
-    def approved(self, pending: Pending, allowed: str) -> str:
-        """An authorization code for an approved request: where the browser goes next."""
+    def approved(self, pending: Pending, allowed: Token) -> str:
+        """An authorization code for an approved request (at most the approval's scope,
+        in its namespace): where the browser goes next."""
         asked = set(pending.params.scopes or SCOPES)
-        scope = WRITE if allowed == WRITE and (WRITE in asked or not asked & set(SCOPES)) \
-            else READ
+        scope = WRITE if allowed.scope == WRITE and (WRITE in asked
+                                                      or not asked & set(SCOPES)) else READ
         _sweep(self.codes, lambda c: c.expires_at)
+        self.code_namespaces = {c: n for c, n in self.code_namespaces.items() if c in self.codes}
         code = secrets.token_urlsafe(32)
+        self.code_namespaces[code] = allowed.namespace
         self.codes[code] = AuthorizationCode(
             code=code, scopes=scopes_of(scope), expires_at=time.time() + CODE_TTL,
             client_id=pending.client.client_id, code_challenge=pending.params.code_challenge,
@@ -231,8 +236,10 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, Refresh, Acce
         if self.codes.pop(authorization_code.code, None) is None:
             raise TokenError("invalid_grant", "the authorization code was used already")
         scope = WRITE if WRITE in authorization_code.scopes else READ
+        ns = self.code_namespaces.pop(authorization_code.code, "")
         row, access, refresh = await anyio.to_thread.run_sync(
-            self.store.grant, client.client_id, client.client_name or "client", scope)
+            lambda: self.store.grant(client.client_id, client.client_name or "client", scope,
+                                     namespace=ns))
         log.warning("OAuth login approved: %s (%s) for %s", row.name, scope,
                     client.client_name or client.client_id)
         return _token(row, access, refresh)

@@ -199,10 +199,7 @@ class TokenStore:
                                "at most 64, starting with a letter or digit")
         if scope not in SCOPES:
             raise MemrepoError(f"scope {scope!r}: one of {', '.join(SCOPES)}")
-        try:
-            ns = namespaces.check(namespace) if namespace else ""
-        except ValueError as exc:
-            raise MemrepoError(str(exc)) from None
+        ns = _namespace(namespace)
         token = PREFIX + secrets.token_urlsafe(TOKEN_BYTES)
         created = dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
 
@@ -230,20 +227,24 @@ class TokenStore:
         return gone[0]
 
     # -- OAuth: approval codes and grants (memrepo.agents.oauth) --------------------------
-    def approval(self, scope: str = WRITE, ttl: int = APPROVAL_TTL) -> str:
-        """A one-time code that approves one OAuth login with at most ``scope``, shown as
-        ``XXXX-XXXX-XXXX``: its only appearance in clear is this return value."""
+    def approval(self, scope: str = WRITE, ttl: int = APPROVAL_TTL,
+                 namespace: str | None = None) -> str:
+        """A one-time code that approves one OAuth login with at most ``scope`` (acting in
+        ``namespace``), shown as ``XXXX-XXXX-XXXX``: its only appearance in clear is this
+        return value."""
         if scope not in SCOPES:
             raise MemrepoError(f"scope {scope!r}: one of {', '.join(SCOPES)}")
+        ns = _namespace(namespace)
         raw = "".join(secrets.choice(CODE_ALPHABET) for _ in range(12))
         now = time.time()
         row = Token(f"approval-{secrets.token_hex(4)}", scope, digest(raw), stamp(now),
-                    APPROVAL, stamp(now + ttl))
+                    APPROVAL, stamp(now + ttl), namespace=ns)
         self._change(lambda rows: [*rows, row])
         return "-".join(raw[i:i + 4] for i in (0, 4, 8))
 
-    def redeem(self, code: str) -> str | None:
-        """Spend an approval code: the scope it grants, or None (wrong, used, lapsed)."""
+    def redeem(self, code: str) -> Token | None:
+        """Spend an approval code: its row (the scope and namespace it grants), or None
+        (wrong, used, lapsed)."""
         spent: list[Token] = []
 
         def take(rows: list[Token]) -> list[Token]:
@@ -253,12 +254,12 @@ class TokenStore:
             return [t for t in rows if t is not found]
 
         self._change(take)
-        return spent[0].scope if spent else None
+        return spent[0] if spent else None
 
     def grant(self, client: str, label: str, scope: str, *, access_ttl: int = ACCESS_TTL,
-              refresh_ttl: int = REFRESH_TTL) -> tuple[Token, str, str]:
-        """A new OAuth grant for ``client``, named ``oauth-<label>-<hex>``: (the row, its
-        access token, its refresh token)."""
+              refresh_ttl: int = REFRESH_TTL, namespace: str = "") -> tuple[Token, str, str]:
+        """A new OAuth grant for ``client`` (acting in ``namespace``), named
+        ``oauth-<label>-<hex>``: (the row, its access token, its refresh token)."""
         slug = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")[:32] or "client"
         made: list[tuple[Token, str, str]] = []
 
@@ -267,7 +268,8 @@ class TokenStore:
             name = f"oauth-{slug}-{secrets.token_hex(3)}"
             while name in names:
                 name = f"oauth-{slug}-{secrets.token_hex(3)}"
-            made.append(_issue(Token(name, scope, "", stamp(time.time()), OAUTH, client=client),
+            made.append(_issue(Token(name, scope, "", stamp(time.time()), OAUTH, client=client,
+                                     namespace=namespace),
                                access_ttl, refresh_ttl))
             return [*rows, made[0][0]]
 
@@ -312,6 +314,14 @@ class TokenStore:
         except LockBusy:
             raise MemrepoError(f"{self.dir}: another memory mcp token command is "
                                "running; try again") from None
+
+
+def _namespace(name: str | None) -> str:
+    """``name`` if it is a namespace (``""`` for none), else a MemrepoError saying why."""
+    try:
+        return namespaces.check(name) if name else ""
+    except ValueError as exc:
+        raise MemrepoError(str(exc)) from None
 
 
 def _issue(row: Token, access_ttl: int, refresh_ttl: int) -> tuple[Token, str, str]:
