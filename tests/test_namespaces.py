@@ -290,3 +290,17 @@ def test_an_update_keeps_the_line_in_its_namespace(crepo: Path) -> None:
     assert "[ns: alice]" in struck
     assert search(crepo, "bob", "quokka audit Wednesday") == []
     assert search(crepo, "alice", "quokka audit Wednesday")
+    # a line of alice's by its source (an extraction's: no marker) stays hers when
+    # superseded, though the new line drops the [src:]
+    run(crepo, "alice", "capture", "start", "--session", "ses_a", "--topic", "emu plans")
+    run(crepo, "alice", "capture", "append", "--session", "ses_a", "--role", "user",
+        stdin="The emu census is due in June.\n")
+    ref = source_ref(json.loads(run(crepo, "alice", "capture", "end", "--session", "ses_a",
+                                    "--json"))["path"])
+    with (crepo / rel).open("a") as f:
+        f.write(f"- 11:00 Decided: the emu census is due in June [src: {ref}]\n")
+    run(crepo, None, "commit")
+    emu = 1 + (crepo / rel).read_text().splitlines().index(
+        f"- 11:00 Decided: the emu census is due in June [src: {ref}]")
+    run(crepo, "alice", "update", f"{rel}:{emu}", "the emu census moved to July")
+    assert "the emu census moved to July [ns: alice]" in (crepo / rel).read_text()

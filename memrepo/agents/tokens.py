@@ -68,7 +68,7 @@ class Token:
     """One row as stored: never a token itself. ``expires`` (ISO, UTC): when an OAuth
     access token or an approval code lapses (``""``: never, a bearer token); ``client``:
     the OAuth client id; ``refresh_*``: the grant's refresh token; ``namespace``: the
-    namespace a bearer token's sessions act in (docs/namespaces.md; ``""``: none)."""
+    namespace its requests act in (docs/namespaces.md; ``""``: none)."""
 
     name: str
     scope: str

@@ -210,14 +210,19 @@ def _reword(root: Path, rel: str, said: str, mode: str, day: str, a: int, b: int
 
 
 def _line_owner(root: Path, rel: str, line: str, i: int) -> str | None:
-    """The namespace a journal line is marked as written in (None: shared), which its
-    rewording keeps; MemrepoError when it is another namespace's than the writer's, which
-    the writer cannot even read (docs/namespaces.md)."""
+    """The namespace a journal line belongs to (its marker's, or its one source's; None:
+    shared), which its new wording is marked with, since a superseding line drops the
+    ``[src:]`` that made it the namespace's; MemrepoError when it is another namespace's
+    than the writer's, which the writer cannot even read (docs/namespaces.md)."""
     view = namespaces.View(root, namespaces.current())
     if view.filters_lines(rel) and view.hides_line(line):
         raise MemrepoError(f"{rel}:{i + 1} is another namespace's line, not {view.ns}'s")
-    marked = namespaces.MARK.search(line)
-    return marked["ns"] if marked else None
+    if JOURNAL_PATH.match(rel.removesuffix(".gz")) is None:
+        return None  # only a journal's lines are one agent's
+    owners = view.owners(line)
+    if view.ns in owners:
+        return view.ns
+    return next(iter(owners)) if len(owners) == 1 else None
 
 
 def remember(
