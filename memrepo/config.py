@@ -144,6 +144,10 @@ SCHEMA: dict[str, dict[str, Setting]] = {
             0.01, "knowledge files scoring below this (recency x use) may be archived"
         ),
         "archive_min_age_days": _int(30, "never archive a file changed more recently"),
+        "max_size_mb": _num(100, "over this many MB of knowledge files, prune also archives "
+                            "the lowest-scoring (seed 001 maxSize); 0 turns it off", low=0),
+        "prune_percent": _num(1, "the share of knowledge files, lowest score first, that one "
+                              "prune over max_size_mb archives (seed 001)", low=0, high=100),
         "explore_branch_days": _int(7, "explore/* branches older than this are pruned"),
         "retention": Setting(
             {}, dict, "per directory, e.g. {journal: {compress_after: 365}}: archive_after "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
 
 from conftest import invoke_memory, run_git
@@ -60,3 +61,30 @@ def test_files_a_topic_subscribes_to_are_never_archived(lrepo: Path):
     assert not (lrepo / "knowledge/journal/2026-03-03.md").exists()  # not subscribed: moved
     topic.write_text(topic.read_text() + "\nKeep the runbook at hand.\n")
     run_git(lrepo, "commit", "-q", "-am", "memory: ops topic grows")  # hooks pass
+
+
+def test_over_max_size_the_lowest_scoring_share_is_archived(lrepo: Path):
+    """Seed 001's size-based pruning: while knowledge/ is over lifecycle.max_size_mb, a
+    prune archives the lowest-scoring prune_percent of the files the threshold keeps;
+    under it (or with 0) nothing more moves."""
+    assert invoke_memory(lrepo, "extract", "--offline").returncode == 0
+    config = lrepo / "memory-config.yaml"
+    base = config.read_text()
+    later = dt.date.today() + dt.timedelta(days=200)
+
+    def plan(max_mb: str) -> tuple[list[str], list[str]]:
+        text = base
+        for key, value in (("archive_score_threshold", 0), ("max_size_mb", max_mb),
+                           ("prune_percent", 50)):
+            text, n = re.subn(rf"^  {key}: .*$", f"  {key}: {value}", text, flags=re.M)
+            assert n == 1, key
+        config.write_text(text)
+        notes: list[str] = []
+        return [a for a, _, _ in P.stale_moves(lrepo, later, notes)], notes
+
+    assert plan("0") == ([], []) and plan("100") == ([], [])
+    moved, notes = plan("0.000001")
+    everything = [s.path for s in P.score_files(lrepo, later)]
+    assert 0 < len(moved) < len(everything)
+    assert moved == everything[:len(moved)]  # the lowest scores first
+    assert "over lifecycle.max_size_mb" in notes[0] and "(50 %)" in notes[0]

@@ -139,14 +139,34 @@ def score_files(root: Path, today: dt.date) -> list[Scored]:
     return sorted(out, key=lambda s: s.score)
 
 
-def stale_moves(root: Path, today: dt.date) -> list[tuple[str, str, Scored]]:
+def stale_moves(root: Path, today: dt.date, notes: list[str] | None = None
+                ) -> list[tuple[str, str, Scored]]:
+    """The knowledge files to archive: those scoring under the threshold, and while
+    knowledge/ is over ``lifecycle.max_size_mb``, the lowest-scoring ``prune_percent`` of
+    the rest (seed 001's size-based pruning, said in ``notes``); never one changed within
+    the minimum age."""
     cfg = load_config(root)["lifecycle"]
     threshold = float(cfg["archive_score_threshold"])
     min_age = int(cfg["archive_min_age_days"])
     pols = retention.policies({"lifecycle": cfg})
-    return [(s.path, "archive/" + s.path[len("knowledge/"):], s)
-            for s in score_files(root, today) if s.score < threshold and s.days > min_age
-            and not retention.kept(s.path, pols)]
+    movable = [s for s in score_files(root, today)
+               if s.days > min_age and not retention.kept(s.path, pols)]
+    chosen = [s for s in movable if s.score < threshold]
+    max_mb, percent = float(cfg["max_size_mb"]), float(cfg["prune_percent"])
+    rest = [s for s in movable if s.score >= threshold]
+    if max_mb > 0 and percent > 0 and rest:
+        leaving = {s.path for s in chosen}
+        size = sum(p.stat().st_size for p in (root / "knowledge").rglob("*")
+                   if p.is_file() and not p.is_symlink()
+                   and p.relative_to(root).as_posix() not in leaving)
+        if size > max_mb * 1024 * 1024:
+            bottom = rest[:max(1, math.ceil(len(rest) * percent / 100))]
+            chosen += bottom
+            if notes is not None:
+                notes.append(f"knowledge/ holds {size / 1048576:.1f} MB, over "
+                             f"lifecycle.max_size_mb ({max_mb:g}): archived the lowest-scoring "
+                             f"{len(bottom)} ({percent:g} %) besides")
+    return [(s.path, "archive/" + s.path[len("knowledge/"):], s) for s in chosen]
 
 
 def stale_reviews(root: Path, today: dt.date, days: int = 90) -> list[str]:
@@ -232,7 +252,7 @@ def plan_prune(root: Path, today: dt.date, llm: Any = None) -> PruneResult:
     plan.moves += jm
     if jm:
         plan.notes.append(f"archived {len(jm)} journals past retention")
-    stale = stale_moves(root, today)
+    stale = stale_moves(root, today, plan.notes)
     plan.moves += [(a, b) for a, b, _ in stale]
     for a, _, s in stale:
         plan.notes.append(f"archived {a} (score {s.score:.4f}, {s.days} days, {s.uses:g} uses)")
