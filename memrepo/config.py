@@ -95,6 +95,9 @@ SCHEMA: dict[str, dict[str, Setting]] = {
         ),
         "rrf_k": _int(60, "k of reciprocal rank fusion: score = weight / (k + rank)"),
         "per_file": _int(10, "most results (best chunks) one file may take in a list", low=1),
+        "min_score": _num(0, "a file scoring below this is no result; 0 keeps every match "
+                          "(scores as --explain shows them)"),
+        "snippet_max_chars": _int(220, "the longest snippet a search hit shows", low=20),
         "recency_per_day": _num(0.002, "recency: score / (1 + days x this); 0 turns it off"),
         "date_boost": _num(
             1.0, "files dated on a day (or month) the query names: score x (1 + this)"

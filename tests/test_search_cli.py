@@ -261,3 +261,25 @@ def test_searching_never_dirties_the_work_tree(crepo) -> None:
     assert run_git(crepo, "status", "--porcelain", "--untracked-files=all").stdout == ""
     assert list((crepo / ".memrepo/signals").glob("hits-*.jsonl"))
     assert usage_counts(crepo).get("knowledge/reference/ledger.md", 0) >= 1
+
+
+def test_min_score_and_snippet_max_chars(irepo_indexed: IRepo) -> None:
+    """`search.min_score` drops the files scoring below it; `search.snippet_max_chars`
+    bounds each snippet (seed 003's search settings)."""
+    root = irepo_indexed.root
+    query = ("--json", "rotate HMAC key")
+    every = json.loads(invoke_memory(root, "search", *query).stdout)
+    files = {}  # each file's score: its first line's
+    for h in every:
+        files.setdefault(h["path"], h["score"])
+    first, second = list(files.values())[:2]
+    assert max(len(h["snippet"]) for h in every) > 40
+    cut = (first + second) / 2
+    config = root / "memory-config.yaml"
+    assert config.read_text().strip() == "{}"  # the fixture's: every default
+    config.write_text(f"search:\n  min_score: {cut:.6f}\n  snippet_max_chars: 40\n")
+    proc = invoke_memory(root, "search", *query)
+    assert proc.returncode == 0, proc.stderr
+    kept = json.loads(proc.stdout)
+    assert {h["path"] for h in kept} == {every[0]["path"]}
+    assert all(0 < len(h["snippet"]) <= 42 for h in kept)  # an ellipsis at a cut end

@@ -226,7 +226,8 @@ class Scanner:
         tag = {"engine": self.mode, **window(dates)}
         if len(words) < len(all_words):
             tag["long_prompt"] = q.searched_by(words, all_words, "the longest")
-        return to_hits(ranked, limit, words, span, tag, chunk_explain=False, snippets=snippets)
+        return to_hits(ranked, limit, words, span, tag, chunk_explain=False, snippets=snippets,
+                       width=self.settings.snippet_max_chars)
 
     def close(self) -> None:
         pass

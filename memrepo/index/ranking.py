@@ -109,6 +109,10 @@ class Settings:
     #: the query's vector is made with the people it names replaced by "they"
     #: (memrepo.index.names; docs/search.md)
     mask_names: bool = True
+    #: a file scoring below this is no result (seed 003's ``search.min_score``; 0: none)
+    min_score: float = 0.0
+    #: the longest snippet a hit shows (seed 003's ``search.snippet_max_chars``)
+    snippet_max_chars: int = WIDTH
 
 
 @dataclass(slots=True)  # ~1,000 made a query: slots make them cheaper to make
@@ -259,7 +263,8 @@ def rank(
         scored.append((-final, path, why))
     scored.sort(key=_score_then_path)  # ties broken by path
     out: list[Ranked] = []
-    for neg, path, why in scored[:limit]:  # Ranked and explain only for what is shown
+    shown = [x for x in scored[:limit] if -x[0] >= s.min_score] if s.min_score else scored
+    for neg, path, why in shown[:limit]:  # Ranked and explain only for what is shown
         info = files.get(path)
         r = Ranked(path, info.category if info else None, -neg,
                    by_file[path][: max(s.per_file, 1)])
@@ -380,6 +385,8 @@ def settings_from_config(search_cfg: dict) -> Settings:
         reinforce_weight=float(search_cfg.get("reinforce_weight", d.reinforce_weight)),
         demote_weight=float(search_cfg.get("demote_weight", d.demote_weight)),
         mask_names=bool(search_cfg.get("mask_names", d.mask_names)),
+        min_score=float(search_cfg.get("min_score", d.min_score)),
+        snippet_max_chars=int(search_cfg.get("snippet_max_chars", d.snippet_max_chars)),
     )
 
 
@@ -451,6 +458,7 @@ def to_hits(
     tag: dict[str, Any],
     chunk_explain: bool = True,
     snippets: bool = True,
+    width: int = WIDTH,
 ) -> list[Hit]:
     """The result lines (:func:`flatten`) as hits, each with the best snippet of its span,
     derived lines below their sources (:func:`sources_first`).
@@ -459,7 +467,8 @@ def to_hits(
     without ``snippets`` (a caller that reads the spans itself) the snippets are left
     empty, and with no ``span`` the order of derived lines too. A file's first line
     explains the whole ranking plus ``tag`` (which engine, vectors on or off); its extra
-    lines give their own fused score when ``chunk_explain``, else nothing.
+    lines give their own fused score when ``chunk_explain``, else nothing. ``width``: the
+    longest snippet (``search.snippet_max_chars``).
     """
     out: list[Hit] = []
     refs: list[set[str]] = []
@@ -477,13 +486,13 @@ def to_hits(
         lines = span(r.path, c.start_line, c.end_line) if span and (snippets or derived) else []
         refs.append(cited(lines) if derived else set())
         if span and snippets:
-            snippet = "" if unsegmented else best_snippet(lines, words)
+            snippet = "" if unsegmented else best_snippet(lines, words, width)
             low = snippet.lower()
             if unsegmented or (not any(w in low for w in words) and cjk.has_run("".join(lines))):
                 # a word inside a run (or written against one) has no word boundary for
                 # the ordinary snippet to find
-                snippet = cjk.best_snippet(lines, words, WIDTH) or snippet or best_snippet(
-                    lines, words
+                snippet = cjk.best_snippet(lines, words, width) or snippet or best_snippet(
+                    lines, words, width
                 )
         out.append(
             Hit(r.path, r.category, score, c.start_line, c.end_line, snippet, c.ord, explain)

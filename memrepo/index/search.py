@@ -485,7 +485,8 @@ class Searcher:
             tag["vectors_via"] = self.vectors_via
         if have_vectors and self.vectors_rescored:
             tag["vectors_rescored"] = self.vectors_rescored
-        out = to_hits(ranked, limit, words, self._reader(files), tag, snippets=snippets)
+        out = to_hits(ranked, limit, words, self._reader(files), tag, snippets=snippets,
+                      width=self.settings.snippet_max_chars)
         if out and dropped and out[0].explain is not None:
             out[0].explain["common_words_skipped"] = " ".join(dropped)
         return out
