@@ -94,6 +94,23 @@ def _accept_repo_everywhere(cmd: click.Command) -> click.Command:
     return cmd
 
 
+class NamespaceParam(click.ParamType):
+    """A namespace's name (:func:`memrepo.namespaces.check`): a bad one is a usage error,
+    for every command that takes one."""
+
+    name = "namespace"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> str:
+        try:
+            return namespaces.check(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+NAMESPACE = NamespaceParam()
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [*super().list_commands(ctx), *COMMANDS]
@@ -117,6 +134,7 @@ class LazyGroup(click.Group):
     "--namespace",
     "namespace",
     metavar="NAME",
+    type=NAMESPACE,
     callback=lambda _ctx, _param, value: _act_in(value),
     expose_value=False,
     help="Act as the agent of this namespace ($MEMREPO_NAMESPACE; docs/namespaces.md).",
@@ -130,13 +148,8 @@ def cli(ctx: click.Context, repo: str | None) -> None:
 
 def _act_in(namespace: str | None) -> None:
     """``memory --namespace NAME …``: this process and what it starts act in NAME."""
-    if namespace is None:
-        return
-    try:
-        namespaces.check(namespace)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--namespace") from None
-    os.environ[cliargs.NAMESPACE_ENV] = namespace
+    if namespace is not None:
+        os.environ[cliargs.NAMESPACE_ENV] = namespace
 
 
 def main(argv: list[str] | None = None) -> Any:

@@ -15,7 +15,7 @@ from memrepo.agents.settings import AGENTS, check_scope, check_url
 from memrepo.errors import MemrepoError
 from memrepo.lifecycle.migrate_sources import find_sources
 from memrepo.repo import discover
-from memrepo.scripts.cli import accepts_repo
+from memrepo.scripts.cli import NAMESPACE, accepts_repo
 
 _agent = click.argument("agent", type=click.Choice(list(HARNESSES)))
 _scope = click.option(
@@ -58,7 +58,7 @@ def _report(changes: list, dry_run: bool, verb: str) -> bool:
               "(http(s)://HOST:PORT/mcp), not a `memory mcp` the agent starts.")
 @click.option("--token-env", metavar="VAR",
               help="With --url: the agent sends `Authorization: Bearer $VAR`.")
-@click.option("--namespace", metavar="NAME",
+@click.option("--namespace", metavar="NAME", type=NAMESPACE, envvar=namespaces.ENV,
               help="The agent acts in this namespace: its own transcripts and journal lines, "
               "the rest shared (default: $MEMREPO_NAMESPACE; docs/namespaces.md).")
 @_print
@@ -85,12 +85,6 @@ def install(ctx: click.Context, agent: str, scope: str, memory_exe: str | None, 
     check_scope(agent, scope)
     if token_env and not url:
         raise click.UsageError("--token-env goes with --url")
-    namespace = namespace or os.environ.get(namespaces.ENV, "").strip() or None
-    if namespace is not None:
-        try:
-            namespaces.check(namespace)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="--namespace") from None
     if url:
         check_url(url, token_env)
     repo = _local_repo(ctx, required=not url)

@@ -16,7 +16,7 @@ import json
 import click
 
 from memrepo.repo import discover
-from memrepo.scripts.cli import accepts_repo
+from memrepo.scripts.cli import NAMESPACE, accepts_repo
 
 
 @click.group("mcp", invoke_without_command=True)
@@ -67,7 +67,7 @@ def token() -> None:
 @click.argument("name")
 @click.option("--read-only", is_flag=True,
               help="Search, context and read only: the writing tools are hidden and refused.")
-@click.option("--namespace", metavar="NAME",
+@click.option("--namespace", metavar="NAME", type=NAMESPACE,
               help="Its sessions act in this namespace: the agent's own transcripts and "
               "journal lines, and the shared (docs/namespaces.md).")
 @click.pass_context
@@ -126,7 +126,7 @@ def oauth() -> None:
 @accepts_repo()
 @click.option("--read-only", is_flag=True,
               help="The login may search, get context and read only.")
-@click.option("--namespace", metavar="NAME",
+@click.option("--namespace", metavar="NAME", type=NAMESPACE,
               help="The login acts in this namespace (docs/namespaces.md).")
 @click.pass_context
 def oauth_approve(ctx: click.Context, read_only: bool, namespace: str | None) -> None:

@@ -13,7 +13,6 @@ from typing import Any
 
 import click
 
-from memrepo import namespaces
 from memrepo.index.dates import BadBound, parse_bound
 from memrepo.index.ranking import Filters, Hit, settings_from_config
 from memrepo.index.search import QUERY_ERRORS, Search
@@ -21,6 +20,7 @@ from memrepo.index.signals import record_hits
 from memrepo.layout import category_names
 from memrepo.repo import discover
 from memrepo.scripts._params import DATE
+from memrepo.scripts.cli import NAMESPACE
 from memrepo.sparse import view as sparse_view
 
 
@@ -67,7 +67,7 @@ def _print_text(hits: list[Hit], explain: bool,
 @click.option("--include-archive", is_flag=True, help="Search archive/ too (down-ranked).")
 @click.option("--now", type=DATE,
               help="The day 'yesterday', 'last week', 'in March' are read against (default today).")
-@click.option("--namespace", "namespace",
+@click.option("--namespace", "namespace", type=NAMESPACE,
               help="As this agent's namespace sees it (default: $MEMREPO_NAMESPACE).")
 @click.option("--all-namespaces", is_flag=True,
               help="Every namespace's transcripts and journal lines (as without one).")
@@ -110,10 +110,7 @@ def search(
         cats, path_glob, _date(since, "--since"), _date(until, "--until"), include_archive, now
     )
     if namespace is not None or all_namespaces:  # else $MEMREPO_NAMESPACE's
-        try:
-            filters.namespace = None if all_namespaces else namespaces.check(namespace or "")
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="--namespace") from None
+        filters.namespace = None if all_namespaces else namespace
 
     def failed(why: str) -> None:
         click.echo(f"memory: search {why}; scanning files", err=True)

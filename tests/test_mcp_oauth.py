@@ -219,7 +219,7 @@ async def test_a_namespaced_approval_logs_in_in_that_namespace(
         seen = await other.call_tool("memory_search", {"query": "numbat survey"})
         assert "starts in May" not in seen.content[0].text
     refused = memory(repo, env, "oauth", "approve", "--namespace", "Not Valid")
-    assert refused.returncode == 1 and "namespace" in refused.stderr
+    assert refused.returncode == 2 and "lower-case" in refused.stderr  # a usage error
 
 
 # --- the endpoints by hand: approval, refresh, revocation ------------------------------------
