@@ -63,7 +63,7 @@ from lived_replay import CountingLLM, hook_times, replay  # noqa: E402
 from quality_table import CONFIGS, _sets, coverage  # noqa: E402
 from results import add_record_option, record  # noqa: E402
 
-#: the fresh index's session R@5 asked at the lived clock (:func:`fresh_at_lived_clock`)
+#: the fresh index's session R@5 asked at the lived clock (:func:`fresh`)
 LIVED_CLOCK_R5 = "session R@5 at the lived clock"
 
 
@@ -72,37 +72,34 @@ def asked_at(played: list[Any]) -> dt.datetime:
     return dt.datetime.combine(played[-1].when.date() + dt.timedelta(days=1), dt.time(9, 0))
 
 
-def fresh_at_lived_clock(settings: dict[str, object], data: Path, tmp: Path,
-                         convs: list[Any]) -> dict[str, float]:
-    """Session R@5 of the fresh index asked when the lived questions are (each
-    conversation at its own :func:`asked_at`, so recency weighs as in the lived repo)."""
-    rows: list[dict[str, Any]] = []
-    for conv in convs:
-        out = tmp / f"fresh-{conv.sample_id}.json"
-        env = {**os.environ, "MEMREPO_NOW": asked_at(conv.sessions).isoformat()}
-        subprocess.run([sys.executable, str(HERE / "eval_locomo.py"), *_sets(settings),
-                        "--data", str(data), "--conversations", conv.sample_id,
-                        "--json-out", str(out), "--no-record"], check=True, env=env,
-                       stdout=subprocess.DEVNULL)
-        rows += json.loads(out.read_text())[0]["rows"]
-    return {c: h["session_r5"] for c, h in fresh_by_conversation(rows).items()}
+def fresh_rows(settings: dict[str, object], args: list[str], out: Path,
+               now: dt.datetime | None = None) -> list[dict[str, Any]]:
+    """eval_locomo.py's rows for ``args`` on a fresh index, asked at ``now`` (None:
+    today, as the README's figures are)."""
+    env = {k: v for k, v in os.environ.items() if k != "MEMREPO_NOW"}
+    if now is not None:
+        env["MEMREPO_NOW"] = now.isoformat()
+    subprocess.run([sys.executable, str(HERE / "eval_locomo.py"), *_sets(settings), *args,
+                    "--json-out", str(out), "--no-record"], check=True, env=env,
+                   stdout=subprocess.DEVNULL)
+    return json.loads(out.read_text())[0]["rows"]
 
 
 def fresh(settings: dict[str, object], split: str, data: Path, tmp: Path, convs: list[Any]
           ) -> dict[str, dict[str, float]]:
-    """The fresh-index figures of the same conversations: session R@5 (asked today and at
-    the lived clock) and 4K-compile evidence, per conversation and "all"."""
+    """The fresh-index figures of the same conversations: session R@5 asked today and at
+    the lived clock (each conversation at its own :func:`asked_at`, so recency weighs as
+    in the lived repo), and 4K-compile evidence; per conversation and "all"."""
     args = ["--split", split, "--data", str(data)]
-    out = tmp / "fresh.json"
-    os.environ.pop("MEMREPO_NOW", None)  # a fresh index is asked today, as the README's
-    subprocess.run([sys.executable, str(HERE / "eval_locomo.py"), *_sets(settings), *args,
-                    "--json-out", str(out), "--no-record"], check=True,
-                   stdout=subprocess.DEVNULL)
-    rows = json.loads(out.read_text())[0]["rows"]
-    r5 = {c: h["session_r5"] for c, h in fresh_by_conversation(rows).items()}
+    r5 = {c: h["session_r5"]
+          for c, h in fresh_by_conversation(fresh_rows(settings, args, tmp / "fresh.json")).items()}
+    then_rows = [row for conv in convs for row in fresh_rows(
+        settings, ["--data", str(data), "--conversations", conv.sample_id],
+        tmp / f"fresh-{conv.sample_id}.json", asked_at(conv.sessions))]
+    then = {c: h["session_r5"] for c, h in fresh_by_conversation(then_rows).items()}
+    os.environ.pop("MEMREPO_NOW", None)  # the compile's subprocess is asked today too
     total, per = coverage(settings, args, tmp / "fresh-compile.json")
     per["all"] = total
-    then = fresh_at_lived_clock(settings, data, tmp, convs)
     return {c: {"session R@5": r5[c], "evidence in 4K compile %": per.get(c, float("nan")),
                 LIVED_CLOCK_R5: then.get(c, float("nan"))} for c in r5}
 

@@ -33,6 +33,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "common"))
 
 from eval_compile_locomo import DATA, harness  # noqa: E402
+from lived import asked_at  # noqa: E402
 from lived_measure import Matcher, Sessions  # noqa: E402
 from lived_replay import memrepo_id  # noqa: E402
 
@@ -72,8 +73,7 @@ def measure(repo: Path, conv: Any, top: int, least: int) -> tuple[int, int, int]
     from memrepo.agents.recall import recall
 
     qs = [qa for qa in conv.qas if qa.category in (1, 2, 3, 4) and qa.evidence]
-    when = dt.datetime.combine(conv.sessions[-1].when.date() + dt.timedelta(days=1),
-                               dt.time(9, 0))
+    when = asked_at(conv.sessions)
     os.environ["MEMREPO_NOW"] = when.strftime("%Y-%m-%dT%H:%M:%S")
     ids = {s.num: memrepo_id(f"{conv.sample_id}-s{s.num:02d}") for s in conv.sessions}
     matcher = Matcher(conv, Sessions(types.SimpleNamespace(repo=repo, session_ids=ids)).load())

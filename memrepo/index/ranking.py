@@ -263,8 +263,9 @@ def rank(
         scored.append((-final, path, why))
     scored.sort(key=_score_then_path)  # ties broken by path
     out: list[Ranked] = []
-    shown = [x for x in scored[:limit] if -x[0] >= s.min_score] if s.min_score else scored
-    for neg, path, why in shown[:limit]:  # Ranked and explain only for what is shown
+    for neg, path, why in scored[:limit]:  # Ranked and explain only for what is shown
+        if -neg < s.min_score:
+            break  # best first: the rest score lower still
         info = files.get(path)
         r = Ranked(path, info.category if info else None, -neg,
                    by_file[path][: max(s.per_file, 1)])
