@@ -94,7 +94,8 @@ def install(ctx: click.Context, agent: str, scope: str, memory_exe: str | None, 
         agents.memory_version(exe)
     changes = agents.plan(agent, scope, memory=exe, repo=str(repo) if repo else None,
                           home=home, project=project, url=url, token_env=token_env,
-                          namespace=namespace)
+                          namespace=namespace,
+                          client=agents.fast_client(exe, str(repo)) if repo and exe else None)
     if _report(changes, dry_run, "install") and not dry_run:
         agents.apply(changes, home)
         ns = f" --namespace {namespace}" if namespace else ""

@@ -231,13 +231,17 @@ def setup_route(sb: clients.Sandbox, client: clients.Client, route: str,
             path.write_text(json.dumps(doc, indent=2) + "\n")
             steps.append("Stop and SessionEnd hooks made `async: true`")
         steps += client.after_install(sb)
-    elif route in ("noop", "floor"):  # the client's own cost of five hooks running `true`
+    elif route in ("noop", "floor", "httpfloor"):  # the client's own cost of five hooks
         events = ("SessionStart", "UserPromptSubmit", "PreCompact", "Stop", "SessionEnd")
         hooks = {e: [{"hooks": [{"type": "command", "command": "true"}]}] for e in events}
+        if route == "httpfloor":  # SessionStart `true`, the rest POSTs answered `{}`
+            url = empty_http_server()
+            for e in events[1:]:
+                hooks[e] = [{"hooks": [{"type": "http", "url": f"{url}/{e}"}]}]
         (sb.proj / ".claude").mkdir()
         (sb.proj / ".claude" / "settings.json").write_text(json.dumps({"hooks": hooks}))
         steps.append("five hooks running `true` (the client's own cost of a hook)")
-        if route == "floor":  # and of a Python stdio MCP server that does nothing
+        if route in ("floor", "httpfloor"):  # and of a Python stdio MCP server
             write_stub(sb, args)
             steps.append("and a 15-line Python stdio MCP server (the floor of any such setup)")
             steps += client.after_install(sb)
@@ -250,6 +254,31 @@ def setup_route(sb: clients.Sandbox, client: clients.Client, route: str,
                     if ln.strip() and not ln.startswith("WARNING")]
             steps.append(f"{shown}: {said[-1].strip()[:160] if said else 'ok'}")
     return steps
+
+
+def empty_http_server() -> str:
+    """A loopback HTTP server in this process answering every POST ``{}``: the floor of
+    Claude Code's ``http`` hooks."""
+    import http.server
+    import threading
+
+    class Empty(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Empty)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{httpd.server_address[1]}/hook"
 
 
 def write_stub(sb: clients.Sandbox, args: argparse.Namespace) -> None:
@@ -385,7 +414,7 @@ def compare_routes(install: dict[str, Any], plugin: dict[str, Any]) -> dict[str,
 # --- start-up cost ------------------------------------------------------------------------------
 
 
-SPLIT = ("hooks", "mcp", "stub", "noop", "floor")
+SPLIT = ("hooks", "mcp", "stub", "noop", "floor", "httpfloor")
 
 
 def variants_of(client: clients.Client, args: argparse.Namespace) -> list[str]:
@@ -539,6 +568,8 @@ def where_time_goes(t: dict[str, Any]) -> list[str]:
     said = {"hooks": "the hooks alone", "mcp": "the MCP server alone",
             "stub": "a minimal Python MCP server instead", "noop": "five hooks running `true`",
             "floor": "five `true` hooks and the minimal MCP server",
+            "httpfloor": "SessionStart `true`, four `http` hooks answered `{}`, the minimal "
+                         "MCP server",
             "async": "Stop and SessionEnd `async: true`", "plugin": "the plugin"}
     out += [f"- {said[v]} ({v}): {add(rows[v])}" for v in said if v in rows]
     return out

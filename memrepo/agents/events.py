@@ -30,18 +30,12 @@ from typing import Any
 
 from memrepo.agents import harness as H
 from memrepo.agents import state
+from memrepo.agents.hook_client import STDIN_TIMEOUT, read_stdin, started_ago
 from memrepo.agents.recall import brief, park, recall, recall_served, served
+from memrepo.cliargs import NAMESPACE_ENV
 from memrepo.layout import CONFIG_FILE
 from memrepo.spawn import AGENT_WORKER_ENV, detached
 
-#: How long a hook waits for more of its payload on stdin: agents write it at once, and
-#: a stdin that is never closed (seen with ``claude --resume``) must not hang the hook.
-STDIN_TIMEOUT = 1.0
-#: The longest a hook reads its stdin, however steadily it comes (megabytes of prompt
-#: arrive in milliseconds; a trickle must not eat the deadline).
-STDIN_MAX_S = 2.0
-#: Bytes read from stdin at a time.
-STDIN_CHUNK = 1 << 20
 #: The hook gives up (logged, nothing printed) before the agent would kill it: below
 #: the timeouts the installer writes (memrepo.agents.settings.TIMEOUTS: 10 s and 5 s).
 DEADLINE = {H.BRIEF: 8.0, H.RECALL: 4.0}
@@ -49,21 +43,6 @@ DEADLINE = {H.BRIEF: 8.0, H.RECALL: 4.0}
 
 class HookTimeout(Exception):
     """The hook's own deadline passed."""
-
-
-def started_ago() -> float:
-    """Seconds since this process started (Linux ``/proc``; else 0): on a busy machine the
-    interpreter's start and the imports take a second or more, and the agent's timeout
-    counts them."""
-    try:
-        with open("/proc/self/stat", "rb") as f:
-            stat = f.read()
-        with open("/proc/uptime", "rb") as f:
-            uptime = float(f.read().split()[0])
-        ticks = int(stat[stat.rindex(b")") + 2:].split()[19])
-        return max(0.0, uptime - ticks / os.sysconf("SC_CLK_TCK"))
-    except (OSError, ValueError, IndexError):
-        return 0.0
 
 
 # ---------------------------------------------------------------------------
@@ -134,40 +113,6 @@ def failure_detail(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     known = ("MemrepoError", "ConfigError", "FormatError", "ValueError", "HookTimeout")
     return text if type(exc).__name__ in known and text else f"{type(exc).__name__}: {text}"
-
-
-def read_stdin(timeout: float, fd: int = 0) -> bytes:
-    """The payload: read until EOF, or until what came is a whole JSON object, or until
-    nothing more came for ``timeout`` or STDIN_MAX_S passed (a stdin left open must not
-    hang the hook)."""
-    if sys.stdin is None or sys.stdin.closed:
-        return b""
-    try:
-        if os.isatty(fd):
-            return b""
-        import select
-    except (ImportError, OSError):  # pragma: no cover - no select on this platform
-        return sys.stdin.buffer.read()
-    buf = bytearray()  # appended in place: a megabyte prompt is hundreds of chunks
-    end = time.monotonic() + STDIN_MAX_S
-    while (left := min(timeout, end - time.monotonic())) > 0:
-        try:
-            ready, _, _ = select.select([fd], [], [], left)
-        except (OSError, ValueError):  # pragma: no cover - not selectable (Windows)
-            return bytes(buf) + sys.stdin.buffer.read()
-        if not ready:
-            break
-        chunk = os.read(fd, STDIN_CHUNK)
-        if not chunk:
-            break
-        buf += chunk
-        if bytes(buf[-64:]).rstrip().endswith(b"}") and not select.select([fd], [], [], 0)[0]:
-            try:  # parsed only when nothing more is waiting: once, for a whole payload
-                json.loads(buf)
-            except ValueError:
-                continue
-            break
-    return bytes(buf)
 
 
 def parse_payload(raw: bytes) -> dict[str, Any]:
@@ -253,9 +198,11 @@ class deadline:
 # ---------------------------------------------------------------------------
 
 
-def detach(root: Path, harness: str, event: str, raw: bytes) -> None:
+def detach(root: Path, harness: str, event: str, raw: bytes, namespace: str | None = None
+           ) -> None:
     """Start :mod:`memrepo.agents.worker` fully detached (its own session, the payload
-    from a file on its stdin, no inherited stdout) and return at once."""
+    from a file on its stdin, no inherited stdout) and return at once; ``namespace``: the
+    worker's, when it is not this process's (the resident server starts it for a hook)."""
     queue = root / state.AGENTS_DIR / "queue"
     queue.mkdir(parents=True, exist_ok=True)
     tmp = queue / f"{os.getpid()}-{time.time_ns()}.json"
@@ -265,6 +212,8 @@ def detach(root: Path, harness: str, event: str, raw: bytes) -> None:
             fh.write(raw)
         argv = [sys.executable, "-m", "memrepo.agents.worker", harness, event, str(root)]
         env = {**os.environ, H.GUARD_ENV: "1", AGENT_WORKER_ENV: harness}
+        if namespace is not None:
+            env[NAMESPACE_ENV] = namespace
         detached(argv, root / state.AGENTS_DIR / "worker.err", stdin=tmp, env=env)
     finally:
         os.unlink(tmp)  # the child has it open

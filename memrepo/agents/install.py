@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memrepo.agents import hook_client
 from memrepo.agents.harness import HARNESSES
 from memrepo.agents.settings import (
+    Client,
     AGENTS,
     EXE_NAMES,
     HOOKS,
@@ -94,12 +96,14 @@ def _open(path: Path, text: str | None, agent: str) -> Doc:
 
 def plan(agent: str, scope: str, *, memory: str | None = None, repo: str | None = None,
          home: Path | None = None, project: Path | None = None, url: str | None = None,
-         token_env: str | None = None, namespace: str | None = None) -> list[FileChange]:
+         token_env: str | None = None, namespace: str | None = None,
+         client: Client | None = None) -> list[FileChange]:
     """The changes that install (``memory`` and ``repo`` given) or uninstall (neither)
     ``agent`` at ``scope``: nothing is written (see :func:`apply`). ``url``: the MCP
     server is that HTTP endpoint (its token in ``$token_env``), not ``memory mcp``; the
     hooks, which need a local clone, are left as they are when ``repo`` is not given.
-    ``namespace``: the hooks and the server run ``memory --namespace NAME …``."""
+    ``namespace``: the hooks and the server run ``memory --namespace NAME …``;
+    ``client``: through :mod:`memrepo.agents.hook_client` (:func:`fast_client`)."""
     spec = check_scope(agent, scope)
     hooks = bool(memory and repo) or url is None
     want = (server_entry(memory or "", repo or "", agent=agent, url=url, token_env=token_env,
@@ -116,7 +120,8 @@ def plan(agent: str, scope: str, *, memory: str | None = None, repo: str | None 
         _, doc, notes = docs[path]
         keys = place_keys(place, project)
         if place.what == HOOKS:
-            notes += _merge_hooks(doc, keys, agent, memory, repo, namespace) if hooks else []
+            notes += (_merge_hooks(doc, keys, agent, memory, repo, namespace, client)
+                      if hooks else [])
         else:
             done = _merge_server(doc, keys, want, place.keep_empty)
             notes += done + ([token_step(agent, token_env)] if done and url and token_env
@@ -133,9 +138,10 @@ def plan(agent: str, scope: str, *, memory: str | None = None, repo: str | None 
 
 
 def _merge_hooks(doc: Doc, base: tuple[str, ...], agent: str, memory: str | None,
-                 repo: str | None, namespace: str | None = None) -> list[str]:
+                 repo: str | None, namespace: str | None = None,
+                 client: Client | None = None) -> list[str]:
     """Make memrepo's handlers in ``doc`` the wanted ones (none for an uninstall)."""
-    want = ({event: hook_handler(agent, event, memory, repo, namespace)
+    want = ({event: hook_handler(agent, event, memory, repo, namespace, client)
              for event in HARNESSES[agent]} if memory and repo else {})
     hooks = doc.get(base)
     if hooks is not None and not isinstance(hooks, dict):
@@ -305,6 +311,30 @@ def running_memory() -> str:
         if exe and os.path.isfile(exe) and os.access(exe, os.X_OK):
             return os.path.abspath(exe)
     raise MemrepoError("cannot find the `memory` executable to install; pass --memory PATH")
+
+
+def fast_client(memory: str, repo: str) -> Client | None:
+    """How the hooks run through :mod:`memrepo.agents.hook_client`: with this interpreter
+    and this memrepo, when ``memory`` is this installation's (:func:`running_memory`);
+    None (plain ``memory hook``) for another ``memory``, or where there are no UNIX
+    sockets. ``MEMREPO_PLAIN_HOOKS=1``: None."""
+    if os.name != "posix" or os.environ.get(PLAIN_HOOKS_ENV):
+        return None
+    try:
+        ours = running_memory()
+    except MemrepoError:
+        return None
+    if os.path.realpath(ours) != os.path.realpath(memory):
+        return None
+    from memrepo.index.remote import serve_dir
+    from memrepo.layout import socket_path
+
+    site = Path(hook_client.__file__).resolve().parent.parent.parent
+    return Client(sys.executable, str(site), str(socket_path(serve_dir(Path(repo)))))
+
+
+#: Set to anything, ``memory install`` writes plain ``memory hook`` commands.
+PLAIN_HOOKS_ENV = "MEMREPO_PLAIN_HOOKS"
 
 
 def memory_version(exe: str) -> str:

@@ -28,18 +28,20 @@ import contextlib
 import datetime as dt
 import importlib
 import io
+import json
 import os
 import socket
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from memrepo import namespaces
-from memrepo.agents import recall
-from memrepo.agents.harness import HARNESSES
+from memrepo.agents import events, recall, state
+from memrepo.agents.harness import BRIEF, DETACHED, HARNESSES, action, context_output
 from memrepo.agents.mcp_front import SESSION_VERSION
 from memrepo.errors import MemrepoError
 from memrepo.index.remote import private_dir, serve_dir
@@ -98,6 +100,57 @@ def _answer(server: Server, req: dict[str, Any],
         return {"ok": False, "error": f"today {today!r} is not an ISO date"}
     with namespaces.payload_scope(payload):  # the hook's namespace, not this process's
         return {"ok": True, "text": work(harness, payload, day)}
+
+
+def hook_service(server: Server, req: dict[str, Any], asked: Callable[[], bool]
+                 ) -> dict[str, Any]:
+    """``{op: hook, root, harness, event, raw, namespace, t0}`` -> ``{ok, stdout}``: an agent
+    hook as ``memory hook`` answers it (:mod:`memrepo.agents.hook_client` asks): brief and
+    recall compiled here, flush, capture and end handed to the detached worker, one line in
+    agents.log, and fail open (``stdout`` '' and the log saying why). Refused only for
+    another working tree, whose hook then runs in full."""
+    if wrong := _other_tree(server, req.get("root")):
+        return wrong
+    harness, event, raw = req.get("harness"), req.get("event"), req.get("raw")
+    t0 = req.get("t0") if isinstance(req.get("t0"), (int, float)) else time.time()
+    entry: dict[str, Any] = {"harness": harness, "event": event, "via": "server"}
+    out = ""
+    try:
+        if not (isinstance(harness, str) and isinstance(event, str) and isinstance(raw, str)):
+            raise ValueError("the hook request needs harness, event and raw (strings)")
+        ns = req.get("namespace")
+        ns = namespaces.check(ns) if isinstance(ns, str) else None
+        entry["action"] = act = action(harness, event)
+        payload = events.parse_payload(raw.encode("utf-8"))
+        entry["session"] = payload.get("session_id")
+        if act is None:
+            raise ValueError(f"{harness} {event}: memrepo has nothing to do at this event")
+        with namespaces.scope(ns):
+            if act in DETACHED:
+                events.detach(server.root, harness, event, raw.encode("utf-8"), ns)
+                entry["status"] = "detached"
+            else:
+                text = recall.brief(server.root, harness, payload) if act == BRIEF else (
+                    _parked_recall(server, harness, payload, asked))
+                if text:
+                    out = json.dumps(context_output(event, text), ensure_ascii=False)
+                entry["status"], entry["chars"] = "ok", len(text)
+    except Exception as exc:  # fail open, whatever it was
+        entry["status"], entry["detail"] = "failed", events.failure_detail(exc)
+    entry["ms"] = round((time.time() - t0) * 1000, 1)
+    if entry["status"] != "failed" and not asked():
+        entry["status"], entry["detail"] = "failed", "the hook stopped waiting for the answer"
+    state.log(server.root, entry)
+    return {"ok": True, "stdout": out}
+
+
+def _parked_recall(server: Server, harness: str, payload: dict[str, Any],
+                   asked: Callable[[], bool]) -> str:
+    """The prompt hook's work: its prompt queued for capture where the agent's log cannot
+    be read (:func:`memrepo.agents.recall.park`), then the recall."""
+    recall.park(server.root, harness, payload)
+    cut = {**payload, "prompt": recall.recall_prompt(str(payload.get("prompt") or ""))}
+    return _recall(server, harness, cut, asked, None)
 
 
 def mcp_service(server: Server, req: dict[str, Any], asked: Callable[[], bool]
@@ -171,10 +224,11 @@ def mcp_session(server: Server, conn: socket.socket, namespace: str | None = Non
 
 
 SERVICES: dict[str, Service] = {"recall": recall_service, "brief": brief_service,
-                                "mcp": mcp_service}
+                                "hook": hook_service, "mcp": mcp_service}
 #: what a ``memory mcp`` process hosting the clone's server offers: no MCP sessions,
 #: which would end with that agent
-HOSTED_SERVICES: dict[str, Service] = {"recall": recall_service, "brief": brief_service}
+HOSTED_SERVICES: dict[str, Service] = {"recall": recall_service, "brief": brief_service,
+                                       "hook": hook_service}
 
 
 class NoModel:

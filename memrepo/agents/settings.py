@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memrepo.agents import hook_client
 from memrepo.agents.harness import BRIEF, CAPTURE, END, FLUSH, HARNESSES, RECALL, action
 from memrepo.cliargs import split_namespace, split_repo
 from memrepo.errors import MemrepoError
@@ -162,17 +163,34 @@ def place_keys(place: Place, project: Path) -> tuple[str, ...]:
 # --- what memrepo's entries look like ------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Client:
+    """How a hook runs through :mod:`memrepo.agents.hook_client`: this ``python`` with no
+    site, memrepo from ``site``, the clone's resident server on ``socket``."""
+
+    python: str
+    site: str
+    socket: str
+
+    def argv(self) -> list[str]:
+        return [self.python, "-I", "-S", "-c", hook_client.CODE, self.site, self.socket]
+
+
 def hook_handler(agent: str, event: str, memory: str, repo: str,
-                 namespace: str | None = None) -> dict[str, Any]:
-    """The handler that runs ``memory --repo REPO [--namespace NAME] hook AGENT EVENT``."""
+                 namespace: str | None = None, client: Client | None = None
+                 ) -> dict[str, Any]:
+    """The handler that runs ``memory --repo REPO [--namespace NAME] hook AGENT EVENT``,
+    through ``client`` when given (the same hook, asked of the resident server first)."""
     spec = AGENTS[agent]
     argv = [memory, "--repo", repo, *_namespace_args(namespace), "hook", agent, event]
+    if client is not None:
+        argv = [*client.argv(), *argv]
     handler: dict[str, Any] = {"name": f"memrepo-{event}"} if spec.named else {}
     handler["type"] = "command"
     if spec.shell_form:
         handler["command"] = shlex.join(argv)
     else:  # exec form: no shell, no quoting, no reliance on the hook's PATH
-        handler["command"], handler["args"] = memory, argv[1:]
+        handler["command"], handler["args"] = argv[0], argv[1:]
     handler["timeout"] = TIMEOUTS[str(action(agent, event))] * spec.timeout_unit
     return handler
 
@@ -265,6 +283,7 @@ class Call:
     event: str | None = None
     url: str | None = None  # an HTTP server entry's (memory and repo then empty)
     namespace: str | None = None  # ``memory --namespace NAME …``: the agent's namespace
+    client: Client | None = None  # a hook run through memrepo.agents.hook_client
 
 
 def memrepo_call(entry: object, name: str | None = None) -> Call | None:
@@ -286,13 +305,16 @@ def memrepo_call(entry: object, name: str | None = None) -> Call | None:
         argv = [entry["command"], *args]
     else:
         return None
+    client = None
+    if len(argv) > 7 and argv[1:5] == ["-I", "-S", "-c", hook_client.CODE]:
+        client, argv = Client(argv[0], argv[5], argv[6]), argv[7:]
     if not argv or Path(argv[0]).name not in EXE_NAMES:
         return None
     ns, args = split_namespace(argv[1:])
     repo, rest = split_repo(args)
     if rest[:1] == ["hook"] and len(rest) > 1 and rest[1] in HARNESSES:
         return Call(argv[0], repo, HOOKS, rest[1], rest[2] if len(rest) > 2 else None,
-                    namespace=ns)
+                    namespace=ns, client=client)
     if rest[:1] == ["mcp"]:
         return Call(argv[0], repo, MCP, namespace=ns)
     if "compile" in rest and "claude-code-hook" in rest:

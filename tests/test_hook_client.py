@@ -1,0 +1,200 @@
+"""The installed hooks run through :mod:`memrepo.agents.hook_client`: a Python with no
+site asks the clone's resident server, which answers as ``memory hook`` would; with no
+server (or one that does not know the op) the client becomes ``memory hook``, same
+payload. Each handler is run exactly as the agent runs it (argv from the settings file,
+payload on stdin, nothing else in the environment that memrepo set)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memrepo.agents import hook_client
+from memrepo.agents import install as agents
+from memrepo.agents.resident import SERVICES, NoModel
+from memrepo.agents.settings import HOOKS, hook_handler, memrepo_call
+from memrepo.index.indexer import sync
+from memrepo.resident.server import Server
+
+MEMORY = shutil.which("memory", path=str(Path(sys.executable).parent))
+NOTE = """---
+type: reference
+title: Ledger
+updated: 2026-01-01
+---
+# Ledger
+
+- Dana owns the ledger service and its quarterly reconciliation runbook
+"""
+PROMPT = "Who owns the ledger service reconciliation runbook?"
+
+
+def git(root: Path, *args: str) -> None:
+    proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.fixture
+def repo(crepo: Path) -> Path:
+    (crepo / "knowledge/reference/ledger.md").write_text(NOTE, encoding="utf-8")
+    git(crepo, "add", "-A")
+    git(crepo, "-c", f"core.hooksPath={os.devnull}", "commit", "-q", "--no-verify", "-m", "seed")
+    sync(crepo)
+    return crepo
+
+
+@pytest.fixture
+def resident(repo: Path) -> Iterator[Server]:
+    srv = Server(repo, NoModel(), services=SERVICES)
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+def _handler(repo: Path, agent: str, event: str) -> dict:
+    assert MEMORY
+    client = agents.fast_client(MEMORY, str(repo))
+    assert client is not None, "this installation's memory: the hooks go through the client"
+    return hook_handler(agent, event, MEMORY, str(repo), client=client)
+
+
+def _run(handler: dict, payload: object, **env: str) -> subprocess.CompletedProcess[str]:
+    argv = ([handler["command"], *handler["args"]] if "args" in handler
+            else ["/bin/sh", "-c", handler["command"]])
+    data = payload if isinstance(payload, str) else json.dumps(payload)
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("MEMREPO_")}
+    return subprocess.run(argv, input=data, capture_output=True, text=True, timeout=60,
+                          env={**clean, **env})
+
+
+def _last_log(repo: Path) -> dict:
+    lines = (repo / ".memrepo/agents.log").read_text(encoding="utf-8").splitlines()
+    return json.loads(lines[-1])
+
+
+def _prompt(repo: Path, sid: str = "s1") -> dict:
+    return {"session_id": sid, "transcript_path": str(repo / "nowhere.jsonl"),
+            "cwd": str(repo), "hook_event_name": "UserPromptSubmit", "prompt": PROMPT}
+
+
+def test_the_prompt_hook_is_answered_by_the_resident(repo: Path, resident: Server) -> None:
+    proc = _run(_handler(repo, "claude-code", "UserPromptSubmit"), _prompt(repo))
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)["hookSpecificOutput"]
+    assert "Dana owns the ledger service" in out["additionalContext"]
+    entry = _last_log(repo)
+    assert (entry["via"], entry["status"], entry["event"]) == ("server", "ok", "UserPromptSubmit")
+    assert resident.answered["hook"] == 1
+    # the session was shown it: the next prompt of the session recalls nothing new
+    again = _run(_handler(repo, "claude-code", "UserPromptSubmit"), _prompt(repo))
+    assert "Dana" not in again.stdout
+
+
+def test_without_a_resident_the_client_becomes_the_full_hook(repo: Path) -> None:
+    proc = _run(_handler(repo, "claude-code", "UserPromptSubmit"), _prompt(repo))
+    assert proc.returncode == 0, proc.stderr
+    assert "Dana owns the ledger service" in proc.stdout
+    entry = _last_log(repo)
+    assert (entry["via"], entry["status"]) == ("here", "ok")
+
+
+def test_a_server_without_the_hook_op_gets_the_full_hook(repo: Path) -> None:
+    old = Server(repo, NoModel(), services={k: v for k, v in SERVICES.items() if k != "hook"})
+    old.start()
+    try:
+        proc = _run(_handler(repo, "codex", "UserPromptSubmit"), _prompt(repo))
+    finally:
+        old.stop()
+    assert proc.returncode == 0, proc.stderr
+    assert "Dana owns the ledger service" in proc.stdout
+    assert _last_log(repo)["harness"] == "codex"
+
+
+def test_the_brief_and_the_detached_events_through_the_resident(
+        repo: Path, resident: Server) -> None:
+    (repo / "knowledge/core/USER.md").parent.mkdir(parents=True, exist_ok=True)
+    start = {"session_id": "s2", "cwd": str(repo), "hook_event_name": "SessionStart",
+             "source": "startup", "transcript_path": str(repo / "nowhere.jsonl")}
+    proc = _run(_handler(repo, "claude-code", "SessionStart"), start)
+    assert proc.returncode == 0, proc.stderr
+    assert _last_log(repo)["via"] == "server"
+    stop = {**start, "hook_event_name": "Stop"}
+    proc = _run(_handler(repo, "claude-code", "Stop"), stop)
+    assert (proc.returncode, proc.stdout) == (0, "")
+    entry = _last_log(repo)
+    assert (entry["via"], entry["status"], entry["action"]) == ("server", "detached", "capture")
+
+
+def test_a_bad_payload_is_logged_in_the_repo_and_fails_open(
+        repo: Path, resident: Server) -> None:
+    proc = _run(_handler(repo, "claude-code", "UserPromptSubmit"), "{not json")
+    assert (proc.returncode, proc.stdout) == (0, "")
+    entry = _last_log(repo)
+    assert (entry["via"], entry["status"]) == ("server", "failed")
+    assert "not JSON" in entry["detail"]
+
+
+def test_the_recursion_guard_answers_nothing(repo: Path, resident: Server) -> None:
+    proc = _run(_handler(repo, "claude-code", "UserPromptSubmit"), _prompt(repo),
+                MEMREPO_NO_HOOKS="1")
+    assert (proc.returncode, proc.stdout) == (0, "")
+    assert not (repo / ".memrepo/agents.log").exists()
+
+
+def test_the_client_imports_c_modules_only(repo: Path) -> None:
+    handler = _handler(repo, "claude-code", "Stop")
+    site = handler["args"][4]
+    code = (f"import sys; base = set(sys.modules); sys.path.insert(0, {site!r}); "
+            "import memrepo.agents.hook_client; "
+            "print(' '.join(sorted(set(sys.modules) - base)))")
+    proc = subprocess.run([handler["command"], "-I", "-S", "-c", code], capture_output=True,
+                          text=True, check=True)
+    loaded = set(proc.stdout.split())
+    assert {"memrepo.agents.hook_client", "_json", "_socket"} <= loaded
+    heavy = {"json", "re", "enum", "socket", "pathlib", "collections", "functools", "typing",
+             "selectors", "encodings.idna"}
+    assert not loaded & heavy, loaded & heavy
+    assert {m for m in loaded if m.startswith("memrepo")} == {
+        "memrepo", "memrepo.agents", "memrepo.agents.hook_client"}
+
+
+def test_the_installed_entry_is_recognised_and_uninstalled(repo: Path, tmp_path: Path) -> None:
+    handler = _handler(repo, "claude-code", "Stop")
+    call = memrepo_call(handler)
+    assert call is not None and call.client is not None
+    assert (call.memory, call.repo, call.kind, call.harness, call.event) == (
+        MEMORY, str(repo), HOOKS, "claude-code", "Stop")
+    project = tmp_path / "proj"
+    project.mkdir()
+    assert MEMORY
+    changes = agents.plan("claude-code", "project", memory=MEMORY, repo=str(repo),
+                          home=tmp_path / "home", project=project,
+                          client=agents.fast_client(MEMORY, str(repo)))
+    agents.apply(changes, tmp_path / "home")
+    settings = json.loads((project / ".claude/settings.json").read_text())
+    assert settings["hooks"]["Stop"][0]["hooks"][0]["args"][:3] == ["-I", "-S", "-c"]
+    again = agents.plan("claude-code", "project", memory=MEMORY, repo=str(repo),
+                        home=tmp_path / "home", project=project,
+                        client=agents.fast_client(MEMORY, str(repo)))
+    assert not any(c.changed for c in again), "installing twice changes nothing"
+    gone = agents.plan("claude-code", "project", home=tmp_path / "home", project=project)
+    agents.apply(gone, tmp_path / "home")
+    assert not (project / ".claude/settings.json").exists()
+
+
+def test_request_line_round_trips_any_payload() -> None:
+    raw = '{"prompt": "é \\u2028 \\"q\\" \\n tab\\t"}'.encode()
+    line = hook_client.request_line("/r", "claude-code", "Stop", raw, None, 1.5)
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    req = json.loads(line)
+    assert req["raw"].encode() == raw and req["namespace"] is None and req["t0"] == 1.5
+    assert hook_client.loads(b' {"a": [1, 2.5, null, true]} ') == {"a": [1, 2.5, None, True]}
+    with pytest.raises(ValueError):
+        hook_client.loads(b'{"a": 1} x')
