@@ -198,3 +198,23 @@ def test_request_line_round_trips_any_payload() -> None:
     assert hook_client.loads(b' {"a": [1, 2.5, null, true]} ') == {"a": [1, 2.5, None, True]}
     with pytest.raises(ValueError):
         hook_client.loads(b'{"a": 1} x')
+
+
+def test_doctor_checks_the_client(repo: Path, tmp_path: Path,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from memrepo.repo import MemoryRepo
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    assert MEMORY
+    client = agents.fast_client(MEMORY, str(repo))
+    agents.apply(agents.plan("claude-code", "user", memory=MEMORY, repo=str(repo), home=home,
+                             client=client), home)
+    [check] = agents.health_checks(MemoryRepo(repo))
+    assert check.ok and check.detail.startswith("5 hooks, MCP server"), check.detail
+    gone = agents.Client(client.python, str(tmp_path / "old-site"), client.socket)
+    agents.apply(agents.plan("claude-code", "user", memory=MEMORY, repo=str(repo), home=home,
+                             client=gone), home)
+    [check] = agents.health_checks(MemoryRepo(repo))
+    assert not check.ok and "old-site, which is gone" in check.detail

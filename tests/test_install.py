@@ -463,7 +463,8 @@ def test_doctor_reports_a_healthy_install(doctor_env: tuple[Path, Path],
     install("claude-code", "user", home, project, crepo_template)
     [check] = agents.health_checks(MemoryRepo(crepo_template))
     assert check.ok and check.name == "claude-code (user)"
-    assert check.detail == f"5 hooks, MCP server memrepo → {crepo_template}"
+    assert check.detail == (f"5 hooks (plain `memory hook`), MCP server memrepo → "
+                            f"{crepo_template}")
 
 
 def test_doctor_reports_a_stale_install(doctor_env: tuple[Path, Path], crepo_template: Path,

@@ -48,7 +48,10 @@ one canary note (knowledge/reference/zephyrine.md: "kestrel-7"), it checks:
 Start-up cost: every variant has its own sandbox: none, install, plugin, and for Claude
 Code the diagnostic ones (``hooks``: the hooks alone; ``mcp``: the server alone; ``stub``: a
 15-line Python MCP server instead of memrepo's; ``noop``: five hooks running ``true``;
-``floor``: both, the least any integration with hooks and a Python MCP server costs). After
+``floor``: both, the least any integration with hooks and a Python MCP server costs;
+``httpfloor``: the floor with four of the hooks Claude Code's ``http`` hooks answered ``{}``
+by this process; ``plain``: memrepo installed with ``MEMREPO_PLAIN_HOOKS=1``, its hooks
+``memory hook`` processes rather than :mod:`memrepo.agents.hook_client`). After
 ``--warmup`` unmeasured runs each (the first starts memrepo's resident server), ``--rounds``
 rounds run them interleaved, the order rotating, each run after the previous one's detached
 workers finished. A run's wall time is split by the mock's clock into before the first
@@ -203,14 +206,19 @@ def setup_route(sb: clients.Sandbox, client: clients.Client, route: str,
     """memrepo installed in ``sb`` by ``route``; the steps taken, one line each."""
     memory = str(args.memory)
     steps: list[str] = []
-    if route in ("install", "http", "hooks", "mcp", "async", "stub"):
+    if route in ("install", "http", "hooks", "mcp", "async", "stub", "plain"):
         http: list[str] = []
+        plain = {"MEMREPO_PLAIN_HOOKS": "1"} if route == "plain" else {}
         if route == "http":
             steps += start_http(sb, args)
             http = ["--url", sb.mcp_url, "--token-env", TOKEN_ENV]
+        sb.env.update(plain)  # plain: `memory hook` commands, not memrepo.agents.hook_client
         out = run([memory, "install", client.agent, "--scope", "project", "--repo", str(sb.repo),
                    "--home", str(sb.home), "--project", str(sb.proj), *http], sb)
-        steps.append(" ".join(["memory install", client.agent, "--scope project", *http]))
+        for key in plain:
+            sb.env.pop(key)
+        steps.append(" ".join([*(f"{k}={v}" for k, v in plain.items()), "memory install",
+                               client.agent, "--scope project", *http]))
         steps += [f"  | {line}" for line in out.stdout.splitlines() if line.strip()]
         if route == "hooks":
             (sb.proj / ".mcp.json").unlink()
@@ -265,7 +273,7 @@ def empty_http_server() -> str:
     class Empty(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+        def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -414,7 +422,7 @@ def compare_routes(install: dict[str, Any], plugin: dict[str, Any]) -> dict[str,
 # --- start-up cost ------------------------------------------------------------------------------
 
 
-SPLIT = ("hooks", "mcp", "stub", "noop", "floor", "httpfloor")
+SPLIT = ("hooks", "mcp", "stub", "noop", "floor", "httpfloor", "plain")
 
 
 def variants_of(client: clients.Client, args: argparse.Namespace) -> list[str]:
@@ -570,7 +578,8 @@ def where_time_goes(t: dict[str, Any]) -> list[str]:
             "floor": "five `true` hooks and the minimal MCP server",
             "httpfloor": "SessionStart `true`, four `http` hooks answered `{}`, the minimal "
                          "MCP server",
-            "async": "Stop and SessionEnd `async: true`", "plugin": "the plugin"}
+            "async": "Stop and SessionEnd `async: true`", "plugin": "the plugin",
+            "plain": "memrepo's hooks as plain `memory hook` processes"}
     out += [f"- {said[v]} ({v}): {add(rows[v])}" for v in said if v in rows]
     return out
 

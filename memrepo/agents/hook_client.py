@@ -87,9 +87,10 @@ def read_stdin(timeout: float, fd: int = 0) -> bytes:
         if not chunk:
             break
         buf += chunk
-        if bytes(buf[-64:]).rstrip().endswith(b"}") and not select.select([fd], [], [], 0)[0]:
-            if _whole_json(bytes(buf)):  # parsed only when nothing more is waiting
-                break
+        # parsed only when nothing more is waiting: once, for a whole payload
+        if (bytes(buf[-64:]).rstrip().endswith(b"}")
+                and not select.select([fd], [], [], 0)[0] and _whole_json(bytes(buf))):
+            break
     return bytes(buf)
 
 
@@ -102,7 +103,6 @@ class _Context:
     object_pairs_hook = None
     parse_float = float
     parse_int = int
-    memo: dict = {}
 
     @staticmethod
     def parse_constant(name: str) -> float:

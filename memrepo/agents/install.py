@@ -25,13 +25,13 @@ from typing import Any
 from memrepo.agents import hook_client
 from memrepo.agents.harness import HARNESSES
 from memrepo.agents.settings import (
-    Client,
     AGENTS,
     EXE_NAMES,
     HOOKS,
     MCP,
     SERVER_NAME,
     Call,
+    Client,
     check_scope,
     hook_handler,
     memrepo_call,
@@ -46,7 +46,8 @@ from memrepo.atomic import atomic_write
 from memrepo.config import load_config
 from memrepo.errors import MemrepoError
 from memrepo.health import Check
-from memrepo.layout import CONFIG_FILE
+from memrepo.index.remote import serve_dir
+from memrepo.layout import CONFIG_FILE, socket_path
 from memrepo.llm import estimate_cost
 
 #: Agents that read their JSON settings with ``//`` and ``/* */`` comments (Gemini CLI).
@@ -326,13 +327,12 @@ def fast_client(memory: str, repo: str) -> Client | None:
         return None
     if os.path.realpath(ours) != os.path.realpath(memory):
         return None
-    from memrepo.index.remote import serve_dir
-    from memrepo.layout import socket_path
-
     site = Path(hook_client.__file__).resolve().parent.parent.parent
     return Client(sys.executable, str(site), str(socket_path(serve_dir(Path(repo)))))
 
 
+#: hook_client.py under the folder memrepo is installed in (``Client.site``)
+CLIENT_FILE = "memrepo/agents/hook_client.py"
 #: Set to anything, ``memory install`` writes plain ``memory hook`` commands.
 PLAIN_HOOKS_ENV = "MEMREPO_PLAIN_HOOKS"
 
@@ -439,6 +439,12 @@ def health_checks(repo: Any) -> list[Check]:
                 problems.append("an entry names no --repo (it follows the agent's cwd)")
             elif not (Path(repo_path).expanduser() / CONFIG_FILE).is_file():
                 problems.append(f"{repo_path} is not a memory repo (no {CONFIG_FILE})")
+        for client in sorted({i.call.client for i in local if i.call.client},
+                             key=lambda c: (c.python, c.site)):
+            if not (os.access(client.python, os.X_OK) and (
+                    Path(client.site) / CLIENT_FILE).is_file()):
+                problems.append(f"the hooks run {client.python} with memrepo from "
+                                f"{client.site}, which is gone")
         spaces = sorted({i.call.namespace or "" for i in local})
         if len(spaces) > 1:  # its tools would show what its hooks keep apart, or the reverse
             problems.append("its entries act in different namespaces ("
@@ -452,8 +458,10 @@ def health_checks(repo: Any) -> list[Check]:
                             f"({', '.join(legacy)}) also run: remove them from {where}")
         hooks = sorted({i.name for i in items if i.what == HOOKS})
         servers = sorted({i.name for i in items if i.what == MCP})
+        plain = any(i.what == HOOKS and i.call.client is None for i in local)
         what = ", ".join(filter(None, [
-            f"{len(hooks)} hooks" if hooks else "", f"MCP server {', '.join(servers)}"
+            f"{len(hooks)} hooks{' (plain `memory hook`)' if plain else ''}" if hooks else "",
+            f"MCP server {', '.join(servers)}"
             if servers else ""]))
         repos = ", ".join(sorted({i.call.url or i.call.repo or "?" for i in items}))
         if spaces[:1] != [""] and len(spaces) == 1:
