@@ -70,19 +70,41 @@ def parse_append(argv: Sequence[str]) -> dict[str, object] | None:
 
 
 def parse_agent_hook(argv: Sequence[str]) -> tuple[str, str, str | None] | None:
-    """(harness, event, repo) of ``[--repo R] hook HARNESS EVENT [--repo R]``, else None.
+    """(harness, event, repo) of ``[--repo R] hook HARNESS EVENT`` (``--repo`` and
+    ``--namespace`` anywhere: the namespace becomes ``$MEMREPO_NAMESPACE``), else None.
 
     Agents run it on every prompt with the payload on stdin (memrepo.agents.events): it
     never reaches Click, whose import would slow every prompt (bench/perf/bench_agent_hooks.py).
+    A known agent's line that is malformed otherwise (no event, extra arguments) is still
+    answered here, as a failure logged with exit 0: Click's usage error is exit 2, which an
+    agent reads as "block this prompt".
     """
     repo, rest = split_repo(argv)
-    if len(rest) != 3 or rest[0] != "hook" or rest[2].startswith("-"):
+    if len(rest) < 2 or rest[0] != "hook" or "--help" in rest:
         return None
     from memrepo.agents.harness import HARNESSES
 
+    if rest[1] not in HARNESSES:
+        return None
+    ns: str | None = None
+    words: list[str] = []
+    i = 2
+    while i < len(rest):
+        if rest[i] == "--namespace" and i + 1 < len(rest):
+            ns, i = rest[i + 1], i + 2
+            continue
+        if rest[i].startswith("--namespace="):
+            ns = rest[i].split("=", 1)[1]
+        else:
+            words.append(rest[i])
+        i += 1
+    if ns:
+        os.environ[cliargs.NAMESPACE_ENV] = ns
     if repo is not None and repo == os.environ.get("MEMORY_REPO"):
         repo = None  # the hook finds $MEMORY_REPO itself (and names it when it is wrong)
-    return (rest[1], rest[2], repo) if rest[1] in HARNESSES else None
+    event = words[0] if len(words) == 1 and not words[0].startswith("-") else (
+        f"{' '.join(words) or '(no event)'} (expected: one event name)")
+    return rest[1], event, repo
 
 
 def parse_mcp(argv: Sequence[str]) -> tuple[str | None] | None:

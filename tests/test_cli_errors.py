@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 
 import click
@@ -109,6 +111,37 @@ def test_repo_after_the_compile_hook_is_no_usage_error(
     assert cli.main(["compile", "--format", "claude-code-hook", "--repo", str(crepo)]) in (0, None)
     out = json.loads(capsys.readouterr().out)
     assert out["hookSpecificOutput"]["additionalContext"]
+
+
+@pytest.mark.parametrize("tail", [["UserPromptSubmit", "--bogus"], [], ["-x"],
+                                  ["UserPromptSubmit", "Stop"]],
+                         ids=["extra-option", "no-event", "option-only", "two-events"])
+def test_a_malformed_agent_hook_line_exits_0_and_is_logged(tail: list[str], crepo: Path
+                                                           ) -> None:
+    """Exit 2 would block the user's prompt: a known agent's line fails open, logged."""
+    proc = subprocess.run(["memory", "--repo", str(crepo), "hook", "claude-code", *tail],
+                          input="{}", capture_output=True, text=True)
+    assert (proc.returncode, proc.stdout) == (0, "")
+    last = json.loads((crepo / ".memrepo/agents.log").read_text().splitlines()[-1])
+    assert last["status"] == "failed" and "expected: one event name" in last["event"]
+
+
+def test_namespace_after_the_agent_hook_is_the_hooks_namespace(crepo: Path) -> None:
+    payload = json.dumps({"session_id": "s", "prompt": "anything at all here",
+                          "transcript_path": str(crepo / "none.jsonl")})
+    for tail in (["--namespace", "alice"], ["--namespace=alice"]):
+        proc = subprocess.run(["memory", "--repo", str(crepo), "hook", "claude-code",
+                               "UserPromptSubmit", *tail], input=payload,
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        last = json.loads((crepo / ".memrepo/agents.log").read_text().splitlines()[-1])
+        assert (last["event"], last["status"]) == ("UserPromptSubmit", "ok"), last
+    bad = subprocess.run(["memory", "--repo", str(crepo), "hook", "claude-code",
+                          "UserPromptSubmit", "--namespace", "Not A Name"], input=payload,
+                         capture_output=True, text=True)
+    assert (bad.returncode, bad.stdout) == (0, "")
+    last = json.loads((crepo / ".memrepo/agents.log").read_text().splitlines()[-1])
+    assert last["status"] == "failed" and "namespace" in last["detail"]
 
 
 @pytest.mark.parametrize(

@@ -218,3 +218,19 @@ def test_doctor_checks_the_client(repo: Path, tmp_path: Path,
                              client=gone), home)
     [check] = agents.health_checks(MemoryRepo(repo))
     assert not check.ok and "old-site, which is gone" in check.detail
+
+
+def test_doctor_warns_of_a_socket_elsewhere(repo: Path, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from memrepo.repo import MemoryRepo
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    assert MEMORY
+    client = agents.fast_client(MEMORY, str(repo))
+    moved = agents.Client(client.python, client.site, str(tmp_path / "elsewhere.sock"))
+    agents.apply(agents.plan("claude-code", "user", memory=MEMORY, repo=str(repo), home=home,
+                             client=moved), home)
+    [check] = agents.health_checks(MemoryRepo(repo))
+    assert not check.ok and "elsewhere.sock" in check.detail and client.socket in check.detail

@@ -3,6 +3,7 @@
 
     nice -n 10 python bench/perf/bench_agent_hooks.py                 # 10K and 100K side by side
     python bench/perf/bench_agent_hooks.py --sizes 10000 --prompts 30
+    python bench/perf/bench_agent_hooks.py --client     # and with the resident, as installed
 
 Why these numbers: Claude Code runs UserPromptSubmit before every prompt and waits for it
 (goal p50 ≤ 150 ms at 10K files, ≤ 250 ms at 100K), SessionStart before the first one
@@ -51,12 +52,15 @@ GOALS = {"UserPromptSubmit": {10_000: 150, 100_000: 250}, "SessionStart": 200,
          "Stop": 100, "SessionEnd": 100}
 
 
-def call(repo: Path, event: str, payload: dict, env: dict[str, str]) -> tuple[float, float, str]:
-    """(wall ms, CPU ms, stdout) of one hook process."""
+def call(repo: Path, event: str, payload: dict, env: dict[str, str],
+         via: list[str] | None = None) -> tuple[float, float, str]:
+    """(wall ms, CPU ms, stdout) of one hook process; ``via``: the argv before ``memory``'s
+    arguments (what ``memory install`` writes: :func:`client_argv`), else ``memory``."""
     data = json.dumps({"hook_event_name": event, **payload})
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run([*memory_command(), "--repo", str(repo), "hook", "claude-code", event],
+    proc = subprocess.run([*(via or memory_command()), "--repo", str(repo), "hook",
+                           "claude-code", event],
                           input=data, capture_output=True, text=True, env=env)
     wall = (time.perf_counter() - t0) * 1000
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -112,18 +116,64 @@ class Cleanup:
                 shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
 
 
+def client_argv(repo: Path) -> list[str]:
+    """The installed hook's argv up to ``memory``: memrepo.agents.hook_client asking the
+    clone's resident server (memrepo.agents.install.fast_client)."""
+    from memrepo.agents.install import fast_client
+
+    exe = memory_command()
+    client = fast_client(exe[0], str(repo)) if len(exe) == 1 else None
+    if client is None:
+        sys.exit("--client: no memory script beside this interpreter")
+    return [*client.argv(), exe[0]]
+
+
+class Resident:
+    """The clone's resident server with the agents' services, as ``memory mcp`` starts it,
+    for as long as the ``with`` lasts."""
+
+    def __init__(self, repo: Path, env: dict[str, str]) -> None:
+        from memrepo.index import remote
+
+        self.sock = remote.socket_path(remote.serve_dir(repo))
+        self.proc = subprocess.Popen([sys.executable, "-m", "memrepo.agents.resident", "serve",
+                                      str(repo), "--idle", "900"], env=env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def __enter__(self) -> Resident:
+        from memrepo.index import remote
+
+        end = time.monotonic() + 120
+        while time.monotonic() < end:
+            try:
+                if remote.request(self.sock, {"op": "ping"}, 1.0).get("loaded"):
+                    return self
+            except remote.Unavailable:
+                pass
+            if self.proc.poll() is not None:
+                sys.exit(f"the resident server exited ({self.proc.returncode})")
+            time.sleep(0.2)
+        sys.exit("the resident server did not load its model within 120 s")
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.terminate()
+        self.proc.wait(60)
+
+
 def bench_repo(repo: Path, size: int, prompts: int, runs: int, rounds: int,
-               env: dict[str, str]) -> dict[str, dict[str, float]]:
-    stamp = f"{os.getpid()}-{int(time.time())}"
+               env: dict[str, str], via: list[str] | None = None
+               ) -> dict[str, dict[str, float]]:
+    """The four hooks' figures on ``repo``, run as ``via`` says (:func:`call`)."""
+    stamp = f"{os.getpid()}-{int(time.time())}-{'client' if via else 'plain'}"
     res: dict[str, dict[str, float]] = {}
     with Cleanup(repo):
         qs = messages(prompts, size)
-        call(repo, "UserPromptSubmit", {"session_id": f"warm-{stamp}", "prompt": qs[0]}, env)
-        call(repo, "SessionStart", {"session_id": f"warm-{stamp}", "source": "startup"}, env)
+        call(repo, "UserPromptSubmit", {"session_id": f"warm-{stamp}", "prompt": qs[0]}, env, via)
+        call(repo, "SessionStart", {"session_id": f"warm-{stamp}", "source": "startup"}, env, via)
         walls, cpus, chars = [], [], []
         for r, (i, q) in ((r, iq) for r in range(rounds) for iq in enumerate(qs)):
             sid = f"bench-{stamp}-{r}-{i // 10}"
-            w, c, out = call(repo, "UserPromptSubmit", {"session_id": sid, "prompt": q}, env)
+            w, c, out = call(repo, "UserPromptSubmit", {"session_id": sid, "prompt": q}, env, via)
             walls.append(w)
             cpus.append(c)
             chars.append(len(json.loads(out)["hookSpecificOutput"]["additionalContext"])
@@ -134,7 +184,7 @@ def bench_repo(repo: Path, size: int, prompts: int, runs: int, rounds: int,
         walls, cpus = [], []
         for i in range(runs):
             w, c, out = call(repo, "SessionStart", {"session_id": f"start-{stamp}-{i}",
-                                                    "source": "startup"}, env)
+                                                    "source": "startup"}, env, via)
             walls.append(w)
             cpus.append(c)
         res["SessionStart"] = {**summary(walls, cpus), "chars": len(out)}
@@ -144,7 +194,7 @@ def bench_repo(repo: Path, size: int, prompts: int, runs: int, rounds: int,
             for i in range(runs):
                 n = log_lines(repo)
                 w, c, out = call(repo, event, {"session_id": f"stop-{stamp}-{i}",
-                                               "transcript_path": missing}, env)
+                                               "transcript_path": missing}, env, via)
                 assert out == ""
                 walls.append(w)
                 cpus.append(c)
@@ -179,6 +229,11 @@ def bench_detached(env: dict[str, str]) -> dict[str, float]:
     return out
 
 
+def size_of(lb: str) -> int:
+    """The repo size a results label names ("n10k", "n100k served")."""
+    return int(lb.split()[0][1:-1]) * 1000
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="10000,100000")
@@ -188,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=15, help="SessionStart, Stop, SessionEnd calls")
     ap.add_argument("--build", action="store_true", help="build the 100K repo when missing")
     ap.add_argument("--json-out", help="also write the figures to this file")
+    ap.add_argument("--client", action="store_true",
+                    help="then, with the clone's resident server up, the hooks again as "
+                         "`memory hook` and as installed (memrepo.agents.hook_client)")
     add_record_option(ap)
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -208,20 +266,28 @@ def main(argv: list[str] | None = None) -> int:
             ensure_index(repo)
             results[label(size)] = bench_repo(repo, size, args.prompts, args.runs,
                                               args.rounds, env)
+            if args.client:
+                with Resident(repo, env):
+                    results[f"{label(size)} served"] = bench_repo(
+                        repo, size, args.prompts, args.runs, args.rounds, env)
+                    results[f"{label(size)} client"] = bench_repo(
+                        repo, size, args.prompts, args.runs, args.rounds, env,
+                        client_argv(repo))
         results["detached"] = bench_detached(env)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     labels = [k for k in results if k != "detached"]
     print(f"memory hook claude-code EVENT, whole processes (load average {load:.2f}, "
-          f"{os.cpu_count()} CPUs)")
-    head = "".join(f" {lb + ' p50':>10} {lb + ' cpu':>9}" for lb in labels)
+          f"{os.cpu_count()} CPUs); served: the resident server up; client: the hook as "
+          "installed (memrepo.agents.hook_client)")
+    head = "".join(f" {lb + ' p50':>17} {lb + ' cpu':>17}" for lb in labels)
     print(f"{'event':18}{head}  goal p50")
     for event in ("UserPromptSubmit", "SessionStart", "Stop", "SessionEnd"):
-        cells = "".join(f" {results[lb][event]['p50']:10.1f} {results[lb][event]['cpu_p50']:9.1f}"
+        cells = "".join(f" {results[lb][event]['p50']:17.1f} {results[lb][event]['cpu_p50']:17.1f}"
                         for lb in labels)
         goal = GOALS[event]
         goal_text = ("/".join(f"{v}" for v in goal.values()) if isinstance(goal, dict)
                      else str(goal))
-        ok = all(results[lb][event]["p50"] <= (goal[int(lb[1:-1]) * 1000] if isinstance(
+        ok = all(results[lb][event]["p50"] <= (goal[size_of(lb)] if isinstance(
             goal, dict) else goal) for lb in labels)
         print(f"{event:18}{cells}  ≤ {goal_text} ms {'yes' if ok else 'NO'}")
     for lb in labels:

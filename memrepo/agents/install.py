@@ -439,12 +439,7 @@ def health_checks(repo: Any) -> list[Check]:
                 problems.append("an entry names no --repo (it follows the agent's cwd)")
             elif not (Path(repo_path).expanduser() / CONFIG_FILE).is_file():
                 problems.append(f"{repo_path} is not a memory repo (no {CONFIG_FILE})")
-        for client in sorted({i.call.client for i in local if i.call.client},
-                             key=lambda c: (c.python, c.site)):
-            if not (os.access(client.python, os.X_OK) and (
-                    Path(client.site) / CLIENT_FILE).is_file()):
-                problems.append(f"the hooks run {client.python} with memrepo from "
-                                f"{client.site}, which is gone")
+        problems += _client_problems(local)
         spaces = sorted({i.call.namespace or "" for i in local})
         if len(spaces) > 1:  # its tools would show what its hooks keep apart, or the reverse
             problems.append("its entries act in different namespaces ("
@@ -476,6 +471,30 @@ def health_checks(repo: Any) -> list[Check]:
             checks.append(Check(name, True, f"{what} → {repos}"))
     checks += _duplicates(found)
     return checks
+
+
+def _client_problems(items: list[Installed]) -> list[str]:
+    """What keeps hooks installed through memrepo.agents.hook_client from running fast: the
+    interpreter or memrepo they name gone (each hook then fails), or a resident socket
+    that is not where this repo's server listens (each hook then runs in full)."""
+    problems = []
+    for client in sorted({i.call.client for i in items if i.call.client},
+                         key=lambda c: (c.python, c.site)):
+        if not (os.access(client.python, os.X_OK) and (
+                Path(client.site) / CLIENT_FILE).is_file()):
+            problems.append(f"the hooks run {client.python} with memrepo from "
+                            f"{client.site}, which is gone")
+    for repo in sorted({i.call.repo for i in items if i.call.client and i.call.repo}):
+        sockets = {i.call.client.socket for i in items
+                   if i.call.client and i.call.repo == repo}
+        try:
+            now = str(socket_path(serve_dir(Path(repo).expanduser())))
+        except (OSError, MemrepoError):
+            continue  # not a repo: said above
+        if sockets - {now}:
+            problems.append(f"the hooks ask a resident server at {', '.join(sorted(sockets))}, "
+                            f"not {now} where {repo}'s listens (each hook runs in full)")
+    return problems
 
 
 def _duplicates(found: list[Installed]) -> list[Check]:
