@@ -5,6 +5,8 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
+from memrepo.spawn import module_argv
+
 
 def templates_dir() -> Path:
     return Path(str(resources.files("memrepo.templates")))
@@ -20,4 +22,4 @@ def memory_command() -> list[str]:
     import sys
 
     exe = Path(sys.executable).with_name("memory")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "memrepo"]
+    return [str(exe)] if exe.exists() else module_argv("memrepo")

@@ -18,6 +18,20 @@ from typing import Any
 #: offline there unless ``MEMREPO_AGENT_LLM=1`` is set too.
 AGENT_WORKER_ENV = "MEMREPO_AGENT_WORKER"
 
+#: What ``python -c`` runs to run a module as ``python -m`` would, but without the current
+#: folder first on ``sys.path``: memrepo's processes start in an agent's project, and a
+#: ``json.py`` or ``http.py`` there would be imported in place of the standard library's
+#: (``-P`` does this from Python 3.11 only).
+RUN_MODULE = ("import runpy, sys\nif sys.path[:1] == ['']: del sys.path[0]\n"
+              "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)")
+
+
+def module_argv(module: str, *args: str) -> list[str]:
+    """``python -m MODULE ARGS`` (this interpreter), safe from the current folder."""
+    import sys
+
+    return [sys.executable, "-c", RUN_MODULE, module, *args]
+
 
 def detached(argv: list[str], stderr: Path, *, stdin: Path | None = None,
              env: dict[str, str] | None = None, fd3: int | None = None) -> None:

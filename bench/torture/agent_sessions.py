@@ -20,6 +20,10 @@ passed), it counts:
 
     .venv/bin/python bench/torture/agent_sessions.py --quick     # K=3, M=15 (< 2 min)
     .venv/bin/python bench/torture/agent_sessions.py             # K=5, M=30
+    .venv/bin/python bench/torture/agent_sessions.py --quick --installed   # as installed
+
+``--installed``: each hook runs as ``memory install`` writes it (memrepo.agents.hook_client),
+the clone's resident server up and answering them.
 
 Prints the counts, a final ``SUMMARY`` line, and exits 1 when a promise breaks (a prompt
 lost, doubled or out of order, a hook exit != 0 or past 5 s, a hung process, a refused
@@ -74,11 +78,53 @@ class Tally:
     person_refused: list[str] = field(default_factory=list)
 
 
+#: what runs before ``memory``'s arguments: the installed hook's client with --installed
+VIA: list[str] = []
+
+
+def start_resident(env: Env) -> subprocess.Popen[bytes]:
+    """The clone's resident server (as ``memory mcp`` starts it), once it answers; the
+    hooks then run through memrepo.agents.hook_client (:data:`VIA`)."""
+    from memrepo.agents import hook_client
+    from memrepo.agents.settings import Client
+    from memrepo.index import remote
+
+    sock = remote.socket_path(remote.serve_dir(env.repo))
+    site = Path(hook_client.__file__).resolve().parents[2]
+    VIA[:] = Client(sys.executable, str(site), str(sock)).argv()
+    proc = subprocess.Popen([sys.executable, "-m", "memrepo.agents.resident", "serve",
+                             str(env.repo), "--idle", "900"], env=env.env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        try:
+            remote.request(sock, {"op": "ping"}, 1.0)
+            return proc
+        except remote.Unavailable:
+            time.sleep(0.1)
+    proc.kill()
+    sys.exit("the resident server did not answer within 60 s")
+
+
+def stop_resident(env: Env, proc: subprocess.Popen[bytes]) -> int:
+    """Stop it; how many hook calls it answered."""
+    from memrepo.index import remote
+
+    sock = remote.socket_path(remote.serve_dir(env.repo))
+    try:
+        served = remote.request(sock, {"op": "ping"}, 5.0)["services"].get("hook", 0)
+    except (remote.Unavailable, KeyError):
+        served = -1
+    proc.terminate()
+    proc.wait(60)
+    return served
+
+
 def hook(env: Env, t: Tally, harness: str, event: str, payload: dict) -> None:
     data = json.dumps({"hook_event_name": event, **payload}).encode("utf-8")
     hook_env = {k: v for k, v in env.env.items() if k != "MEMREPO_NO_HOOKS"}
     start = time.monotonic()
-    p = subprocess.Popen([env.memory, "--repo", str(env.repo), "hook", harness, event],
+    p = subprocess.Popen([*VIA, env.memory, "--repo", str(env.repo), "hook", harness, event],
                          cwd=env.repo, env=hook_env, stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -291,6 +337,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=37)
     ap.add_argument("--memory", help="the memory executable (default: beside this python)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary repo")
+    ap.add_argument("--installed", action="store_true",
+                    help="the hooks as `memory install` writes them (memrepo.agents.hook_client), "
+                         "the clone's resident server answering them")
     add_record_option(ap)
     a = ap.parse_args()
     k = a.sessions or (3 if a.quick else 5)
@@ -299,6 +348,7 @@ def main() -> int:
     t = Tally()
     stop = threading.Event()
     t0 = time.monotonic()
+    resident = start_resident(env) if a.installed else None
     try:
         threads = [threading.Thread(target=session, args=(env, t, kind, i, m, a.max_gap,
                                                           a.seed * 100 + j * 10 + i))
@@ -324,6 +374,8 @@ def main() -> int:
         notes = log_notes(env.repo)
         bad = unparseable(env.repo)
     finally:
+        if resident is not None:
+            served = stop_resident(env, resident)
         if a.keep:
             print(f"kept {env.base}")
         else:
@@ -342,7 +394,10 @@ def main() -> int:
         print(f"  LOG {n} x {what}")
     for b in bad[:5]:
         print("  UNPARSEABLE", b)
-    summary = (f"SUMMARY sessions={3 * k} prompts={sent} user_turns={c['user turns']} "
+    if resident is not None:
+        print(f"installed hooks: the resident server answered {served} of them")
+    summary = (f"SUMMARY {'installed ' if resident else ''}sessions={3 * k} prompts={sent} "
+               f"user_turns={c['user turns']} "
                f"lost={c['lost']} doubled={c['doubled']} out_of_order={c['out of order']} "
                f"answers_lost={c['answers lost']} mismatched={c['mismatched']} "
                f"hook_exit_nonzero={len(t.bad_exit)} hook_over_5s={len(t.slow)} "

@@ -34,7 +34,7 @@ from memrepo.agents.hook_client import STDIN_TIMEOUT, read_stdin, started_ago
 from memrepo.agents.recall import brief, park, recall, recall_served, served
 from memrepo.cliargs import NAMESPACE_ENV
 from memrepo.layout import CONFIG_FILE
-from memrepo.spawn import AGENT_WORKER_ENV, detached
+from memrepo.spawn import AGENT_WORKER_ENV, detached, module_argv
 
 #: The hook gives up (logged, nothing printed) before the agent would kill it: below
 #: the timeouts the installer writes (memrepo.agents.settings.TIMEOUTS: 10 s and 5 s).
@@ -210,7 +210,7 @@ def detach(root: Path, harness: str, event: str, raw: bytes, namespace: str | No
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
-        argv = [sys.executable, "-m", "memrepo.agents.worker", harness, event, str(root)]
+        argv = module_argv("memrepo.agents.worker", harness, event, str(root))
         env = {**os.environ, H.GUARD_ENV: "1", AGENT_WORKER_ENV: harness}
         if namespace is not None:
             env[NAMESPACE_ENV] = namespace

@@ -204,11 +204,11 @@ def start_resident(root: Path, sdir: Path) -> None:
     """Start the clone's resident server, detached, for the next ``memory mcp`` (a second
     one started meanwhile finds the server lock taken and exits)."""
     from memrepo.index.remote import private_dir
-    from memrepo.spawn import detached
+    from memrepo.spawn import detached, module_argv
 
     private_dir(sdir)
-    detached([sys.executable, "-m", "memrepo.agents.resident", "serve", str(root),
-              "--idle", str(RESIDENT_IDLE_S)], sdir / LOGFILE)
+    detached(module_argv("memrepo.agents.resident", "serve", str(root),
+                         "--idle", str(RESIDENT_IDLE_S)), sdir / LOGFILE)
 
 
 def run(repo: str | None) -> int | None:
@@ -389,9 +389,11 @@ def child_server(root: Path) -> socket.socket:
     socket pair; the other end returned."""
     import subprocess
 
+    from memrepo.spawn import module_argv
+
     mine, theirs = socket.socketpair()
     env = {**os.environ, NO_RESIDENT_ENV: "1"}
-    subprocess.Popen([sys.executable, "-m", "memrepo", "--repo", str(root), "mcp"],
+    subprocess.Popen(module_argv("memrepo", "--repo", str(root), "mcp"),
                      stdin=theirs, stdout=theirs, env=env, close_fds=True)
     theirs.close()
     return mine

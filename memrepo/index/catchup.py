@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from memrepo.index.remote import (
 )
 from memrepo.index.writer import parse
 from memrepo.locks import LockBusy, file_lock, try_lock
-from memrepo.spawn import detached
+from memrepo.spawn import detached, module_argv
 
 CATCHUP_LOCK = "catchup.lock"
 CATCHUP_PENDING = "catchup.pending"
@@ -81,8 +80,7 @@ def spawn_worker(root: Path, sdir: Path, lock_fd: int) -> None:
     """``python -m memrepo.resident.serve catch-up ROOT --lock-fd 3`` in a session of its
     own (niced there), holding the catch-up lock it inherits as fd 3 (so no second worker
     starts while this one boots); stdout to /dev/null, stderr appended to ``catchup.err``."""
-    argv = [sys.executable, "-m", "memrepo.resident.serve", "catch-up", str(root),
-            "--lock-fd", "3"]
+    argv = module_argv("memrepo.resident.serve", "catch-up", str(root), "--lock-fd", "3")
     detached(argv, sdir / CATCHUP_ERR, fd3=lock_fd)
 
 

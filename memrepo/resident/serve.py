@@ -26,7 +26,7 @@ from memrepo.index.remote import Unavailable, ping, private_dir, request, serve_
 from memrepo.locks import LockBusy, file_lock
 from memrepo.repo import MemoryRepo
 from memrepo.resident.server import PIDFILE, SERVER_LOCK, AlreadyRunning, Server, Service
-from memrepo.spawn import detached
+from memrepo.spawn import detached, module_argv
 
 LOGFILE = "serve.log"
 
@@ -126,7 +126,7 @@ def start_detached(root: Path, model: str | None = None, idle: float | None = No
                            f"(pid {running.get('pid')}, {running.get('model')})")
     sdir = serve_dir(root)
     private_dir(sdir)
-    argv = [sys.executable, "-m", entry, "serve", str(root)]
+    argv = module_argv(entry, "serve", str(root))
     if model:
         argv += ["--model", model]
     if idle:
