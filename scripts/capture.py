@@ -9,7 +9,9 @@ written. The session id may come from ``--session`` or ``MEMORY_SESSION``.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import functools
 import json
 import sys
 from pathlib import Path
@@ -207,6 +209,24 @@ def import_(ctx: click.Context, file: Path, fmt: str, session_id: str | None,
 
 
 
+def _log_owner(root: Path, log: Path) -> tuple[bool, contextlib.AbstractContextManager[object]]:
+    """Whether ``log`` is this repo's, and the namespace its turns go in: as the memrepo
+    hooks Claude Code runs in the log's folder say (another repo's: not ours; theirs: in
+    their namespace). A log that names no folder, or one no memrepo hook runs in, is
+    this repo's, written as this process acts."""
+    from memrepo import namespaces
+    from memrepo.agents.install import hooks_in
+    from memrepo.transcript.logfile import log_cwd
+
+    cwd = log_cwd(log)
+    call = hooks_in(Path(cwd)) if cwd else None
+    if call is None or not call.repo:
+        return True, contextlib.nullcontext()
+    if Path(call.repo).expanduser().resolve() != root.resolve():
+        return False, contextlib.nullcontext()
+    return True, namespaces.scope(call.namespace)
+
+
 @capture.command()
 @click.option("--dir", "base", type=click.Path(file_okay=False, path_type=Path),
               help="Claude Code's projects folder (default: $CLAUDE_CONFIG_DIR/projects or "
@@ -228,7 +248,7 @@ def sweep(ctx: click.Context, base: Path | None, idle_hours: float | None,
     """
     from memrepo.agents.worker import close_idle
     from memrepo.transcript.follow import IDLE_CLOSE
-    from memrepo.transcript.follow import sweep as run_sweep
+    from memrepo.transcript.sweep import sweep as run_sweep
 
     root = _root(ctx)
     if scheduled and not (root / LOG).exists():
@@ -236,7 +256,9 @@ def sweep(ctx: click.Context, base: Path | None, idle_hours: float | None,
         return 0
     idle = dt.timedelta(hours=idle_hours) if idle_hours is not None else IDLE_CLOSE
     failed = 0
-    for done, error in run_sweep(root, base, idle_close=idle, after_end=judge_ended):
+    owner = functools.partial(_log_owner, root)
+    for done, error in run_sweep(root, base, idle_close=idle, after_end=judge_ended,
+                                 owner=owner):
         if done is None:
             failed += 1
             click.echo(f"memory: {error}", err=True)

@@ -628,3 +628,44 @@ def test_the_resident_server_briefs_the_session_as_the_hook_would(
     assert srv.answered.get("brief") == 1
     vias = [e.get("via") for e in entries(crepo) if e["event"] == "SessionStart"]
     assert vias == ["here", "server"]
+
+
+def test_sweep_takes_only_this_repos_logs_in_their_hooks_namespace(
+        crepo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log no hook read is this repo's only if the memrepo hooks Claude Code runs in its
+    folder name this repo (or none runs there), and its turns go in their namespace."""
+    from memrepo.agents import install as agents
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    memory = str(Path(sys.executable).with_name("memory"))
+    projects = tmp_path / "projects"
+    logs = {}
+    for name, repo, ns in (("alice", str(crepo), "alice"), ("theirs", "/elsewhere/mem", None),
+                           ("nohooks", None, None)):
+        folder = tmp_path / name
+        folder.mkdir()
+        if repo:
+            agents.apply(agents.plan("claude-code", "local", memory=memory, repo=repo,
+                                     home=home, project=folder, namespace=ns), home)
+        sid = f"{name:0<8}-0000-4000-8000-000000000000"
+        log = projects / name / f"{sid}.jsonl"
+        log.parent.mkdir(parents=True)
+        log.write_bytes(b"".join(p.read_bytes() for p in STAGES[:2])
+                        .replace(SID.encode(), sid.encode())
+                        .replace(b'"/home/ana/code/ledger"', json.dumps(str(folder)).encode()))
+        old = time.time() - 5 * 3600
+        os.utime(log, (old, old))
+        logs[name] = sid
+    out = run_memory(crepo, "capture", "sweep", "--dir", str(projects))
+    assert out.returncode == 0, out.stderr
+    found = {}
+    for f in (crepo / "raw" / "conversations").rglob("*.md"):
+        meta = parse_document(f.read_text(encoding="utf-8"), f).meta
+        found[str(meta.get("source_session") or meta.get("session_id"))] = meta.get("namespace")
+    assert len(found) == 2, found
+    by_name = {name: [ns for key, ns in found.items()
+                      if key == H.payload_session("claude-code", sid)]
+               for name, sid in logs.items()}
+    assert by_name == {"alice": ["alice"], "theirs": [], "nohooks": [None]}, (found, logs)

@@ -23,7 +23,7 @@ from memrepo.agents import harness as H
 from memrepo.agents import state
 from memrepo.documents import parse_document
 from memrepo.errors import MemrepoError
-from memrepo.transcript import follow
+from memrepo.transcript import follow, sweep
 from memrepo.transcript.importers import claude_code
 from memrepo.transcript.importers.run import ImportContext
 from memrepo.transcript.render import render_import, resolve_timezone
@@ -115,7 +115,7 @@ def test_a_symlink_to_a_log_elsewhere_is_never_read_through(crepo: Path,
     assert not list((crepo / "raw").rglob("*.md"))
     assert not any(b"PRIVATE-7f3a" in p.read_bytes() for p in crepo.rglob("*")
                    if p.is_file() and ".git" not in p.parts)
-    assert follow.session_logs(tmp_path / "projects") == []  # the sweep passes it by
+    assert sweep.session_logs(tmp_path / "projects") == []  # the sweep passes it by
 
 
 def test_a_grown_log_is_read_only_from_where_the_last_call_stopped(crepo: Path,

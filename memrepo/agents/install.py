@@ -409,6 +409,18 @@ def installed(home: Path | None = None, project: Path | None = None) -> tuple[
     return found, errors
 
 
+def hooks_in(project: Path, home: Path | None = None) -> Call | None:
+    """What memrepo's Claude Code hooks run in ``project``: the narrowest scope's (local,
+    then project, then user), or None when none are installed. ``memory capture sweep``
+    asks it of each log it has never read: whose repo, in which namespace."""
+    found, _ = installed(home, project)
+    for scope in ("local", "project", "user"):
+        for item in found:
+            if (item.agent, item.scope, item.what) == ("claude-code", scope, HOOKS):
+                return item.call
+    return None
+
+
 def health_checks(repo: Any) -> list[Check]:
     """``memory doctor``: each installed integration runs a ``memory`` that runs, on a
     repo that exists; one handler installed twice is a warning. An integration of

@@ -19,6 +19,7 @@ the same checks but reads a whole file.)
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 from dataclasses import dataclass
@@ -174,3 +175,26 @@ def read_whole(path: str | Path, *, largest: int | None = None, links: bool = Fa
     """The bytes of the regular file ``path`` (see :func:`open_log`)."""
     with open_log(path, largest=largest, links=links) as f:
         return f.whole()
+
+
+#: How much of a log :func:`log_cwd` reads for its first record naming a folder.
+CWD_HEAD = 1 << 16
+
+
+def log_cwd(path: str | Path) -> str | None:
+    """The folder the agent worked in, as the first records of a Claude Code log say
+    (``cwd``); None when they do not say or the log is not read."""
+    try:
+        with open_log(path) as f:
+            data = f.read(0, CWD_HEAD)
+    except (OSError, LogRefused):
+        return None
+    lines = data.split(b"\n")
+    for line in lines[:-1] if len(data) == CWD_HEAD else lines:
+        try:
+            rec = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(rec, dict) and isinstance(rec.get("cwd"), str):
+            return rec["cwd"]
+    return None
