@@ -6,11 +6,13 @@ payload on stdin, nothing else in the environment that memrepo set)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from memrepo.agents import hook_client
 from memrepo.agents import install as agents
 from memrepo.agents.resident import SERVICES, NoModel
 from memrepo.agents.settings import HOOKS, hook_handler, memrepo_call
+from memrepo.index import remote
 from memrepo.index.indexer import sync
 from memrepo.resident.server import Server
 
@@ -97,12 +100,27 @@ def test_the_prompt_hook_is_answered_by_the_resident(repo: Path, resident: Serve
     assert "Dana" not in again.stdout
 
 
-def test_without_a_resident_the_client_becomes_the_full_hook(repo: Path) -> None:
-    proc = _run(_handler(repo, "claude-code", "UserPromptSubmit"), _prompt(repo))
+def test_without_a_resident_the_client_becomes_the_full_hook_and_starts_one(
+        repo: Path) -> None:
+    handler = _handler(repo, "claude-code", "UserPromptSubmit")
+    proc = _run(handler, _prompt(repo), MEMREPO_NO_RESIDENT="1")
     assert proc.returncode == 0, proc.stderr
     assert "Dana owns the ledger service" in proc.stdout
     entry = _last_log(repo)
     assert (entry["via"], entry["status"]) == ("here", "ok")
+    sock = Path(handler["args"][5])
+    assert not sock.exists(), "MEMREPO_NO_RESIDENT: none started"
+    proc = _run(handler, _prompt(repo, "s2"))
+    assert "Dana owns the ledger service" in proc.stdout and _last_log(repo)["via"] == "here"
+    try:  # it started one for the next hooks
+        end = time.monotonic() + 60
+        while time.monotonic() < end and _last_log(repo)["via"] != "server":
+            time.sleep(0.2)
+            _run(handler, _prompt(repo, f"s-{time.monotonic()}"))
+        assert _last_log(repo)["via"] == "server"
+    finally:
+        with contextlib.suppress(remote.Unavailable):
+            remote.request(sock, {"op": "stop"}, 5.0)
 
 
 def test_a_server_without_the_hook_op_gets_the_full_hook(repo: Path) -> None:

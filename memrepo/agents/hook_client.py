@@ -16,7 +16,9 @@ and logs the call. It prints what the server says the hook prints.
 
 When no server takes the request (none runs, a refusal, an older server, a fake clock in
 ``$MEMREPO_NOW``), this process becomes ``MEMORY … hook AGENT EVENT`` with the same
-payload on its stdin: the hook is never lost, only slower. A server that took the request
+payload on its stdin: the hook is never lost, only slower. When none runs, it first starts
+one, as ``memory mcp`` does (``$MEMREPO_NO_RESIDENT``: not), so the next hooks are fast
+whether or not the agent runs memrepo's MCP server. A server that took the request
 but answers past the hook's deadline is not waited for: the hook prints nothing (fail
 open, as ``memory hook`` does past its deadline), and the server's log says so.
 
@@ -147,14 +149,24 @@ def request_line(root: str, harness: str, event: str, raw: bytes, namespace: str
     return ("{" + ", ".join(f'"{k}": {v}' for k, v in fields) + "}\n").encode("ascii")
 
 
+#: :func:`ask`'s answer when no server listens on the socket (none runs)
+UNREACHED = "unreached"
+
+
 def ask(sock_path: str, line: bytes, answer_s: float) -> str | None:
-    """What the server says the hook prints ('' for nothing); None when no server took the
-    request (the full hook then runs). A server that took it and is too slow: ''."""
+    """What the server says the hook prints ('' for nothing); None when a server did not
+    take the request, :data:`UNREACHED` when none listens (the full hook then runs). A
+    server that took it and is too slow: ''."""
     s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         s.settimeout(CONNECT_S)
         try:
             s.connect(sock_path)
+        except (FileNotFoundError, ConnectionRefusedError):
+            return UNREACHED
+        except OSError:
+            return None
+        try:
             s.sendall(line)
         except OSError:
             return None
@@ -233,6 +245,17 @@ def _payload_file(raw: bytes) -> int:
     return fd
 
 
+def _start_resident(repo: str) -> None:
+    """None runs: start one (memrepo.agents.mcp_front, as ``memory mcp`` does) for the
+    next hooks, before this one runs in full. Its imports are paid once per server life."""
+    try:
+        from memrepo.agents.mcp_front import start_for_hooks
+
+        start_for_hooks(repo)
+    except Exception:  # never fail the hook for it
+        pass
+
+
 def _write_out(data: bytes) -> None:
     view = memoryview(data)
     try:
@@ -257,7 +280,9 @@ def main(argv: list[str]) -> int:
         namespace = namespace or os.environ.get(NAMESPACE_ENV) or None
         line = request_line(repo, agent, event, raw, namespace, t0)
         out = ask(sock_path, line, ANSWER_S.get(event, ANSWER_DEFAULT_S))
-        if out is not None:
+        if out is UNREACHED:
+            _start_resident(repo)
+        elif out is not None:
             if out:
                 _write_out((out + "\n").encode("utf-8"))
             return 0

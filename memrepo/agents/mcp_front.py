@@ -211,17 +211,35 @@ def start_resident(root: Path, sdir: Path) -> None:
                          "--idle", str(RESIDENT_IDLE_S)), sdir / LOGFILE)
 
 
+def _servable(repo: str | None) -> tuple[Path, Path] | None:
+    """(root, serve dir) of the clone a resident would serve, or None: no repo found, no
+    git dir, or a sparse clone (a sub-agent's: its server would see a part of the memory)."""
+    root = find_root(repo)
+    gd = git_dir(root) if root is not None else None
+    if root is None or gd is None or (gd / "info" / "sparse-checkout").is_file():
+        return None
+    return root, serve_dir(gd)
+
+
+def start_for_hooks(repo: str) -> None:
+    """Start the clone's resident server for an installed hook that found none
+    (:mod:`memrepo.agents.hook_client`): the next hooks, and the next ``memory mcp``, find
+    it. Not with ``MEMREPO_NO_RESIDENT``."""
+    clone = None if os.environ.get(NO_RESIDENT_ENV) else _servable(repo)
+    if clone is not None:
+        start_resident(*clone)
+
+
 def run(repo: str | None) -> int | None:
     """``memory [--repo REPO] mcp``: the exit status of a session relayed to the resident
     server, or None when the server must run in this process (the Click command)."""
     if os.environ.get(NO_RESIDENT_ENV):
         return None
-    root = find_root(repo)
-    gd = git_dir(root) if root is not None else None
-    if root is None or gd is None or (gd / "info" / "sparse-checkout").is_file():
+    clone = _servable(repo)
+    if clone is None:
         _note("serving in-process (the repo is for memrepo.repo.discover to judge)")
         return None
-    sdir = serve_dir(gd)
+    root, sdir = clone
     try:
         sock, reply, early = open_session(root, socket_path(sdir))
     except Unreached as exc:
