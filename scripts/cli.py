@@ -50,6 +50,7 @@ COMMANDS: dict[str, str] = {
     "extract": "memrepo.scripts.extract:extract",
     "condense": "memrepo.scripts.condense:condense",
     "prune": "memrepo.scripts.prune:prune",
+    "explore": "memrepo.scripts.explore:explore",
     "tag": "memrepo.scripts.tag:tag",
     "log": "memrepo.scripts.tag:log_at",
     "export": "memrepo.scripts.export:export_cmd",

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from memrepo import clock
+from memrepo.lifecycle import explore
 from memrepo.lifecycle import prune as P
 from memrepo.llm import for_repo
 from memrepo.repo import discover
@@ -67,7 +68,7 @@ def prune(ctx: click.Context, dry_run: bool, apply_branches: bool, offline: bool
             for b in result.branches]
     deleted: list[str] = []
     if apply_branches and not dry_run and result.branches:
-        deleted = P.delete_branches(root, result.branches)
+        deleted = explore.remove(root, result.branches, why="memory prune")
     if as_json:
         click.echo(json.dumps(_report(result, changed, sha, dry_run, deleted),
                               ensure_ascii=False, indent=1))

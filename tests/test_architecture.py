@@ -321,6 +321,8 @@ LAZY_IMPORTS: dict[str, str] = {
     "memrepo.hooks.post_commit": "every git hook imports it through dispatch: the indexer "
     "only inside post-commit, the catch-up only when chunks wait",
     "memrepo.agents.events": "a capture hook detaches after one stat, without memrepo.repo",
+    "memrepo.agents.hook_client": "an installed hook imports C modules only; mcp_front (to "
+    "start a resident) only when none answers",
     "memrepo.agents.mcp_front": "memory mcp relays to the resident server on the standard "
     "library alone: memrepo only to start a resident when none answers",
     "memrepo.agents.recall": "Stop and SessionEnd import it through events: the compiler "

@@ -524,7 +524,7 @@ async def test_a_heavy_model_is_hosted_once_and_shared(
         assert not err and "ledger.md" in text
         host = first.memrepo  # type: ignore[attr-defined]
         assert host._server is not None and remote.ping(crepo)["pid"] == os.getpid()
-        assert remote.ping(crepo)["services"] == {"recall": 0, "brief": 0}  # the hooks' too
+        assert remote.ping(crepo)["services"] == {"recall": 0, "brief": 0, "hook": 0}  # the hooks' too
         hosted = host._search.engine.embedder  # the hosted server, asked in-process
         assert isinstance(hosted, HostedEmbedder)
         assert isinstance(hosted.server.embedder, HashEmbedder)

@@ -207,7 +207,8 @@ def test_install_with_a_namespace_isolates_the_agent(ns_repo: Repo, tmp_path: Pa
     assert "--namespace alice" in out
     settings = json.loads((home / ".claude/settings.json").read_text())
     handler = settings["hooks"]["UserPromptSubmit"][-1]["hooks"][-1]
-    assert handler["args"][:4] == ["--repo", str(crepo), "--namespace", "alice"]
+    args = handler["args"][handler["args"].index("--repo"):]  # through the hook client
+    assert args[:4] == ["--repo", str(crepo), "--namespace", "alice"]
     server = json.loads((home / ".claude.json").read_text())["mcpServers"]["memrepo"]
     assert server["args"] == ["--repo", str(crepo), "--namespace", "alice", "mcp"]
 

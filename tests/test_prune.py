@@ -8,6 +8,7 @@ from pathlib import Path
 
 from conftest import invoke_memory, run_git
 
+from memrepo.lifecycle import explore
 from memrepo.lifecycle import prune as P
 
 
@@ -33,9 +34,9 @@ def test_prune_archives_old_journals_and_stale_files(lrepo: Path):
 def test_explore_branches_deleted_only_with_apply(lrepo: Path):
     run_git(lrepo, "branch", "explore/old")
     today = dt.date.today() + dt.timedelta(days=30)
-    branches = P.old_explore_branches(lrepo, today)
+    branches = explore.old(lrepo, today)
     assert [b.name for b in branches] == ["explore/old"] and branches[0].merged
-    P.delete_branches(lrepo, branches)
+    explore.remove(lrepo, branches)
     assert run_git(lrepo, "branch", "--list", "explore/*").stdout == ""
 
 

@@ -381,7 +381,7 @@ def test_the_server_recalls_for_the_prompt_hook_with_its_model_in_process(
         msg = json.dumps({"op": "recall", "harness": harness, "payload": bad,
                           "root": str(hashed.root)})
         assert "recall needs harness" in _raw(hashed.root, msg.encode() + b"\n")["error"]
-    assert server.status()["services"] == {"recall": 5, "brief": 0, "mcp": 0}
+    assert server.status()["services"] == {"recall": 5, "brief": 0, "hook": 0, "mcp": 0}
 
 
 def test_a_recall_whose_hook_stopped_waiting_records_nothing(serving: Server,
@@ -426,7 +426,8 @@ def test_memory_serve_detached_offers_the_agents_services(hashed: IRepo) -> None
     assert out.returncode == 0, out.stderr
     try:
         st = remote.ping(hashed.root, budget=2.0)
-        assert st is not None and st["services"] == {"recall": 0, "brief": 0, "mcp": 0}
+        assert st is not None and st["services"] == {"recall": 0, "brief": 0, "hook": 0,
+                                                     "mcp": 0}
     finally:
         serve.stop(hashed.root)
 

@@ -42,15 +42,16 @@ def test_the_hooks_worker_runs_in_a_project_that_shadows_the_stdlib(
     payload = {"session_id": "s", "hook_event_name": "Stop", "cwd": str(marker.parent),
                "transcript_path": str(tmp_path / "none.jsonl")}
     assert MEMORY
+    log = crepo / ".memrepo/agents.log"
+    before = len(log.read_text().splitlines()) if log.exists() else 0
     proc = subprocess.run([MEMORY, "--repo", str(crepo), "hook", "claude-code", "Stop"],
                           input=json.dumps(payload), cwd=marker.parent, capture_output=True,
                           text=True)
     assert (proc.returncode, proc.stdout) == (0, "")
-    log = crepo / ".memrepo/agents.log"
     end = time.monotonic() + 30
-    while time.monotonic() < end and len(log.read_text().splitlines()) < 2:
+    while time.monotonic() < end and len(log.read_text().splitlines()) < before + 2:
         time.sleep(0.1)
-    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    lines = [json.loads(x) for x in log.read_text().splitlines()[before:]]
     assert len(lines) == 2, "the detached worker logged its outcome"
     err = crepo / ".memrepo/agents/worker.err"
     assert not err.exists() or "shadowed" not in err.read_text()

@@ -32,7 +32,7 @@ from memrepo.layout import (
     PEOPLE_INDEX,
     PROJECTS_INDEX,
 )
-from memrepo.lifecycle import retention
+from memrepo.lifecycle import explore, retention
 from memrepo.lifecycle.cap import cap_plan
 from memrepo.lifecycle.plan import Plan
 from memrepo.lifecycle.relink import Relink, relink
@@ -181,44 +181,10 @@ def stale_reviews(root: Path, today: dt.date, days: int = 90) -> list[str]:
 
 
 @dataclass
-class Branch:
-    name: str
-    date: dt.date
-    merged: bool
-
-
-def old_explore_branches(root: Path, today: dt.date) -> list[Branch]:
-    days = int(load_config(root)["lifecycle"]["explore_branch_days"])
-    out = git(["for-each-ref", "--format=%(refname:short) %(committerdate:short)",
-               "refs/heads/explore/"], root)
-    merged = set(git(["branch", "--format=%(refname:short)", "--merged", "HEAD"], root).split())
-    branches = []
-    for line in out.splitlines():
-        name, _, date = line.partition(" ")
-        d = dt.date.fromisoformat(date)
-        if (today - d).days > days:
-            branches.append(Branch(name, d, name in merged))
-    return branches
-
-
-def delete_branches(root: Path, branches: list[Branch]) -> list[str]:
-    """Delete ``branches``, tagging unmerged ones first so no commit becomes unreachable."""
-    done = []
-    for b in branches:
-        if not b.merged:
-            tag = f"memory/before/delete-{b.name.replace('/', '-')}"
-            git(["tag", "-a", "-f", tag, b.name, "-m", f"{b.name} before memory prune"], root)
-            done.append(f"tagged {tag}")
-        git(["branch", "-D", b.name], root)
-        done.append(f"deleted {b.name}")
-    return done
-
-
-@dataclass
 class PruneResult:
     plan: Plan
     stale: list[tuple[str, str, Scored]] = field(default_factory=list)
-    branches: list[Branch] = field(default_factory=list)
+    branches: list[explore.Branch] = field(default_factory=list)
     #: the link destinations the plan rewrites so that no link the moves touch breaks
     links: list[Relink] = field(default_factory=list)
 
@@ -262,4 +228,4 @@ def plan_prune(root: Path, today: dt.date, llm: Any = None) -> PruneResult:
         plan.compress += packed.moves
         plan.notes += packed.notes
     links = follow_moves(root, plan)
-    return PruneResult(plan, stale, old_explore_branches(root, today), links)
+    return PruneResult(plan, stale, explore.old(root, today), links)
