@@ -17,40 +17,24 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_mcp_front import ledger_repo
 
 from memrepo.agents import hook_client
 from memrepo.agents import install as agents
 from memrepo.agents.resident import SERVICES, NoModel
 from memrepo.agents.settings import HOOKS, hook_handler, memrepo_call
+from memrepo.health import Check
 from memrepo.index import remote
-from memrepo.index.indexer import sync
+from memrepo.repo import MemoryRepo
 from memrepo.resident.server import Server
 
 MEMORY = shutil.which("memory", path=str(Path(sys.executable).parent))
-NOTE = """---
-type: reference
-title: Ledger
-updated: 2026-01-01
----
-# Ledger
-
-- Dana owns the ledger service and its quarterly reconciliation runbook
-"""
-PROMPT = "Who owns the ledger service reconciliation runbook?"
-
-
-def git(root: Path, *args: str) -> None:
-    proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+PROMPT = "Who owns the ledger service now?"
 
 
 @pytest.fixture
 def repo(crepo: Path) -> Path:
-    (crepo / "knowledge/reference/ledger.md").write_text(NOTE, encoding="utf-8")
-    git(crepo, "add", "-A")
-    git(crepo, "-c", f"core.hooksPath={os.devnull}", "commit", "-q", "--no-verify", "-m", "seed")
-    sync(crepo)
-    return crepo
+    return ledger_repo(crepo)
 
 
 @pytest.fixture
@@ -218,37 +202,36 @@ def test_request_line_round_trips_any_payload() -> None:
         hook_client.loads(b'{"a": 1} x')
 
 
-def test_doctor_checks_the_client(repo: Path, tmp_path: Path,
-                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from memrepo.repo import MemoryRepo
-
-    home = tmp_path / "home"
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.chdir(tmp_path)
+def _doctor_on(repo: Path, home: Path, client: agents.Client) -> Check:
+    """memory doctor's one agents check, with Claude Code's hooks installed through
+    ``client`` at user scope in ``home``."""
     assert MEMORY
-    client = agents.fast_client(MEMORY, str(repo))
     agents.apply(agents.plan("claude-code", "user", memory=MEMORY, repo=str(repo), home=home,
                              client=client), home)
     [check] = agents.health_checks(MemoryRepo(repo))
+    return check
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path / "home"
+
+
+def test_doctor_checks_the_client(repo: Path, home: Path) -> None:
+    assert MEMORY
+    client = agents.fast_client(MEMORY, str(repo))
+    check = _doctor_on(repo, home, client)
     assert check.ok and check.detail.startswith("5 hooks, MCP server"), check.detail
-    gone = agents.Client(client.python, str(tmp_path / "old-site"), client.socket)
-    agents.apply(agents.plan("claude-code", "user", memory=MEMORY, repo=str(repo), home=home,
-                             client=gone), home)
-    [check] = agents.health_checks(MemoryRepo(repo))
+    check = _doctor_on(repo, home, agents.Client(client.python, str(home / "old-site"),
+                                                 client.socket))
     assert not check.ok and "old-site, which is gone" in check.detail
 
 
-def test_doctor_warns_of_a_socket_elsewhere(repo: Path, tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    from memrepo.repo import MemoryRepo
-
-    home = tmp_path / "home"
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.chdir(tmp_path)
+def test_doctor_warns_of_a_socket_elsewhere(repo: Path, home: Path) -> None:
     assert MEMORY
     client = agents.fast_client(MEMORY, str(repo))
-    moved = agents.Client(client.python, client.site, str(tmp_path / "elsewhere.sock"))
-    agents.apply(agents.plan("claude-code", "user", memory=MEMORY, repo=str(repo), home=home,
-                             client=moved), home)
-    [check] = agents.health_checks(MemoryRepo(repo))
+    check = _doctor_on(repo, home, agents.Client(client.python, client.site,
+                                                 str(home / "elsewhere.sock")))
     assert not check.ok and "elsewhere.sock" in check.detail and client.socket in check.detail

@@ -59,14 +59,19 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture
-def repo(crepo: Path) -> Path:
-    """A memory repo with one note, committed and indexed (no embedder)."""
+def ledger_repo(crepo: Path) -> Path:
+    """``crepo`` with one note (Dana owns the ledger service), committed and indexed (no
+    embedder); test_hook_client.py's too."""
     (crepo / "knowledge/reference/ledger.md").write_text(NOTE, encoding="utf-8")
     git(crepo, "add", "-A")
     git(crepo, "-c", f"core.hooksPath={os.devnull}", "commit", "-q", "--no-verify", "-m", "seed")
     sync(crepo)
     return crepo
+
+
+@pytest.fixture
+def repo(crepo: Path) -> Path:
+    return ledger_repo(crepo)
 
 
 @pytest.fixture
