@@ -20,6 +20,7 @@ pays only for what it uses.
 
 from __future__ import annotations
 
+import _thread
 import json
 import os
 import signal
@@ -205,7 +206,8 @@ def detach(root: Path, harness: str, event: str, raw: bytes, namespace: str | No
     worker's, when it is not this process's (the resident server starts it for a hook)."""
     queue = root / state.AGENTS_DIR / "queue"
     queue.mkdir(parents=True, exist_ok=True)
-    tmp = queue / f"{os.getpid()}-{time.time_ns()}.json"
+    # the resident server detaches for many hooks at once, one thread each
+    tmp = queue / f"{os.getpid()}-{_thread.get_ident()}-{time.time_ns()}.json"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -81,10 +81,13 @@ def read_stdin(timeout: float, fd: int = 0) -> bytes:
     while (left := min(timeout, end - time.monotonic())) > 0:
         try:
             ready, _, _ = select.select([fd], [], [], left)
-            if not ready:
-                break
+        except (OSError, ValueError):  # not selectable (a pipe on Windows): read to EOF
+            return bytes(buf) + (sys.stdin.buffer.read() if os.name == "nt" else b"")
+        if not ready:
+            break
+        try:
             chunk = os.read(fd, STDIN_CHUNK)
-        except (OSError, ValueError):
+        except OSError:
             break
         if not chunk:
             break
