@@ -418,6 +418,10 @@ def fix(repo: MemoryRepo) -> tuple[list[str], list[str]]:
         left.unlink(missing_ok=True)
         done.append(f"removed {left} (left by a killed memrepo commit)")
     try:
+        done += agent_install.fast_hooks_fix(repo.root)
+    except (MemrepoError, OSError) as exc:
+        failed.append(f"agent hooks: {exc}")
+    try:
         done += _fix_line_count(repo)
     except (MemrepoError, OSError, LockBusy) as exc:
         failed.append(f"MEMORY.md line_count: {exc or type(exc).__name__}")

@@ -144,10 +144,12 @@ def test_a_bad_payload_is_logged_in_the_repo_and_fails_open(
 
 
 def test_the_recursion_guard_answers_nothing(repo: Path, resident: Server) -> None:
+    log = repo / ".memrepo/agents.log"
+    before = log.read_bytes() if log.exists() else None
     proc = _run(_handler(repo, "claude-code", "UserPromptSubmit"), _prompt(repo),
                 MEMREPO_NO_HOOKS="1")
     assert (proc.returncode, proc.stdout) == (0, "")
-    assert not (repo / ".memrepo/agents.log").exists()
+    assert (log.read_bytes() if log.exists() else None) == before, "nothing logged"
 
 
 def test_the_client_imports_c_modules_only(repo: Path) -> None:
@@ -235,3 +237,24 @@ def test_doctor_warns_of_a_socket_elsewhere(repo: Path, home: Path) -> None:
     check = _doctor_on(repo, home, agents.Client(client.python, client.site,
                                                  str(home / "elsewhere.sock")))
     assert not check.ok and "elsewhere.sock" in check.detail and client.socket in check.detail
+
+
+def test_doctor_fix_moves_plain_hooks_to_the_client(repo: Path, home: Path) -> None:
+    from memrepo import doctor
+
+    assert MEMORY
+    url = "http://127.0.0.1:9/mcp"  # an HTTP server entry: --fix leaves it as it is
+    agents.apply(agents.plan("claude-code", "user", memory=MEMORY, repo=str(repo), home=home,
+                             url=url), home)
+    settings = home / ".claude/settings.json"
+    assert memrepo_call(json.loads(settings.read_text())["hooks"]["Stop"][0]["hooks"][0]
+                        ).client is None
+    done, failed = doctor.fix(MemoryRepo(repo))
+    assert not failed and any("claude-code (user) hooks now ask the resident" in d
+                              for d in done), done
+    for event, groups in json.loads(settings.read_text())["hooks"].items():
+        call = memrepo_call(groups[0]["hooks"][0])
+        assert call is not None and call.client is not None, event
+    server = json.loads((home / ".claude.json").read_text())["mcpServers"]["memrepo"]
+    assert server["url"] == url
+    assert not any("hooks now" in d for d in doctor.fix(MemoryRepo(repo))[0]), "once"

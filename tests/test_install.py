@@ -463,7 +463,9 @@ def test_doctor_reports_a_healthy_install(doctor_env: tuple[Path, Path],
     install("claude-code", "user", home, project, crepo_template)
     [check] = agents.health_checks(MemoryRepo(crepo_template))
     assert check.ok and check.name == "claude-code (user)"
-    assert check.detail == (f"5 hooks (plain `memory hook`), MCP server memrepo → "
+    assert check.detail == (f"5 hooks (plain `memory hook`: memory doctor --fix makes them "
+                            f"ask the resident first), MCP server "
+                            f"memrepo → "
                             f"{crepo_template}")
 
 

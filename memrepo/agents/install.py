@@ -98,13 +98,14 @@ def _open(path: Path, text: str | None, agent: str) -> Doc:
 def plan(agent: str, scope: str, *, memory: str | None = None, repo: str | None = None,
          home: Path | None = None, project: Path | None = None, url: str | None = None,
          token_env: str | None = None, namespace: str | None = None,
-         client: Client | None = None) -> list[FileChange]:
+         client: Client | None = None, hooks_only: bool = False) -> list[FileChange]:
     """The changes that install (``memory`` and ``repo`` given) or uninstall (neither)
     ``agent`` at ``scope``: nothing is written (see :func:`apply`). ``url``: the MCP
     server is that HTTP endpoint (its token in ``$token_env``), not ``memory mcp``; the
     hooks, which need a local clone, are left as they are when ``repo`` is not given.
     ``namespace``: the hooks and the server run ``memory --namespace NAME …``;
-    ``client``: through :mod:`memrepo.agents.hook_client` (:func:`fast_client`)."""
+    ``client``: through :mod:`memrepo.agents.hook_client` (:func:`fast_client`);
+    ``hooks_only``: the MCP server entries are left as they are."""
     spec = check_scope(agent, scope)
     hooks = bool(memory and repo) or url is None
     want = (server_entry(memory or "", repo or "", agent=agent, url=url, token_env=token_env,
@@ -120,6 +121,8 @@ def plan(agent: str, scope: str, *, memory: str | None = None, repo: str | None 
             docs[path] = (before, _open(path, before, agent), [])
         _, doc, notes = docs[path]
         keys = place_keys(place, project)
+        if place.what == MCP and hooks_only:
+            continue
         if place.what == HOOKS:
             notes += (_merge_hooks(doc, keys, agent, memory, repo, namespace, client)
                       if hooks else [])
@@ -328,7 +331,11 @@ def fast_client(memory: str, repo: str) -> Client | None:
     if os.path.realpath(ours) != os.path.realpath(memory):
         return None
     site = Path(hook_client.__file__).resolve().parent.parent.parent
-    return Client(sys.executable, str(site), str(socket_path(serve_dir(Path(repo)))))
+    try:
+        sock = socket_path(serve_dir(Path(repo)))
+    except (OSError, MemrepoError):  # no repo there (doctor asks of any install)
+        return None
+    return Client(sys.executable, str(site), str(sock))
 
 
 #: hook_client.py under the folder memrepo is installed in (``Client.site``)
@@ -421,6 +428,33 @@ def hooks_in(project: Path, home: Path | None = None) -> Call | None:
     return None
 
 
+def fast_hooks_fix(root: Path, home: Path | None = None, project: Path | None = None
+                   ) -> list[str]:
+    """``memory doctor --fix``: the hooks of this repo installed as plain ``memory hook``
+    (before memrepo.agents.hook_client) rewritten through the client, where their
+    ``memory`` is this installation's; the MCP entries are left alone. What it did."""
+    found, _ = installed(home, project)
+    here = Path(root).resolve()
+    todo: dict[tuple[str, str], Call] = {}
+    for i in found:
+        if i.what == HOOKS and i.call.client is None and i.call.repo and \
+                Path(i.call.repo).expanduser().resolve() == here:
+            todo.setdefault((i.agent, i.scope), i.call)
+    done = []
+    for (agent, scope), call in todo.items():
+        client = fast_client(call.memory, str(call.repo))
+        if client is None:
+            continue
+        changes = plan(agent, scope, memory=call.memory, repo=call.repo, home=home,
+                       project=project, namespace=call.namespace, client=client,
+                       hooks_only=True)
+        apply(changes, home)
+        files = ", ".join(str(c.path) for c in changes if c.changed)
+        if files:
+            done.append(f"{agent} ({scope}) hooks now ask the resident server first: {files}")
+    return done
+
+
 def health_checks(repo: Any) -> list[Check]:
     """``memory doctor``: each installed integration runs a ``memory`` that runs, on a
     repo that exists; one handler installed twice is a warning. An integration of
@@ -465,9 +499,12 @@ def health_checks(repo: Any) -> list[Check]:
                             f"({', '.join(legacy)}) also run: remove them from {where}")
         hooks = sorted({i.name for i in items if i.what == HOOKS})
         servers = sorted({i.name for i in items if i.what == MCP})
-        plain = any(i.what == HOOKS and i.call.client is None for i in local)
+        plain = [i for i in local if i.what == HOOKS and i.call.client is None]
+        fixable = any(i.call.repo and fast_client(i.call.memory, i.call.repo) for i in plain)
         what = ", ".join(filter(None, [
-            f"{len(hooks)} hooks{' (plain `memory hook`)' if plain else ''}" if hooks else "",
+            f"{len(hooks)} hooks" + (" (plain `memory hook`" + (": memory doctor --fix makes "
+                                     "them ask the resident first)" if fixable else ")")
+                                     if plain else "") if hooks else "",
             f"MCP server {', '.join(servers)}"
             if servers else ""]))
         repos = ", ".join(sorted({i.call.url or i.call.repo or "?" for i in items}))
