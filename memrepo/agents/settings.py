@@ -305,8 +305,8 @@ def memrepo_call(entry: object, name: str | None = None) -> Call | None:
         argv = [entry["command"], *args]
     else:
         return None
-    client = None
-    if len(argv) > 7 and argv[1:5] == ["-I", "-S", "-c", hook_client.CODE]:
+    client = None  # recognised by the module it runs: another release's code is ours too
+    if len(argv) > 7 and argv[1:4] == ["-I", "-S", "-c"] and hook_client.__name__ in argv[4]:
         client, argv = Client(argv[0], argv[5], argv[6]), argv[7:]
     if not argv or Path(argv[0]).name not in EXE_NAMES:
         return None
