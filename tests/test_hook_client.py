@@ -175,6 +175,9 @@ def test_the_installed_entry_is_recognised_and_uninstalled(repo: Path, tmp_path:
     assert call is not None and call.client is not None
     assert (call.memory, call.repo, call.kind, call.harness, call.event) == (
         MEMORY, str(repo), HOOKS, "claude-code", "Stop")
+    other = {**handler, "args": [*handler["args"][:3], handler["args"][3] + "  # another "
+                                 "release's", *handler["args"][4:]]}
+    assert memrepo_call(other) == call, "an install of another release is recognised too"
     project = tmp_path / "proj"
     project.mkdir()
     assert MEMORY
