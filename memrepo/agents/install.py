@@ -17,7 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -405,26 +405,40 @@ def installed(home: Path | None = None, project: Path | None = None) -> tuple[
                         if call and call.kind == MCP:
                             found.append(Installed(agent, scope, path, MCP, name, call))
                     continue
-                for event, groups in section.items():
-                    for group in groups if isinstance(groups, list) else []:
-                        handlers = group.get("hooks") if isinstance(group, dict) else None
-                        for handler in handlers if isinstance(handlers, list) else []:
-                            call = memrepo_call(handler)
-                            if call and call.kind in (HOOKS, "legacy"):
-                                found.append(Installed(agent, scope, path, call.kind, event,
-                                                       call))
+                found += [Installed(agent, scope, path, call.kind, event, call)
+                          for event, call in _hook_calls(section)]
     return found, errors
+
+
+def _hook_calls(section: dict[str, Any]) -> Iterator[tuple[str, Call]]:
+    """(event, call) of memrepo's handlers in a hooks object (``{event: [groups]}``)."""
+    for event, groups in section.items():
+        for group in groups if isinstance(groups, list) else []:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            for handler in handlers if isinstance(handlers, list) else []:
+                call = memrepo_call(handler)
+                if call and call.kind in (HOOKS, "legacy"):
+                    yield event, call
 
 
 def hooks_in(project: Path, home: Path | None = None) -> Call | None:
     """What memrepo's Claude Code hooks run in ``project``: the narrowest scope's (local,
     then project, then user), or None when none are installed. ``memory capture sweep``
     asks it of each log it has never read: whose repo, in which namespace."""
-    found, _ = installed(home, project)
-    for scope in ("local", "project", "user"):
-        for item in found:
-            if (item.agent, item.scope, item.what) == ("claude-code", scope, HOOKS):
-                return item.call
+    for scope in ("local", "project", "user"):  # its settings files only: ~/.claude.json,
+        for place in AGENTS["claude-code"].scopes[scope]:  # the MCP one, may be megabytes
+            if place.what != HOOKS:
+                continue
+            path = place_path(place, home, project)
+            try:
+                text = _read(path)
+                section = _open(path, text, "claude-code").get(place_keys(place, project)) \
+                    if text is not None else None
+            except MemrepoError:
+                continue
+            for _, call in _hook_calls(section if isinstance(section, dict) else {}):
+                if call.kind == HOOKS:
+                    return call
     return None
 
 
