@@ -109,21 +109,6 @@ def test_chatter_never_reaches_memory(crepo: Path) -> None:
     assert "turtles" not in memory and "each other" not in memory
 
 
-def test_a_we_statement_is_kept_when_it_names_or_says_enough() -> None:
-    """"We rock as a team" is chatter; "we went to Lake Tahoe", "we got married in 2019"
-    and a rich "we" sentence are facts (bench/quality/extraction.py: precision up, recall
-    the same)."""
-    for chatter in ("Yup, we rock as a team.", "We get our creative on and have a blast.",
-                    "We'll make it through this, hang in there."):
-        assert not h.informative(chatter), chatter
-    for fact in ("We went camping at Lake Tahoe last summer.",
-                 "We got married there on 2019-06-01 with forty friends around.",
-                 'We staged a contemporary piece called "Finding Freedom."',
-                 "We're brainstorming projects to help underserved communities with "
-                 "education, mentorship and job training."):
-        assert h.informative(fact), fact
-
-
 def test_no_entry_only_restates_a_title_or_a_count(crepo: Path) -> None:
     """A session of small talk leaves no "Session: <title> (N user turns)" line: no
     journal at all."""

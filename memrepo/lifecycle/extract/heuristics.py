@@ -204,27 +204,18 @@ def leaning(sentence: str) -> bool:
     return bool(LEANING.match(sentence)) and len(set(content_words(sentence))) <= MIN_CONTENT
 
 
-#: What makes a "we" sentence a fact rather than chatter ("we rock as a team"): a name past
-#: its start ("at Lake Tahoe"), a number or a resolved date, a quoted title, or at least
-#: WE_CONTENT content words (bench/quality/extraction.py measures the trade).
-NAMED = re.compile(r"\d|[\"\u201c]|(?<=[a-z,;:] )[A-Z][a-z]")
-WE_CONTENT = 6
-
-
 def informative(sentence: str) -> bool:
     """A speaker's statement about themselves worth keeping: it is in the first person
-    ("we" as its subject, no maxim and something named or said at length: "we went
-    camping at Lake Tahoe" is a fact, "we can make a difference", "it helps us grow" or
-    "we rock as a team" is not), names at least :data:`MIN_CONTENT` content words, and
-    is not social talk addressed to the other ("you", thanks, "let's keep in touch")."""
+    ("we" as its subject, and no maxim: "we went camping" is a fact, "we can make a
+    difference" or "it helps us grow" is not), names at least :data:`MIN_CONTENT`
+    content words, and is not social talk addressed to the other ("you", thanks, "let's
+    keep in touch")."""
     s = sentence.translate(_APOS)
     if excluded(s) or SECOND_PERSON.search(s) or CHATTER.search(s) or POINTED.search(s):
         return False
-    words = len(set(content_words(s)))
-    if not SINGULAR.search(s) and (not WE.search(s) or MAXIM.search(s) or (
-            words < WE_CONTENT and not NAMED.search(s))):
+    if not SINGULAR.search(s) and (not WE.search(s) or MAXIM.search(s)):
         return False
-    return words >= MIN_CONTENT
+    return len(set(content_words(s))) >= MIN_CONTENT
 
 
 #: Between two named speakers, advice to the other ("don't forget to …") and a story's
