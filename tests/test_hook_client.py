@@ -261,3 +261,48 @@ def test_doctor_fix_moves_plain_hooks_to_the_client(repo: Path, home: Path) -> N
     server = json.loads((home / ".claude.json").read_text())["mcpServers"]["memrepo"]
     assert server["url"] == url
     assert not any("hooks now" in d for d in doctor.fix(MemoryRepo(repo))[0]), "once"
+
+
+def test_a_late_server_leaves_the_recall_to_the_full_hook(repo: Path) -> None:
+    """A server that took the request but answers past the client's wait: the full hook
+    recalls in-process (told not to ask again), and the server, once done, records the
+    call as one its hook stopped waiting for."""
+    from memrepo.agents.resident import hook_service
+
+    def slow(server: Server, req: dict, asked: object) -> dict:
+        time.sleep(hook_client.ANSWER_S["UserPromptSubmit"] + 1.0)
+        return hook_service(server, req, asked)  # type: ignore[arg-type]
+
+    srv = Server(repo, NoModel(), services={**SERVICES, "hook": slow})
+    srv.start()
+    try:
+        t0 = time.monotonic()
+        proc = _run(_handler(repo, "claude-code", "UserPromptSubmit"), _prompt(repo))
+        took = time.monotonic() - t0
+        assert proc.returncode == 0, proc.stderr
+        assert "Dana owns the ledger service" in proc.stdout
+        assert took < hook_client.ANSWER_S["UserPromptSubmit"] + 1.0, took
+        assert _last_log(repo)["via"] == "here"
+        end = time.monotonic() + 10
+        while time.monotonic() < end and _last_log(repo).get("via") != "server":
+            time.sleep(0.1)
+        late = _last_log(repo)
+        assert (late["via"], late["status"]) == ("server", "failed"), late
+        assert "stopped waiting" in late["detail"]
+    finally:
+        srv.stop()
+
+
+def test_the_full_hook_told_the_server_was_asked_parks_nothing(repo: Path) -> None:
+    """Codex's prompt is parked by the server before it recalls: a full hook that runs
+    after a late server must not park it again (the turn would be captured twice)."""
+    from memrepo.agents import state
+
+    assert MEMORY
+    for sid, env in (("parked", {}), ("asked", {hook_client.ASKED_ENV: "1"})):
+        proc = _run({"command": MEMORY, "args": ["--repo", str(repo), "hook", "codex",
+                                                 "UserPromptSubmit"]},
+                    {**_prompt(repo, sid), "turn_id": "t1"}, **env)
+        assert proc.returncode == 0 and "Dana" in proc.stdout, proc.stderr
+    assert len(state.queued_prompts(repo, "codex", "parked")[0]) == 1
+    assert state.queued_prompts(repo, "codex", "asked")[0] == []

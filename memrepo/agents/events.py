@@ -31,7 +31,7 @@ from typing import Any
 
 from memrepo.agents import harness as H
 from memrepo.agents import state
-from memrepo.agents.hook_client import STDIN_TIMEOUT, read_stdin, started_ago
+from memrepo.agents.hook_client import ASKED_ENV, STDIN_TIMEOUT, read_stdin, started_ago
 from memrepo.agents.recall import brief, park, recall, recall_served, served
 from memrepo.cliargs import NAMESPACE_ENV
 from memrepo.layout import CONFIG_FILE
@@ -60,6 +60,8 @@ def run(harness: str, event: str, repo_opt: str | None = None) -> int:
     os.environ[AGENT_WORKER_ENV] = harness
     start = time.perf_counter() - started_ago()  # the agent's timeout counts from the exec
     act = H.action(harness, event)
+    # the hook client asked the resident server, which did not answer in time: not again
+    asked = bool(os.environ.pop(ASKED_ENV, None))
     entry: dict[str, Any] = {"harness": harness, "event": event, "action": act}
     root: Path | None = None
     out = ""
@@ -80,12 +82,13 @@ def run(harness: str, event: str, repo_opt: str | None = None) -> int:
             # the deadline counts from the hook's start: the agent's timeout does
             with deadline(max(0.1, DEADLINE[act] - (time.perf_counter() - start))):
                 if act == H.BRIEF:
-                    got = served(root, "brief", harness, payload)
+                    got = None if asked else served(root, "brief", harness, payload)
                     entry["via"] = "server" if got is not None else "here"
                     text = got if got is not None else brief(root, harness, payload)
                 else:
-                    park(root, harness, payload)
-                    got = recall_served(root, harness, payload)
+                    if not asked:  # the server parks first: once per prompt
+                        park(root, harness, payload)
+                    got = None if asked else recall_served(root, harness, payload)
                     entry["via"] = "server" if got is not None else "here"
                     text = got if got is not None else recall(root, harness, payload)
             if text:

@@ -19,8 +19,9 @@ When no server takes the request (none runs, a refusal, an older server, a fake 
 payload on its stdin: the hook is never lost, only slower. When none runs, it first starts
 one, as ``memory mcp`` does (``$MEMREPO_NO_RESIDENT``: not), so the next hooks are fast
 whether or not the agent runs memrepo's MCP server. A server that took the request
-but answers past the hook's deadline is not waited for: the hook prints nothing (fail
-open, as ``memory hook`` does past its deadline), and the server's log says so.
+but answers late is not waited for: the brief and the recall are then done by the full
+hook, within what is left of the deadline; the other events print nothing (their work is
+detached anyway). The server logs the late call.
 
 Also the one home of reading a hook's payload (:func:`read_stdin`) and of the hook's start
 time (:func:`started_ago`): :mod:`memrepo.agents.events` imports them.
@@ -45,10 +46,15 @@ STDIN_MAX_S = 2.0
 STDIN_CHUNK = 1 << 20
 #: connect and send: past it (a server not accepting) the full hook runs instead
 CONNECT_S = 0.5
-#: the server's answer, per event (memrepo.agents.events.DEADLINE: below the installer's
-#: timeouts); detached work is only started there, so it answers at once
-ANSWER_S = {"SessionStart": 8.0, "UserPromptSubmit": 4.0, "BeforeAgent": 4.0}
+#: How long the brief and the recall wait for the server's answer: past it, the full hook
+#: does the work in-process within what is left of its deadline (memrepo.agents.events.
+#: DEADLINE, counted from this process's start), told the server was asked
+#: (:data:`ASKED_ENV`: it parked the prompt, and is not asked again).
+ANSWER_S = {"SessionStart": 4.0, "UserPromptSubmit": 2.0, "BeforeAgent": 2.0}
+#: The rest only start detached work there: past this, the hook prints nothing (the
+#: capture follows the agent's log, or the sweep catches up).
 ANSWER_DEFAULT_S = 4.0
+ASKED_ENV = "MEMREPO_HOOK_ASKED"
 MAX_REPLY = 1 << 20
 
 
@@ -152,14 +158,16 @@ def request_line(root: str, harness: str, event: str, raw: bytes, namespace: str
     return ("{" + ", ".join(f'"{k}": {v}' for k, v in fields) + "}\n").encode("ascii")
 
 
-#: :func:`ask`'s answer when no server listens on the socket (none runs)
+#: :func:`ask`'s answers when no server listens on the socket (none runs), and when the
+#: one that took the request did not answer in time
 UNREACHED = "unreached"
+LATE = "late"
 
 
 def ask(sock_path: str, line: bytes, answer_s: float) -> str | None:
     """What the server says the hook prints ('' for nothing); None when a server did not
-    take the request, :data:`UNREACHED` when none listens (the full hook then runs). A
-    server that took it and is too slow: ''."""
+    take the request, :data:`UNREACHED` when none listens (the full hook then runs);
+    :data:`LATE` when the one that took it did not answer within ``answer_s``."""
     s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         s.settimeout(CONNECT_S)
@@ -181,8 +189,8 @@ def ask(sock_path: str, line: bytes, answer_s: float) -> str | None:
                 if not part:
                     break
                 buf += part
-        except OSError:  # too slow: the server logs it, the agent goes on
-            return ""
+        except OSError:  # too slow: the server logs it
+            return LATE
     finally:
         s.close()
     try:
@@ -285,6 +293,10 @@ def main(argv: list[str]) -> int:
         out = ask(sock_path, line, ANSWER_S.get(event, ANSWER_DEFAULT_S))
         if out is UNREACHED:
             _start_resident(repo)
+        elif out is LATE:
+            if event not in ANSWER_S:
+                return 0
+            os.environ[ASKED_ENV] = "1"
         elif out is not None:
             if out:
                 _write_out((out + "\n").encode("utf-8"))
