@@ -560,7 +560,7 @@ def _dry_run(
     with tempfile.TemporaryDirectory() as tmp:
         index = Path(tmp) / "index"
         if real.exists():
-            shutil.copyfile(real, index)
+            shutil.copy2(real, index)  # its mtime too: see memrepo.commit.person.land
         env = {"GIT_INDEX_FILE": str(index)}
         add = _addable(root, take)
         if add:

@@ -118,7 +118,10 @@ def land(root: Path, build: Callable[[dict[str, str]], T], move_head: HeadMove[T
         while True:
             wait_for_person(root, max(deadline - time.monotonic(), 0.0), index)
             before = _stamp(index)
-            shutil.copyfile(index, copy)
+            # with the index's mtime: git re-reads an entry whose file is not older than
+            # the index ("racily clean"); a fresh mtime would make a same-size file written
+            # in the same clock tick look unchanged, and the index keep its old blob
+            shutil.copy2(index, copy)
             built = build({"GIT_INDEX_FILE": str(copy)})
             with move_head(built) as commit, _taken(lock) as taken:
                 if taken and _stamp(index) == before and not git_commits(root):
