@@ -9,21 +9,14 @@ written. The session id may come from ``--session`` or ``MEMORY_SESSION``.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import functools
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from memrepo.agents.state import LOG
-
-if TYPE_CHECKING:
-    from memrepo.agents.settings import Call
 from memrepo.context.watchers.feedback import judge_ended
 from memrepo.documents import parse_datetime
 from memrepo.repo import discover
@@ -214,30 +207,6 @@ def import_(ctx: click.Context, file: Path, fmt: str, session_id: str | None,
 
 
 
-def _hooks_in(cwd: str) -> Call | None:
-    from memrepo.agents.install import hooks_in
-
-    return hooks_in(Path(cwd))
-
-
-def _log_owner(root: Path, hooks_at: Callable[[str], Call | None], log: Path
-               ) -> tuple[bool, contextlib.AbstractContextManager[object]]:
-    """Whether ``log`` is this repo's, and the namespace its turns go in: as the memrepo
-    hooks Claude Code runs in the log's folder say (another repo's: not ours; theirs: in
-    their namespace). A log that names no folder, or one no memrepo hook runs in, is
-    this repo's, written as this process acts."""
-    from memrepo import namespaces
-    from memrepo.transcript.logfile import log_cwd
-
-    cwd = log_cwd(log)
-    call = hooks_at(cwd) if cwd else None  # asked once per folder in a sweep
-    if call is None or not call.repo:
-        return True, contextlib.nullcontext()
-    if Path(call.repo).expanduser().resolve() != root.resolve():
-        return False, contextlib.nullcontext()
-    return True, namespaces.scope(call.namespace)
-
-
 @capture.command()
 @click.option("--dir", "base", type=click.Path(file_okay=False, path_type=Path),
               help="Claude Code's projects folder (default: $CLAUDE_CONFIG_DIR/projects or "
@@ -257,7 +226,7 @@ def sweep(ctx: click.Context, base: Path | None, idle_hours: float | None,
     transcript, and a session idle for --idle-hours is closed and committed. Sessions
     captured from Codex or Gemini hooks that have been idle as long are closed too.
     """
-    from memrepo.agents.worker import close_idle
+    from memrepo.agents.worker import close_idle, log_owner
     from memrepo.transcript.follow import IDLE_CLOSE
     from memrepo.transcript.sweep import sweep as run_sweep
 
@@ -267,9 +236,8 @@ def sweep(ctx: click.Context, base: Path | None, idle_hours: float | None,
         return 0
     idle = dt.timedelta(hours=idle_hours) if idle_hours is not None else IDLE_CLOSE
     failed = 0
-    owner = functools.partial(_log_owner, root, functools.lru_cache(maxsize=None)(_hooks_in))
     for done, error in run_sweep(root, base, idle_close=idle, after_end=judge_ended,
-                                 owner=owner):
+                                 owner=log_owner(root)):
         if done is None:
             failed += 1
             click.echo(f"memory: {error}", err=True)

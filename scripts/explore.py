@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 
 from memrepo import clock
-from memrepo.config import load_config
 from memrepo.lifecycle import explore as E
 from memrepo.repo import discover
 
@@ -44,11 +43,9 @@ def start(ctx: click.Context, name: str, base: str) -> int:
 def list_cmd(ctx: click.Context, as_json: bool) -> int:
     """The explore/* branches: last commit, commits ahead, merged, worktree, days left."""
     root = _root(ctx)
-    days = int(load_config(root)["lifecycle"]["explore_branch_days"])
-    today = clock.today()
     rows = [{"name": b.name, "date": b.date.isoformat(), "ahead": b.ahead,
              "merged": b.merged, "path": b.path,
-             "days_left": days - (today - b.date).days} for b in E.branches(root)]
+             "days_left": E.days_left(root, b, clock.today())} for b in E.branches(root)]
     if as_json:
         click.echo(json.dumps(rows, indent=1))
         return 0

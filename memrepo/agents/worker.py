@@ -27,6 +27,7 @@ from memrepo.errors import MemrepoError
 
 if TYPE_CHECKING:
     from memrepo.transcript.capture import Ended
+    from memrepo.transcript.sweep import Owner
 
 #: How much nicer than the agent the detached work runs.
 NICE = 10
@@ -303,3 +304,32 @@ if __name__ == "__main__":
     with contextlib.suppress(OSError, AttributeError):
         os.nice(NICE)
     sys.exit(run_worker(sys.argv[1:]))
+
+
+def log_owner(root: Path) -> Owner:
+    """``memory capture sweep``'s question for each Claude Code log it has not read to its
+    end (:data:`memrepo.transcript.sweep.Owner`): is it this repo's, and in which
+    namespace are its turns written? The memrepo hooks Claude Code runs in the log's
+    folder (its first ``cwd``) say: another repo's log is left to that repo's sweep; this
+    repo's goes in its hooks' namespace. A log that names no folder, or one where no
+    memrepo hook runs, is this repo's, written as this process acts. Each folder's
+    settings are read once per sweep."""
+    import functools
+
+    from memrepo import namespaces
+    from memrepo.agents.install import hooks_in
+    from memrepo.transcript.logfile import log_cwd
+
+    here = root.resolve()
+    hooks_at = functools.lru_cache(maxsize=None)(lambda cwd: hooks_in(Path(cwd)))
+
+    def owner(log: Path) -> tuple[bool, contextlib.AbstractContextManager[object]]:
+        cwd = log_cwd(log)
+        call = hooks_at(cwd) if cwd else None
+        if call is None or not call.repo:
+            return True, contextlib.nullcontext()
+        if Path(call.repo).expanduser().resolve() != here:
+            return False, contextlib.nullcontext()
+        return True, namespaces.scope(call.namespace)
+
+    return owner

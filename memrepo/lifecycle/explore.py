@@ -99,10 +99,14 @@ def branches(root: Path) -> list[Branch]:
     return found
 
 
+def days_left(root: Path, b: Branch, today: dt.date) -> int:
+    """Days before ``memory prune --apply`` drops ``b`` (negative: the next one does)."""
+    return int(load_config(root)["lifecycle"]["explore_branch_days"]) - (today - b.date).days
+
+
 def old(root: Path, today: dt.date) -> list[Branch]:
     """The ``explore/*`` branches whose last commit is older than the config's limit."""
-    days = int(load_config(root)["lifecycle"]["explore_branch_days"])
-    return [b for b in branches(root) if (today - b.date).days > days]
+    return [b for b in branches(root) if days_left(root, b, today) < 0]
 
 
 def find(root: Path, name: str) -> Branch:
