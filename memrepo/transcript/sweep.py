@@ -4,8 +4,9 @@ Claude Code deletes its logs after 30 days, and a session whose hooks did not ru
 crashed) would be lost: each log under its projects folder that grew since it was last
 read is followed (:func:`memrepo.transcript.follow.follow`), and a session idle for
 ``idle_close`` is closed and committed. The caller says which logs are this repo's, and
-in which namespace their turns are written (``owner``: ``scripts/capture.py`` asks the
-hooks Claude Code runs in the log's folder).
+in which namespace their turns are written (``owner``:
+:func:`memrepo.agents.worker.log_owner` asks the hooks Claude Code runs in the log's
+folder).
 """
 
 from __future__ import annotations
